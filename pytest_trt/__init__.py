@@ -1,0 +1,56 @@
+"""pytest-trt: TensorRT engine accuracy testing as pytest tests.
+
+Public API (imported lazily: importing ``pytest_trt`` never imports TensorRT or
+ONNX Runtime).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ._version import __version__
+
+_LAZY = {
+    "PrecisionPolicy": "pytest_trt.policy",
+    "PrecisionPlan": "pytest_trt.plan",
+    "load_model": "pytest_trt.model",
+    "Model": "pytest_trt.model",
+    "assert_close": "pytest_trt.compare",
+    "compare_outputs": "pytest_trt.compare",
+    "default_tolerances": "pytest_trt.compare",
+    "BuildConfig": "pytest_trt.backends.base",
+    "get_backend": "pytest_trt.backends.base",
+    "select_backend": "pytest_trt.backends.base",
+    "fp32_baseline": "pytest_trt.baseline",
+    "make_feeds": "pytest_trt.inputs",
+    "load_feeds": "pytest_trt.inputs",
+    "input_specs": "pytest_trt.inputs",
+    "LayerReport": "pytest_trt.layers",
+    "assert_precision": "pytest_trt.verify",
+    "assert_no_collapse": "pytest_trt.verify",
+    "probe_precision": "pytest_trt.verify",
+    "locate_divergence": "pytest_trt.layerwise",
+    "suggest_fp32_islands": "pytest_trt.suggest",
+    "AccuracyError": "pytest_trt.errors",
+    "PrecisionError": "pytest_trt.errors",
+    "PytestTrtError": "pytest_trt.errors",
+    "UsageError": "pytest_trt.errors",
+    "ModelError": "pytest_trt.errors",
+    "PatternError": "pytest_trt.errors",
+    "InputError": "pytest_trt.errors",
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytest_trt' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(__all__)

@@ -1,0 +1,226 @@
+"""The Backend / Engine interface every backend implements.
+
+A backend builds an :class:`Engine` from a :class:`~pytest_trt.plan.PrecisionPlan`
+and a :class:`BuildConfig`, through the artifact cache, so a build happens once per
+content key. Engines run feeds, report their layers, and give per-tensor values for
+layerwise comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BackendUnavailable, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from ..cache import ArtifactCache, CacheResult
+    from ..layers import LayerReport
+    from ..plan import PrecisionPlan
+
+BACKEND_CHOICES = ("auto", "tensorrt", "tensorrt-rtx", "emulate")
+TYPING_CHOICES = ("auto", "strong", "weak")
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """Everything besides model and plan that changes what gets built.
+
+    Attributes:
+        typing: ``auto`` (strong where the library has it), ``strong`` or ``weak``
+            (TensorRT <= 10.x per-layer precision hints with OBEY_PRECISION_CONSTRAINTS).
+        tf32: allow TF32 for FP32 math (off by default: it changes FP32 results).
+        profiles: TensorRT optimization profiles, each ``{input: (min, opt, max)}``;
+            empty means "the static shapes of the model / the feeds".
+        workspace_bytes: builder memory-pool limit, None for TensorRT's default.
+        builder_optimization_level: TensorRT builder optimization level, None for default.
+    """
+
+    typing: str = "auto"
+    tf32: bool = False
+    profiles: tuple = ()
+    workspace_bytes: int | None = None
+    builder_optimization_level: int | None = None
+
+    def __post_init__(self):
+        if self.typing not in TYPING_CHOICES:
+            raise UsageError(f"unknown typing {self.typing!r}: use one of {', '.join(TYPING_CHOICES)}")
+
+    def to_json(self) -> dict[str, Any]:
+        profiles = [
+            {name: [list(s) for s in shapes] for name, shapes in sorted(p.items())} for p in self.profiles
+        ]
+        return {
+            "typing": self.typing,
+            "tf32": self.tf32,
+            "profiles": profiles,
+            "workspace_bytes": self.workspace_bytes,
+            "builder_optimization_level": self.builder_optimization_level,
+        }
+
+    def fingerprint(self) -> str:
+        return json.dumps(self.to_json(), sort_keys=True)
+
+
+@dataclass
+class BuildInfo:
+    """How an engine came to be: cache hit or build, and how long it took."""
+
+    cache_hit: bool
+    build_seconds: float
+    key: str = ""
+    path: str = ""
+    waited_seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cache_hit": self.cache_hit,
+            "build_seconds": round(self.build_seconds, 4),
+            "key": self.key,
+            "path": self.path,
+            "waited_seconds": round(self.waited_seconds, 4),
+        }
+
+
+class Engine(ABC):
+    """A built engine for one (model, plan, config) on one backend."""
+
+    backend_name: str = "?"
+    #: "strong", "weak" or "emulated": how the plan was realized.
+    typing: str = "?"
+
+    def __init__(self, plan: PrecisionPlan, config: BuildConfig, build_info: BuildInfo):
+        self.plan = plan
+        self.config = config
+        self.build_info = build_info
+
+    @property
+    def model(self):
+        return self.plan.model
+
+    @property
+    def input_names(self) -> list[str]:
+        return self.plan.model.input_names()
+
+    @property
+    def output_names(self) -> list[str]:
+        return self.plan.model.output_names()
+
+    @abstractmethod
+    def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the engine; returns every model output by name (as numpy arrays)."""
+
+    @abstractmethod
+    def layers(self) -> LayerReport:
+        """What the engine actually runs, per layer and per ONNX node."""
+
+    @abstractmethod
+    def run_layerwise(self, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], str]:
+        """Values of intermediate float tensors, keyed by ONNX tensor name, as float32.
+
+        Returns ``(values, note)``; ``note`` says how they were obtained, e.g. that a
+        separate probe build was used and so the engine differs from the one under test.
+        """
+
+    def describe(self) -> str:
+        hit = "cache hit" if self.build_info.cache_hit else f"built in {self.build_info.build_seconds:.2f}s"
+        return f"{self.backend_name} engine for {self.plan.model.label} [{self.plan.policy.describe()}] ({hit})"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.describe()}>"
+
+
+class Backend(ABC):
+    """A way to build engines. Subclasses register themselves under ``name``."""
+
+    name: str = "?"
+
+    @abstractmethod
+    def unavailable_reason(self) -> str | None:
+        """None when this backend can run here, else the exact reason (used as skip reason)."""
+
+    @abstractmethod
+    def versions(self) -> dict[str, str]:
+        """Library versions that change what gets built (part of cache keys and the report header)."""
+
+    def device(self) -> dict[str, Any]:
+        """The device engines are built for (part of cache keys)."""
+        return {}
+
+    def supports(self, plan: PrecisionPlan, config: BuildConfig) -> str | None:
+        """None when this backend can build ``plan`` under ``config``, else why not (skip reason)."""
+        return None
+
+    @abstractmethod
+    def build(
+        self, plan: PrecisionPlan, config: BuildConfig, cache: ArtifactCache | None, *, rebuild: bool = False
+    ) -> Engine:
+        """Build (or load from ``cache``) an engine for ``plan``."""
+
+    def cache_parts(self, plan: PrecisionPlan, config: BuildConfig) -> dict[str, Any]:
+        """The content key of an engine: everything that changes the built artifact."""
+        return {
+            "model": plan.model.sha256,
+            "plan": plan.fingerprint(),
+            "backend": self.name,
+            "backend_versions": self.versions(),
+            "device": self.device(),
+            "config": config.to_json(),
+        }
+
+    def require(self) -> None:
+        reason = self.unavailable_reason()
+        if reason:
+            raise BackendUnavailable(reason)
+
+
+_FACTORIES: dict[str, Any] = {}
+_INSTANCES: dict[str, Backend] = {}
+
+
+def register_backend(name: str, factory) -> None:
+    _FACTORIES[name] = factory
+
+
+def _load_builtin() -> None:
+    if _FACTORIES:
+        return
+    from . import emulate, tensorrt  # noqa: F401  (they register themselves)
+
+
+def get_backend(name: str) -> Backend:
+    """The backend instance for a concrete name (``emulate``, ``tensorrt``, ``tensorrt-rtx``)."""
+    _load_builtin()
+    if name not in _FACTORIES:
+        raise UsageError(
+            f"unknown backend {name!r}: choose one of {', '.join(BACKEND_CHOICES)}"
+        )
+    if name not in _INSTANCES:
+        _INSTANCES[name] = _FACTORIES[name]()
+    return _INSTANCES[name]
+
+
+def select_backend(requested: str) -> tuple[Backend, str]:
+    """Resolve ``--trt-backend``: returns the backend and why it was chosen.
+
+    ``auto`` is TensorRT when importable with a usable GPU, else ``emulate``. An
+    explicit backend that cannot run here raises :class:`BackendUnavailable` (a usage
+    error: a runner that asks for TensorRT must not silently test something else).
+    """
+    if requested not in BACKEND_CHOICES:
+        raise UsageError(f"unknown --trt-backend {requested!r}: choose one of {', '.join(BACKEND_CHOICES)}")
+    if requested == "auto":
+        trt = get_backend("tensorrt")
+        reason = trt.unavailable_reason()
+        if reason is None:
+            return trt, "auto: TensorRT and a CUDA GPU are available"
+        return get_backend("emulate"), f"auto: {reason}, using CPU precision emulation (not TensorRT)"
+    backend = get_backend(requested)
+    reason = backend.unavailable_reason()
+    if reason:
+        raise BackendUnavailable(f"--trt-backend {requested} cannot run here: {reason}")
+    return backend, f"requested with --trt-backend {requested}"

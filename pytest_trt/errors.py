@@ -1,0 +1,69 @@
+"""Errors pytest-trt raises.
+
+Every error a user can meet names the thing at fault (file, node, pattern, tensor)
+and says what to do next. Two families:
+
+* :class:`PytestTrtError` and subclasses: the input or the environment is wrong
+  (usage error; the CLI exits 2, a test errors).
+* :class:`AccuracyError` and :class:`PrecisionError`: the engine is wrong (an
+  assertion; the CLI exits 1, a test fails). They subclass ``AssertionError`` so
+  pytest reports them as failures, not errors.
+"""
+
+from __future__ import annotations
+
+
+class PytestTrtError(Exception):
+    """Base class of pytest-trt's usage and input errors."""
+
+
+class UsageError(PytestTrtError):
+    """An option, marker argument or API argument is invalid."""
+
+
+class ModelError(PytestTrtError):
+    """An ONNX model cannot be read, checked or realized."""
+
+
+class PatternError(PytestTrtError):
+    """A precision pattern is malformed or matches no node."""
+
+
+class InputError(PytestTrtError):
+    """Input feeds or input specs do not fit the model."""
+
+
+class BackendUnavailable(PytestTrtError):
+    """The chosen backend cannot run here. ``reason`` is the exact skip reason."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class BuildError(PytestTrtError):
+    """An engine build failed. Never cached."""
+
+
+class CacheError(PytestTrtError):
+    """The artifact cache directory cannot be used."""
+
+
+class AccuracyError(AssertionError):
+    """Engine outputs are outside tolerance of the reference. ``result`` holds the figures."""
+
+    def __init__(self, message: str, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+class PrecisionError(AssertionError):
+    """A node did not run in the precision a test asserted."""
+
+    def __init__(self, message: str, findings=None):
+        super().__init__(message)
+        self.findings = findings
+
+
+class CacheWarning(UserWarning):
+    """A cache entry was unusable (corrupt, truncated, foreign) and is being rebuilt."""
