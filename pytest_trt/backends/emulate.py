@@ -1,0 +1,134 @@
+"""Backend ``emulate``: precision emulation on ONNX Runtime's CPU provider. Not TensorRT.
+
+The plan's emulation realization (:func:`pytest_trt.realize.realize_emulation`) is an
+FP32 graph in which every tensor the plan stores in FP16/BF16 is rounded through that
+type (Cast -> Cast). It models what reduced-precision *storage* does to accuracy;
+TensorRT's FP16 kernels mostly accumulate in FP32, which this resembles.
+
+What it does not model: kernel-internal math in low precision, tactic choice, layer
+fusion, and TensorRT ignoring a precision request (e.g. inside a Myelin region). So a
+passing emulated test says "the plan is numerically sound", not "TensorRT honoured it";
+run the same test with ``--trt-backend tensorrt`` on a GPU runner for that.
+
+ONNX Runtime's CPU provider silently computes FP16 graphs in FP32 (measured: error
+exactly 0.0), which is why rounding is explicit here rather than running the strongly
+typed model directly.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from ..baseline import cached_session, float_tensor_names, onnxruntime_version, run_session, with_outputs
+from ..environment import dist_version
+from .base import Backend, BuildConfig, BuildInfo, Engine, register_backend
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+    from ..cache import ArtifactCache
+    from ..plan import PrecisionPlan
+
+EMULATION_FILE = "emulation.onnx"
+
+
+class EmulatedEngine(Engine):
+    """An emulation graph run by ONNX Runtime CPU with graph optimizations off."""
+
+    backend_name = "emulate"
+    typing = "emulated"
+
+    def __init__(self, plan: PrecisionPlan, config: BuildConfig, build_info: BuildInfo, model_bytes: bytes):
+        super().__init__(plan, config, build_info)
+        self._bytes = model_bytes
+        self._key = build_info.key or plan.fingerprint()
+
+    def _session(self, outputs=None):
+        if outputs is None:
+            return cached_session(f"emulate:{self._key}", lambda: self._bytes, label=f"emulation of {self.model.label}")
+        import hashlib
+
+        import onnx
+
+        def make():
+            proto = onnx.ModelProto()
+            proto.ParseFromString(self._bytes)
+            return with_outputs(proto, outputs).SerializeToString()
+
+        tag = hashlib.sha256(repr(list(outputs)).encode()).hexdigest()[:16]
+        return cached_session(f"emulate:{self._key}:{tag}", make, label=f"emulation of {self.model.label}")
+
+    def run(self, feeds: dict) -> dict[str, np.ndarray]:
+        return run_session(self._session(), feeds, output_names=self.output_names, label=f"emulation of {self.model.label}")
+
+    def layers(self):
+        from ..layers import LayerReport
+
+        return LayerReport.from_emulation(self.plan)
+
+    def run_layerwise(self, feeds: dict):
+        names = float_tensor_names(self.model)
+        values = run_session(self._session(names), feeds, output_names=names, label=f"emulation of {self.model.label}")
+        return values, "emulate: rounded tensors of the same emulation graph (no separate build)"
+
+    @property
+    def onnx_bytes(self) -> bytes:
+        """The emulation graph, serialized (for inspection and debugging)."""
+        return self._bytes
+
+
+class EmulateBackend(Backend):
+    """CPU precision emulation over ONNX Runtime. Always reported as ``emulate``, never as TensorRT."""
+
+    name = "emulate"
+
+    def unavailable_reason(self) -> str | None:
+        from ..environment import module_available
+
+        if not module_available("onnxruntime"):
+            return "ONNX Runtime not installed (pip install pytest-trt[cpu])"
+        return None
+
+    def versions(self) -> dict[str, str]:
+        return {"onnxruntime": onnxruntime_version(), "onnx": dist_version("onnx") or "missing"}
+
+    def device(self) -> dict:
+        return {"device": "cpu"}
+
+    def cache_parts(self, plan, config):
+        parts = super().cache_parts(plan, config)
+        # Emulation ignores builder settings (typing, TF32, profiles, workspace): keep
+        # them out of the key so one emulation graph serves every config.
+        parts["config"] = {}
+        return parts
+
+    def build(self, plan, config: BuildConfig, cache: ArtifactCache | None, *, rebuild: bool = False) -> Engine:
+        from ..realize import realize_emulation
+
+        self.require()
+
+        def realize() -> bytes:
+            return realize_emulation(plan).SerializeToString()
+
+        if cache is None:
+            start = time.perf_counter()
+            data = realize()
+            info = BuildInfo(cache_hit=False, build_seconds=time.perf_counter() - start, key=plan.fingerprint())
+            return EmulatedEngine(plan, config, info, data)
+
+        def build_fn(tmp_dir):
+            (tmp_dir / EMULATION_FILE).write_bytes(realize())
+
+        result = cache.get_or_build(
+            "emulate", self.cache_parts(plan, config), build_fn, rebuild=rebuild,
+            label=f"{plan.model.label} [{plan.policy.describe()}]",
+        )
+        info = BuildInfo(
+            cache_hit=result.cache_hit, build_seconds=result.build_seconds, key=result.key,
+            path=str(result.path), waited_seconds=result.waited_seconds,
+        )
+        return EmulatedEngine(plan, config, info, (result.path / EMULATION_FILE).read_bytes())
+
+
+register_backend("emulate", EmulateBackend)

@@ -1,0 +1,197 @@
+"""The FP32 reference: ONNX Runtime on the model as written, cached on disk.
+
+ONNX Runtime's CPU provider is the default: it is deterministic and present on every
+machine. Graph optimizations are disabled so the baseline is the model as written
+(fusions change rounding). The CUDA provider can be asked for (TF32 off).
+
+Baseline outputs are cached by model hash + inputs hash + ONNX Runtime version +
+provider, so a suite re-run does not recompute references.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .errors import BackendUnavailable, InputError, ModelError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .cache import ArtifactCache
+    from .model import Model
+
+PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+
+_SESSIONS: OrderedDict = OrderedDict()
+_SESSIONS_LOCK = threading.Lock()
+_MAX_SESSIONS = 16
+
+
+def onnxruntime_version() -> str:
+    from .environment import dist_version
+
+    return dist_version("onnxruntime", "onnxruntime-gpu") or "missing"
+
+
+def _import_ort():
+    try:
+        import onnxruntime as ort
+    except ImportError as exc:
+        raise BackendUnavailable(
+            "ONNX Runtime not installed: install pytest-trt[cpu] (CPU) or pytest-trt[gpu] (GPU runners)"
+        ) from exc
+    ort.set_default_logger_severity(3)
+    return ort
+
+
+def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "model"):
+    """An ONNX Runtime session over serialized ONNX, graph optimizations disabled."""
+    ort = _import_ort()
+    if provider not in PROVIDERS:
+        raise UsageError(f"unknown baseline provider {provider!r}: use one of {', '.join(PROVIDERS)}")
+    name = PROVIDERS[provider]
+    if name not in ort.get_available_providers():
+        raise BackendUnavailable(
+            f"ONNX Runtime provider {name} is not available (have: {', '.join(ort.get_available_providers())}); "
+            f"install onnxruntime-gpu for provider 'cuda'"
+        )
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3
+    provider_entry = (name, {"use_tf32": "0"}) if provider == "cuda" else name
+    try:
+        return ort.InferenceSession(model_bytes, sess_options=options, providers=[provider_entry])
+    except Exception as exc:  # onnxruntime raises its own exception types
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        raise ModelError(f"ONNX Runtime cannot load {label}: {first}") from exc
+
+
+def cached_session(key: str, make_bytes, *, provider: str = "cpu", label: str = "model"):
+    """Reuse ONNX Runtime sessions within a process (creating one costs more than a small run)."""
+    with _SESSIONS_LOCK:
+        full = (key, provider)
+        if full in _SESSIONS:
+            _SESSIONS.move_to_end(full)
+            return _SESSIONS[full]
+    session = make_session(make_bytes(), provider=provider, label=label)
+    with _SESSIONS_LOCK:
+        _SESSIONS[full] = session
+        while len(_SESSIONS) > _MAX_SESSIONS:
+            _SESSIONS.popitem(last=False)
+    return session
+
+
+def run_session(session, feeds: dict, *, output_names=None, label: str = "model") -> dict[str, np.ndarray]:
+    names = list(output_names) if output_names else [o.name for o in session.get_outputs()]
+    expected = {i.name for i in session.get_inputs()}
+    missing = sorted(expected - set(feeds))
+    if missing:
+        raise InputError(f"{label}: missing input(s) {', '.join(missing)}; the model's inputs are {', '.join(sorted(expected))}")
+    feeds = {k: v for k, v in feeds.items() if k in expected}
+    try:
+        values = session.run(names, feeds)
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        raise InputError(f"ONNX Runtime failed to run {label}: {first}") from exc
+    return dict(zip(names, values))
+
+
+def feeds_digest(feeds: dict) -> str:
+    """A content hash of input feeds (names, dtypes, shapes and bytes)."""
+    h = hashlib.sha256()
+    for name in sorted(feeds):
+        arr = np.ascontiguousarray(feeds[name])
+        h.update(name.encode())
+        h.update(str(arr.dtype).encode())
+        h.update(repr(arr.shape).encode())
+        h.update(memoryview(arr).cast("B"))
+    return h.hexdigest()
+
+
+def with_outputs(proto, names):
+    """A copy of ``proto`` whose graph outputs are ``names`` (types left to ONNX Runtime)."""
+    import onnx
+
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    existing = {o.name for o in copy.graph.output}
+    for name in names:
+        if name not in existing:
+            vi = copy.graph.output.add()
+            vi.name = name
+    return copy
+
+
+def fp32_baseline(
+    model: Model,
+    feeds: dict,
+    *,
+    provider: str = "cpu",
+    cache: ArtifactCache | None = None,
+    rebuild: bool = False,
+) -> dict[str, np.ndarray]:
+    """FP32 ONNX Runtime outputs of ``model`` for ``feeds`` (cached when ``cache`` is given).
+
+    >>> ref = fp32_baseline(load_model("encoder.onnx"), feeds)   # doctest: +SKIP
+    """
+    from .model import load_model
+
+    model = load_model(model)
+
+    def compute() -> dict[str, np.ndarray]:
+        session = cached_session(f"baseline:{model.sha256}", model.serialized, provider=provider, label=str(model.path or model.label))
+        return run_session(session, feeds, output_names=model.output_names(), label=str(model.path or model.label))
+
+    if cache is None:
+        return compute()
+
+    parts = {
+        "what": "fp32-baseline",
+        "model": model.sha256,
+        "inputs": feeds_digest(feeds),
+        "onnxruntime": onnxruntime_version(),
+        "provider": provider,
+    }
+
+    def build(tmp_dir):
+        values = compute()
+        np.savez(tmp_dir / "outputs.npz", **values)
+
+    result = cache.get_or_build("baseline", parts, build, rebuild=rebuild, label=f"baseline {model.label}")
+    with np.load(result.path / "outputs.npz", allow_pickle=False) as data:
+        loaded = {name: data[name] for name in data.files}
+    # keep the model's output order
+    return {name: loaded[name] for name in model.output_names() if name in loaded}
+
+
+def float_tensor_names(model: Model) -> list[str]:
+    """Every float tensor produced by a main-graph node, in topological order (for layerwise runs)."""
+    import onnx
+
+    inferred = onnx.shape_inference.infer_shapes(model.proto)
+    types = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input):
+        if vi.type.HasField("tensor_type"):
+            types[vi.name] = vi.type.tensor_type.elem_type
+    names = []
+    for node in model.graph.node:
+        for out in node.output:
+            if out and types.get(out) in (1, 10, 16):
+                names.append(out)
+    return names
+
+
+def fp32_intermediates(model: Model, feeds: dict, *, names=None, provider: str = "cpu") -> dict[str, np.ndarray]:
+    """FP32 values of intermediate float tensors (every one by default) for layerwise comparison."""
+    from .model import load_model
+
+    model = load_model(model)
+    names = list(names) if names is not None else float_tensor_names(model)
+    key = f"layerwise:{model.sha256}:{hashlib.sha256(repr(names).encode()).hexdigest()}"
+    session = cached_session(
+        key, lambda: with_outputs(model.proto, names).SerializeToString(), provider=provider, label=model.label
+    )
+    return run_session(session, feeds, output_names=names, label=model.label)

@@ -1,0 +1,284 @@
+"""``TrtCase``: the object behind the ``trt`` fixture.
+
+A case is one model under one precision policy on the session's backend, configured
+by the ``trt`` marker (closest marker wins per keyword), the command line and ini. It
+builds the engine lazily (through the cache), generates or loads inputs, computes the
+FP32 baseline, compares, and records figures for the reports.
+
+    @pytest.mark.trt(model="models/encoder.onnx", keep_fp32=["*/LayerNorm/*"],
+                     val_range={"hidden_states": (-400, 400)}, dims={"batch": 2, "sequence": 16})
+    def test_encoder_fp16(trt):
+        trt.check()                                   # engine vs FP32 ONNX Runtime, within tolerance
+        trt.assert_precision("*/LayerNorm/*", "fp32")  # and the LayerNorm really stayed FP32
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import AccuracyError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .compare import CompareResult
+    from .session import TrtSession
+
+MARKER_KEYS = frozenset({
+    "model", "precision", "policy", "keep_fp32", "rules", "atol", "rtol", "shapes", "dims", "profile",
+    "val_range", "seed", "inputs", "typing", "as_is", "expect_fp32", "baseline", "requires", "tf32",
+    "locate_on_failure",
+})
+
+
+def marker_kwargs(node) -> dict[str, Any]:
+    """Merge every ``trt`` marker on ``node``: the closest (function over class over module) wins per key."""
+    merged: dict[str, Any] = {}
+    for mark in node.iter_markers("trt"):  # closest first
+        if mark.args:
+            if len(mark.args) > 1 or "model" in mark.kwargs:
+                raise UsageError(f"{node.nodeid}: @pytest.mark.trt takes the model as its only positional argument")
+            merged.setdefault("model", mark.args[0])
+        for key, value in mark.kwargs.items():
+            if key not in MARKER_KEYS:
+                raise UsageError(
+                    f"{node.nodeid}: unknown @pytest.mark.trt argument {key!r}; known: {', '.join(sorted(MARKER_KEYS))}"
+                )
+            merged.setdefault(key, value)
+    return merged
+
+
+class TrtCase:
+    """One model + precision policy + tolerances + inputs, ready to build, run and check."""
+
+    def __init__(self, session: TrtSession, node, **overrides):
+        self.session = session
+        self.node = node
+        self.options = {**marker_kwargs(node), **{k: v for k, v in overrides.items() if v is not None}}
+        self.records: list[dict[str, Any]] = []
+        self._engine = None
+        self._build_event = None
+        self._default_feeds = None
+
+    # -- declared things --------------------------------------------------------------
+    @property
+    def base_dir(self) -> Path:
+        path = getattr(self.node, "path", None)
+        return Path(path).parent if path else Path.cwd()
+
+    def resolve_path(self, value) -> Path:
+        """Relative paths in markers are relative to the test file's directory."""
+        path = Path(value)
+        return path if path.is_absolute() else self.base_dir / path
+
+    @property
+    def model(self):
+        source = self.options.get("model")
+        if source is None:
+            raise UsageError(
+                f"{self.node.nodeid}: no model declared: use @pytest.mark.trt(model='path/to/model.onnx') "
+                f"or trt_build(model, ...)"
+            )
+        if isinstance(source, (str, Path)):
+            source = self.resolve_path(source)
+        return self.session.model(source)
+
+    @property
+    def precision(self) -> str:
+        from .dtypes import normalize_precision
+
+        if "precision" in self.options:
+            return normalize_precision(self.options["precision"])
+        return self.session.settings.precision
+
+    @property
+    def policy(self):
+        from .policy import PrecisionPolicy, Rule
+
+        policy = self.options.get("policy")
+        if policy is not None:
+            if not isinstance(policy, PrecisionPolicy):
+                raise UsageError(f"{self.node.nodeid}: policy= must be a pytest_trt.PrecisionPolicy")
+            return policy
+        keep = list(self.options.get("keep_fp32") or ())
+        if isinstance(self.options.get("keep_fp32"), str):
+            keep = [self.options["keep_fp32"]]
+        # Patterns from the command line / ini apply to every test; one that matches
+        # nothing in *this* model is skipped here (it is meant for other models).
+        nodes = list(self.model.graph.node)
+        for pattern in self.session.settings.keep_fp32:
+            rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
+            if pattern not in keep and any(rule.matches(n) for n in nodes):
+                keep.append(pattern)
+        as_is = bool(self.options.get("as_is", self.session.settings.as_is))
+        kwargs = dict(
+            default=self.precision, keep_fp32=tuple(keep), rules=tuple(self.options.get("rules") or ()),
+        )
+        if as_is:
+            kwargs["as_is"] = True
+        if self.options.get("expect_fp32"):
+            kwargs["expect_fp32"] = tuple(self.options["expect_fp32"])
+        return PrecisionPolicy(**kwargs)
+
+    @property
+    def plan(self):
+        return self.session.plan(self.model, self.policy)
+
+    def tolerances(self, atol=None, rtol=None):
+        """(rtol, atol): call arguments > marker > command line > ini > per-precision default."""
+        from .compare import default_tolerances
+
+        low = self.plan.low_precision or "fp32"
+        d_rtol, d_atol = default_tolerances(low)
+        s = self.session.settings
+        rtol = rtol if rtol is not None else self.options.get("rtol", s.rtol if s.rtol is not None else d_rtol)
+        atol = atol if atol is not None else self.options.get("atol", s.atol if s.atol is not None else d_atol)
+        return rtol, atol
+
+    # -- engine -------------------------------------------------------------------------
+    @property
+    def build_config(self):
+        profile = None
+        if self.options.get("profile") or self.options.get("shapes") or self.options.get("dims"):
+            from .inputs import resolve_profile
+
+            profile = resolve_profile(self.model, shapes=self.options.get("shapes"), dims=self.options.get("dims"),
+                                      profile=self.options.get("profile"))
+        return self.session.build_config(
+            typing=self.options.get("typing"), tf32=self.options.get("tf32"),
+            profiles=(profile,) if profile else None,
+        )
+
+    def skip_reason(self) -> str | None:
+        """Why this case cannot run on the session's backend (None when it can)."""
+        requires = self.options.get("requires")
+        backend = self.session.backend
+        if requires:
+            wanted = (requires,) if isinstance(requires, str) else tuple(requires)
+            if backend.name not in wanted:
+                from .backends.base import get_backend
+
+                reasons = [get_backend(w).unavailable_reason() for w in wanted]
+                why = "; ".join(r for r in reasons if r) or f"backend is {backend.name}"
+                return f"needs {' or '.join(wanted)}: {why}"
+        return backend.supports(self.plan, self.build_config)
+
+    @property
+    def engine(self):
+        """The engine for this case (built once per content key, then cached)."""
+        if self._engine is None:
+            import pytest
+
+            reason = self.skip_reason()
+            if reason:
+                pytest.skip(reason)
+            self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
+            self.records.append({"kind": "engine", **self._build_event.to_json()})
+        return self._engine
+
+    # -- inputs -------------------------------------------------------------------------
+    @property
+    def seed(self) -> int:
+        return int(self.options.get("seed", self.session.settings.seed))
+
+    def feeds(self, seed: int | None = None, **overrides) -> dict:
+        """Input feeds: the marker's ``inputs`` (npz path or dict), else generated from the declared specs."""
+        from .inputs import check_feeds, load_feeds, make_feeds
+
+        inputs = overrides.pop("inputs", self.options.get("inputs"))
+        shapes = overrides.pop("shapes", self.options.get("shapes"))
+        dims = overrides.pop("dims", self.options.get("dims"))
+        if inputs is not None:
+            feeds = load_feeds(self.resolve_path(inputs)) if isinstance(inputs, (str, Path)) else dict(inputs)
+            check_feeds(self.model, feeds, shapes=shapes, dims=dims)
+            return feeds
+        if seed is None and not overrides and self._default_feeds is not None:
+            return self._default_feeds
+        feeds = make_feeds(
+            self.model, shapes=shapes, dims=dims,
+            val_range=overrides.pop("val_range", self.options.get("val_range")),
+            seed=self.seed if seed is None else seed, **overrides,
+        )
+        if seed is None and not overrides:
+            self._default_feeds = feeds
+        return feeds
+
+    # -- running and checking -----------------------------------------------------------------
+    def baseline(self, feeds: dict | None = None) -> dict:
+        """FP32 ONNX Runtime outputs of the model as written (cached)."""
+        feeds = self.feeds() if feeds is None else feeds
+        return self.session.baseline(self.model, feeds)
+
+    def run(self, feeds: dict | None = None) -> dict:
+        feeds = self.feeds() if feeds is None else feeds
+        return self.engine.run(feeds)
+
+    def check(self, feeds: dict | None = None, *, atol=None, rtol=None, min_cosine=None, min_snr_db=None,
+              locate: bool | None = None) -> CompareResult:
+        """Compare the engine with the FP32 baseline; raise AccuracyError with diagnostics when outside tolerance.
+
+        Tolerances: arguments > marker > ``--trt-atol/--trt-rtol`` > ini > per-precision defaults.
+        """
+        from .compare import compare_outputs
+
+        feeds = self.feeds() if feeds is None else feeds
+        engine = self.engine
+        expected = self.baseline(feeds)
+        actual = engine.run(feeds)
+        rtol, atol = self.tolerances(atol, rtol)
+        result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db)
+        self.records.append({"kind": "accuracy", "model": self.model.label, "backend": engine.backend_name,
+                             "policy": self.plan.policy.describe(), "seed": self.seed,
+                             "result": result.to_json()})
+        if not result.passed:
+            raise AccuracyError(self._failure_message(result, feeds, locate), result)
+        return result
+
+    def _failure_message(self, result, feeds, locate) -> str:
+        engine = self.engine
+        lines = [
+            f"{self.model.label}: {engine.backend_name} engine [{self.plan.policy.describe()}] differs from the "
+            f"FP32 ONNX Runtime baseline",
+        ]
+        if engine.backend_name == "emulate":
+            lines.append("  (backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
+        lines.append(f"  inputs: seed {self.seed} (replay with --trt-seed {self.seed})")
+        lines.append(result.message())
+        if locate if locate is not None else self.options.get("locate_on_failure", self.session.settings.locate_on_failure):
+            try:
+                from .layerwise import locate_divergence
+
+                found = locate_divergence(engine, feeds)
+                lines.append(found.message())
+            except Exception as exc:  # the accuracy failure stays the headline
+                lines.append(f"(layerwise localisation failed: {exc})")
+        else:
+            lines.append("hint: run with --trt-locate-on-failure, or `pytest-trt locate`, to name the first divergent node")
+        return "\n".join(lines)
+
+    def layers(self):
+        """The engine's LayerReport (what ran, per node)."""
+        return self.engine.layers()
+
+    def assert_precision(self, pattern: str, precision: str, **kwargs):
+        """Assert every node matching ``pattern`` ran in ``precision`` (see pytest_trt.assert_precision)."""
+        from .verify import assert_precision
+
+        report = assert_precision(self.engine, pattern, precision, **kwargs)
+        self.records.append({"kind": "precision", "pattern": pattern, "precision": precision,
+                             "report": getattr(report, "to_json", lambda: None)()})
+        return report
+
+    def locate(self, feeds: dict | None = None, **kwargs):
+        """Layerwise comparison: the first node whose error jumps (see pytest_trt.locate_divergence)."""
+        from .layerwise import locate_divergence
+
+        return locate_divergence(self.engine, self.feeds() if feeds is None else feeds, **kwargs)
+
+    def suggest(self, feeds: dict | None = None, **kwargs):
+        """FP32-fallback search: the patterns to keep in FP32 so the model passes (see pytest_trt.suggest_fp32_islands)."""
+        from .suggest import suggest_fp32_islands
+
+        rtol, atol = self.tolerances(kwargs.pop("atol", None), kwargs.pop("rtol", None))
+        return suggest_fp32_islands(self.engine.plan.model, self.plan.policy, self.feeds() if feeds is None else feeds,
+                                    backend=self.session.backend, cache=self.session.cache, rtol=rtol, atol=atol,
+                                    config=self.build_config, **kwargs)

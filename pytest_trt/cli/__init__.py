@@ -1,0 +1,64 @@
+"""The ``pytest-trt`` console script: the plugin's pipeline outside a test.
+
+Subcommands share the compare flags (spelled like Polygraphy's where they overlap):
+``plan``, ``compare``, ``layers``, ``locate``, ``suggest``. Exit status: 0 pass,
+1 accuracy or precision failure, 2 usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .._version import __version__
+from ..errors import AccuracyError, PrecisionError, PytestTrtError
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+SUBCOMMANDS = ("plan", "compare")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse exits 2 on usage errors, as we do
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
+    parser = _Parser(
+        prog="pytest-trt",
+        description="TensorRT engine accuracy testing outside pytest: precision plans, engine vs FP32 "
+        "baseline comparison, layer reports, divergence localisation and FP32-island suggestions.",
+        epilog="Exit status: 0 pass, 1 accuracy or precision failure, 2 usage or input error.",
+    )
+    parser.add_argument("--version", action="version", version=f"pytest-trt {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in SUBCOMMANDS:
+        module = importlib.import_module(f"{__name__}.{name}")
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.run(args) or 0)
+    except (AccuracyError, PrecisionError) as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_FAIL
+    except PytestTrtError as exc:
+        print(f"pytest-trt {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("pytest-trt: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""``pytest-trt plan MODEL``: which precision every node gets, and which rule decided."""
+
+from __future__ import annotations
+
+from .common import add_model_and_policy, emit_json, policy_from_args
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("plan", help="resolve a precision policy against a model and show every node's precision",
+                       description="Resolve the precision policy against MODEL: node, op type, precision and the "
+                       "rule that decided it. A pattern that matches no node is an error (exit 2).")
+    add_model_and_policy(p)
+    p.add_argument("--export-onnx", metavar="PATH", help="write the strongly typed realization (Casts at island boundaries)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..model import load_model
+
+    model = load_model(args.model)
+    plan = policy_from_args(args).resolve(model)
+    if args.export_onnx:
+        import onnx
+
+        from ..realize import realize_strong
+
+        onnx.save(realize_strong(plan), args.export_onnx)
+    if args.json:
+        emit_json(plan.to_json())
+        return 0
+    rows = [(d.name, d.op_type, d.precision or "fixed", d.rule) for d in plan.nodes.values()]
+    widths = [max(len(r[i]) for r in rows + [("node", "op", "precision", "rule")]) for i in range(3)]
+    print(f"{'node':<{widths[0]}}  {'op':<{widths[1]}}  {'precision':<{widths[2]}}  rule")
+    for name, op, prec, rule in rows:
+        print(f"{name:<{widths[0]}}  {op:<{widths[1]}}  {prec:<{widths[2]}}  {rule}")
+    counts = plan.counts()
+    print("\n" + ", ".join(f"{k}: {v}" for k, v in counts.items() if v) + f"  ({len(rows)} nodes; policy {plan.policy.describe()})")
+    if args.export_onnx:
+        print(f"strongly typed model written to {args.export_onnx}")
+    return 0

@@ -1,0 +1,99 @@
+"""pytest fixtures of pytest-trt.
+
+* ``trt``: a :class:`~pytest_trt.case.TrtCase` configured by the ``trt`` marker.
+* ``trt_engine``: the engine of the ``trt`` case (built once per content key, cached).
+* ``trt_build``: factory ``trt_build(model, policy=None, *, keep_fp32=(), precision=None, typing=None)``.
+* ``trt_baseline``: factory ``trt_baseline(model, feeds)`` -> FP32 ONNX Runtime outputs (cached).
+* ``trt_session``: the run-wide :class:`~pytest_trt.session.TrtSession`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .case import TrtCase
+from .errors import BackendUnavailable, PytestTrtError, UsageError
+
+RECORDS_KEY = pytest.StashKey[list]()
+
+
+def _session(config):
+    from .plugin import SESSION_KEY
+
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        raise UsageError("pytest-trt is not configured (was the plugin disabled with -p no:trt?)")
+    return session
+
+
+@pytest.fixture(scope="session")
+def trt_session(pytestconfig):
+    """The run-wide TrtSession: settings, backend, artifact cache."""
+    return _session(pytestconfig)
+
+
+def _records(node) -> list:
+    records = node.stash.get(RECORDS_KEY, None)
+    if records is None:
+        records = []
+        node.stash[RECORDS_KEY] = records
+    return records
+
+
+@pytest.fixture
+def trt(request, trt_session):
+    """The test's model under its precision policy: ``trt.check()``, ``trt.assert_precision(...)``, ...
+
+    Configured with ``@pytest.mark.trt(model=..., keep_fp32=[...], val_range={...}, ...)``.
+    """
+    case = TrtCase(trt_session, request.node)
+    case.records = _records(request.node)
+    return case
+
+
+@pytest.fixture
+def trt_engine(trt):
+    """The engine of the test's ``trt`` case (skips with the exact reason when the backend cannot build it)."""
+    return trt.engine
+
+
+@pytest.fixture
+def trt_build(request, trt_session):
+    """Factory: ``trt_build(model, policy=None, *, keep_fp32=(), precision=None, typing=None) -> Engine``.
+
+    ``precision`` defaults to the session's (``--trt-fp16``/``--trt-bf16``, else FP32).
+    """
+    records = _records(request.node)
+
+    def build(model, policy=None, *, keep_fp32=(), rules=(), precision=None, typing=None, tf32=None, profiles=None):
+        from .dtypes import normalize_precision
+        from .policy import PrecisionPolicy
+
+        loaded = trt_session.model(model)
+        if policy is None:
+            default = normalize_precision(precision) if precision else trt_session.settings.precision
+            policy = PrecisionPolicy(default=default, keep_fp32=tuple(keep_fp32), rules=tuple(rules))
+        plan = trt_session.plan(loaded, policy)
+        config = trt_session.build_config(typing=typing, tf32=tf32, profiles=profiles)
+        reason = trt_session.backend.supports(plan, config)
+        if reason:
+            pytest.skip(reason)
+        engine, event = trt_session.engine(plan, config)
+        records.append({"kind": "engine", **event.to_json()})
+        return engine
+
+    return build
+
+
+@pytest.fixture
+def trt_baseline(trt_session):
+    """Factory: ``trt_baseline(model, feeds) -> {output: array}``, FP32 ONNX Runtime, cached."""
+
+    def baseline(model, feeds):
+        return trt_session.baseline(trt_session.model(model), feeds)
+
+    return baseline
+
+
+__all__ = ["trt", "trt_engine", "trt_build", "trt_baseline", "trt_session", "RECORDS_KEY",
+           "BackendUnavailable", "PytestTrtError"]

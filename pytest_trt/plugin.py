@@ -1,0 +1,161 @@
+"""pytest-trt's pytest plugin (entry point ``pytest11: trt``). Hooks in the order pytest calls them.
+
+Importing this module imports neither TensorRT nor ONNX Runtime: collection works on
+any machine, and the backend is chosen once per session in ``pytest_configure``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from . import settings as _settings
+from ._version import __version__
+from .errors import AccuracyError, BackendUnavailable, PrecisionError, PytestTrtError
+from .fixtures import RECORDS_KEY, trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
+
+SESSION_KEY = pytest.StashKey["object"]()
+RESULTS_KEY = pytest.StashKey[list]()
+PROPERTY = "pytest_trt"
+
+MARKERS = (
+    "trt(model=None, *, precision=None, keep_fp32=(), rules=(), policy=None, atol=None, rtol=None, shapes=None, "
+    "dims=None, profile=None, val_range=None, seed=None, inputs=None, typing=None, as_is=False, expect_fp32=(), "
+    "baseline='fp32', requires=None, tf32=None, locate_on_failure=None): declare the model, precision policy, "
+    "tolerances and inputs of a pytest-trt test (the `trt` fixture reads it). Closest marker wins per keyword; "
+    "marker keywords override --trt-* options and ini. `requires='tensorrt'` skips, with the exact reason, "
+    "unless that backend runs the session.",
+)
+
+
+def pytest_addoption(parser):
+    _settings.add_options(parser)
+
+
+def pytest_configure(config):
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    config.stash[RESULTS_KEY] = []
+    config.pluginmanager.register(ResultsCollector(config.stash[RESULTS_KEY]), "pytest-trt-results")
+    if config.option.help or getattr(config.option, "markers", False) or getattr(config.option, "fixtures", False):
+        return
+    from .session import TrtSession
+
+    try:
+        session_settings = _settings.resolve_settings(config)
+        session = TrtSession.create(session_settings)
+    except BackendUnavailable as exc:
+        raise pytest.UsageError(f"pytest-trt: {exc}") from None
+    except PytestTrtError as exc:
+        raise pytest.UsageError(f"pytest-trt: {exc}") from None
+    config.stash[SESSION_KEY] = session
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and config.option.verbose > 0 and not hasattr(config, "workerinput"):
+        session.progress = lambda line: reporter.write_line(line)
+
+
+def pytest_report_header(config):
+    from . import environment
+
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return None
+    s = session.settings
+    versions = environment.library_versions()
+
+    def v(name):
+        return versions.get(name) or "not installed"
+
+    precision = f"{s.precision} ({s.precision_source})" if not s.as_is else "as-is (model's own types)"
+    cache_line = str(s.cache_dir)
+    return [
+        f"pytest-trt {__version__}: backend {session.backend.name} ({session.backend_reason})",
+        f"pytest-trt: default precision {precision}; typing {s.typing}; baseline ONNX Runtime {s.baseline_provider}; "
+        f"input seed {s.seed}",
+        f"pytest-trt: tensorrt {v('tensorrt')}, onnxruntime {v('onnxruntime')}, polygraphy {v('polygraphy')}, "
+        f"onnx {v('onnx')}; GPU: {environment.gpu_summary()}",
+        f"pytest-trt: cache {cache_line}" + (" (rebuild: cached entries ignored)" if s.rebuild else ""),
+    ]
+
+
+def _short_longrepr(item, excinfo) -> str:
+    """Our own errors carry the whole story in their message; show it without internal frames."""
+    location = ""
+    for entry in reversed(excinfo.traceback):
+        if str(entry.path) == str(item.path):
+            location = f"{item.path}:{entry.lineno + 1}: "
+            break
+    kind = excinfo.type.__name__
+    return f"{location}{kind}\n{excinfo.value}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    records = item.stash.get(RECORDS_KEY, None)
+    if records and call.when == "call":
+        report.user_properties.append((PROPERTY, json.dumps(records, default=str)))
+        for name, value in _junit_properties(records):
+            report.user_properties.append((name, value))
+    excinfo = call.excinfo
+    if excinfo is not None and excinfo.errisinstance((AccuracyError, PrecisionError, PytestTrtError)):
+        if item.config.option.tbstyle in ("auto", "short", "line", "no"):
+            report.longrepr = _short_longrepr(item, excinfo)
+    return report
+
+
+def _junit_properties(records):
+    """Flat per-test properties for JUnit XML (GitHub test reporters show them)."""
+    props = []
+    for rec in records:
+        if rec.get("kind") == "engine":
+            props += [("trt_backend", rec["backend"]), ("trt_cache_hit", str(rec["cache_hit"]).lower()),
+                      ("trt_build_seconds", f"{rec['build_seconds']:.3f}"), ("trt_policy", rec["policy"])]
+        elif rec.get("kind") == "accuracy":
+            outputs = rec["result"].get("outputs", {})
+            if outputs:
+                props.append(("trt_max_abs_error", f"{max(o.get('max_abs') or 0.0 for o in outputs.values()):.6g}"))
+                props.append(("trt_max_rel_error", f"{max(o.get('max_rel') or 0.0 for o in outputs.values()):.6g}"))
+                first = next(iter(outputs.values()))
+                props.append(("trt_atol", f"{first.get('atol')}"))
+                props.append(("trt_rtol", f"{first.get('rtol')}"))
+            props.append(("trt_passed", str(rec["result"].get("passed")).lower()))
+    return props
+
+
+class ResultsCollector:
+    """Collects per-test records from test reports.
+
+    Records ride on ``report.user_properties``, which pytest-xdist serializes, so on the
+    controller this sees every worker's results; reports are then written once there.
+    """
+
+    def __init__(self, sink: list):
+        self.sink = sink
+
+    def pytest_runtest_logreport(self, report):
+        if report.when != "call":
+            return
+        for name, value in report.user_properties:
+            if name == PROPERTY:
+                self.sink.append({"nodeid": report.nodeid, "outcome": report.outcome, "records": json.loads(value)})
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    from .report.summary import write_terminal_summary
+
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None or hasattr(config, "workerinput"):
+        return
+    write_terminal_summary(terminalreporter, session, list(config.stash[RESULTS_KEY]))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    config = session.config
+    trt_session = config.stash.get(SESSION_KEY, None)
+    if trt_session is None or hasattr(config, "workerinput"):
+        return
+    from .report import write_reports
+
+    write_reports(trt_session, list(config.stash[RESULTS_KEY]), exitstatus)

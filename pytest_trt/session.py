@@ -1,0 +1,132 @@
+"""Run-wide state of a pytest-trt session: settings, backend, cache, engines, results.
+
+One :class:`TrtSession` per pytest process (controller and each xdist worker), kept in
+``config.stash``. The console script builds one too, so the CLI and the plugin share
+every code path.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .settings import Settings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .backends.base import Backend, BuildConfig, Engine
+    from .cache import ArtifactCache
+    from .model import Model
+    from .plan import PrecisionPlan
+    from .policy import PrecisionPolicy
+
+
+@dataclass
+class BuildEvent:
+    """One engine a test used: for the terminal summary and the reports."""
+
+    model: str
+    policy: str
+    backend: str
+    cache_hit: bool
+    build_seconds: float
+    key: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "policy": self.policy, "backend": self.backend,
+            "cache_hit": self.cache_hit, "build_seconds": round(self.build_seconds, 4), "key": self.key,
+        }
+
+
+@dataclass
+class TrtSession:
+    """Settings plus the chosen backend, the artifact cache and in-process memos."""
+
+    settings: Settings
+    backend: Backend
+    backend_reason: str
+    _cache: Any = None
+    _models: dict = field(default_factory=dict)
+    _plans: dict = field(default_factory=dict)
+    _engines: dict = field(default_factory=dict)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+    #: callback(str) to show progress lines (set by the plugin to the terminal reporter)
+    progress: Any = None
+
+    @classmethod
+    def create(cls, settings: Settings) -> TrtSession:
+        from .backends.base import select_backend
+
+        backend, reason = select_backend(settings.backend)
+        session = cls(settings=settings, backend=backend, backend_reason=reason)
+        if settings.sources.get("trt_cache_dir", "default") != "default" or settings.cache_dir.exists():
+            # An explicitly chosen (or existing) cache directory is checked now, so an
+            # unwritable one is a clear error at session start rather than mid-run.
+            session.cache  # noqa: B018
+        return session
+
+    @property
+    def cache(self) -> ArtifactCache:
+        """The artifact cache, created on first use (a run without engine tests creates no directory)."""
+        from .cache import ArtifactCache
+
+        with self._lock:
+            if self._cache is None:
+                self._cache = ArtifactCache(self.settings.cache_dir, max_bytes=self.settings.cache_max_bytes)
+            return self._cache
+
+    # -- pipeline steps, memoized per process ---------------------------------------
+    def model(self, source) -> Model:
+        from .model import Model, load_model
+
+        if isinstance(source, Model):
+            return source
+        key = str(source)
+        with self._lock:
+            if key not in self._models:
+                self._models[key] = load_model(source)
+            return self._models[key]
+
+    def plan(self, model: Model, policy: PrecisionPolicy) -> PrecisionPlan:
+        key = (model.sha256, repr(sorted(policy.to_json().items())))
+        with self._lock:
+            if key not in self._plans:
+                self._plans[key] = policy.resolve(model)
+            return self._plans[key]
+
+    def build_config(self, **overrides) -> BuildConfig:
+        from .backends.base import BuildConfig
+
+        kwargs = {"typing": self.settings.typing}
+        kwargs.update({k: v for k, v in overrides.items() if v is not None})
+        return BuildConfig(**kwargs)
+
+    def engine(self, plan: PrecisionPlan, config: BuildConfig, *, backend: Backend | None = None) -> tuple[Engine, BuildEvent]:
+        """Build or load the engine; the first use in this process reports how it was obtained."""
+        backend = backend or self.backend
+        key = (backend.name, plan.model.sha256, plan.fingerprint(), config.fingerprint())
+        with self._lock:
+            if key in self._engines:
+                engine = self._engines[key]
+                info = engine.build_info
+                return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name, True, 0.0, info.key)
+            label = f"{plan.model.label} [{plan.policy.describe()}] on {backend.name}"
+            start = time.perf_counter()
+            if self.progress:
+                self.progress(f"pytest-trt: engine {label} ...")
+            engine = backend.build(plan, config, self.cache, rebuild=self.settings.rebuild)
+            info = engine.build_info
+            if self.progress:
+                how = "cache hit" if info.cache_hit else f"built in {info.build_seconds:.2f}s"
+                self.progress(f"pytest-trt: engine {label}: {how} ({time.perf_counter() - start:.2f}s)")
+            self._engines[key] = engine
+            return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name,
+                                      info.cache_hit, info.build_seconds, info.key)
+
+    def baseline(self, model: Model, feeds: dict) -> dict:
+        from .baseline import fp32_baseline
+
+        return fp32_baseline(model, feeds, provider=self.settings.baseline_provider, cache=self.cache,
+                             rebuild=self.settings.rebuild)
