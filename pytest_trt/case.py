@@ -124,15 +124,38 @@ class TrtCase:
         return self.session.plan(self.model, self.policy)
 
     def tolerances(self, atol=None, rtol=None):
-        """(rtol, atol): call arguments > marker > command line > ini > per-precision default."""
+        """(rtol, atol) as ``{output: value}``: call arguments > marker > command line > ini > per-precision default.
+
+        Each level may give one number or a dict per output name; names a level does not
+        mention fall through to the next level.
+        """
         from .compare import default_tolerances
 
         low = self.plan.low_precision or "fp32"
         d_rtol, d_atol = default_tolerances(low)
         s = self.session.settings
-        rtol = rtol if rtol is not None else self.options.get("rtol", s.rtol if s.rtol is not None else d_rtol)
-        atol = atol if atol is not None else self.options.get("atol", s.atol if s.atol is not None else d_atol)
-        return rtol, atol
+        outputs = self.model.output_names()
+
+        def resolve(what, levels):
+            resolved = {}
+            for name in outputs:
+                for level in levels:
+                    if isinstance(level, dict):
+                        unknown = sorted(set(level) - set(outputs))
+                        if unknown:
+                            raise UsageError(f"{self.node.nodeid}: {what} names unknown output(s) {', '.join(unknown)}; "
+                                             f"{self.model.label} has outputs {', '.join(outputs)}")
+                        if name in level:
+                            resolved[name] = level[name]
+                            break
+                    elif level is not None:
+                        resolved[name] = level
+                        break
+            return resolved
+
+        rtols = resolve("rtol", [rtol, self.options.get("rtol"), s.rtol, d_rtol])
+        atols = resolve("atol", [atol, self.options.get("atol"), s.atol, d_atol])
+        return rtols, atols
 
     # -- engine -------------------------------------------------------------------------
     @property
@@ -225,7 +248,8 @@ class TrtCase:
         expected = self.baseline(feeds)
         actual = engine.run(feeds)
         rtol, atol = self.tolerances(atol, rtol)
-        result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db)
+        result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db,
+                                 precision=self.plan.low_precision or "fp32", details=True)
         self.records.append({"kind": "accuracy", "model": self.model.label, "backend": engine.backend_name,
                              "policy": self.plan.policy.describe(), "seed": self.seed,
                              "result": result.to_json()})

@@ -59,7 +59,7 @@ class TrtSession:
     def create(cls, settings: Settings) -> TrtSession:
         from .backends.base import select_backend
 
-        backend, reason = select_backend(settings.backend)
+        backend, reason = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
         session = cls(settings=settings, backend=backend, backend_reason=reason)
         if settings.sources.get("trt_cache_dir", "default") != "default" or settings.cache_dir.exists():
             # An explicitly chosen (or existing) cache directory is checked now, so an

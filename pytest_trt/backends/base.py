@@ -204,7 +204,7 @@ def get_backend(name: str) -> Backend:
     return _INSTANCES[name]
 
 
-def select_backend(requested: str) -> tuple[Backend, str]:
+def select_backend(requested: str, source: str = "--trt-backend") -> tuple[Backend, str]:
     """Resolve ``--trt-backend``: returns the backend and why it was chosen.
 
     ``auto`` is TensorRT when importable with a usable GPU, else ``emulate``. An
@@ -222,5 +222,5 @@ def select_backend(requested: str) -> tuple[Backend, str]:
     backend = get_backend(requested)
     reason = backend.unavailable_reason()
     if reason:
-        raise BackendUnavailable(f"--trt-backend {requested} cannot run here: {reason}")
-    return backend, f"requested with --trt-backend {requested}"
+        raise BackendUnavailable(f"{source} {requested} cannot run here: {reason}")
+    return backend, f"requested with {source} {requested}"

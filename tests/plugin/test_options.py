@@ -69,7 +69,7 @@ def test_command_line_beats_ini(pytester):
     pytester.makeini("[pytest]\ntrt_seed = 7\ntrt_backend = emulate\n")
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest("--trt-seed", "11")
-    result.stdout.fnmatch_lines(["*input seed 11*", "*backend emulate (requested with --trt-backend emulate)*"])
+    result.stdout.fnmatch_lines(["*backend emulate (requested with ini trt_backend emulate)*", "*input seed 11*"])
     result = pytester.runpytest()
     result.stdout.fnmatch_lines(["*input seed 7*"])
 

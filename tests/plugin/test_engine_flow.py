@@ -1,0 +1,184 @@
+"""End-to-end through pytester: build, cache, baseline, compare, failure messages, skips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
+
+HEADER = f"""
+import pytest
+ENCODER = {str(ENCODER)!r}
+DIMS = {{"batch": 2, "sequence": 8}}
+NORMAL = {{"hidden_states": (-1.0, 1.0)}}
+OUTLIERS = {{"hidden_states": {{"count": 2, "magnitude": 400.0}}}}
+"""
+
+
+def events(cache_dir: Path, kind: str | None = None, event: str | None = None) -> list[dict]:
+    path = cache_dir / "events.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [r for r in rows if (kind is None or r.get("kind") == kind) and (event is None or r.get("event") == event)]
+
+
+@pytest.fixture
+def cache_dir(pytester):
+    return pytester.path / "engine-cache"
+
+
+def test_fp16_layernorm_failure_message_says_what_and_where(pytester, cache_dir):
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
+def test_everything_fp16(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+""")
+    result = pytester.runpytest("--trt-cache-dir", str(cache_dir))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "*test_fp16_layernorm_failure_message_says_what_and_where.py:*: AccuracyError",
+        "encoder_opset14.onnx: emulate engine [[]fp16[]] differs from the FP32 ONNX Runtime baseline",
+        "*backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT*",
+        "*inputs: seed 0 (replay with --trt-seed 0)*",
+        "*last_hidden_state*",
+        "*--trt-locate-on-failure*",
+    ])
+    out = result.stdout.str()
+    assert "mismatch" in out and "worst" in out.lower()
+    # our own errors come without pytest-trt's internal frames
+    assert "pytest_trt/case.py" not in out
+
+
+def test_keeping_layernorm_fp32_passes_and_second_run_is_all_cache_hits(pytester, cache_dir):
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
+def test_kept(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+
+@pytest.mark.trt(model=ENCODER, precision="fp32", dims=DIMS, val_range=NORMAL)
+def test_fp32_matches_to_rounding(trt):
+    result = trt.check(rtol=0, atol=0)
+    assert all(o.max_abs == 0.0 for o in result.outputs.values())
+""")
+    first = pytester.runpytest("--trt-cache-dir", str(cache_dir))
+    first.assert_outcomes(passed=2)
+    first.stdout.fnmatch_lines(["*engines: 2 built*0 reused*"])
+    builds_after_first = len(events(cache_dir, event="build"))
+    assert len(events(cache_dir, kind="emulate", event="build")) == 2
+    assert len(events(cache_dir, kind="baseline", event="build")) == 2
+
+    second = pytester.runpytest("--trt-cache-dir", str(cache_dir))
+    second.assert_outcomes(passed=2)
+    second.stdout.fnmatch_lines(["*engines: 0 built*2 reused*"])
+    assert len(events(cache_dir, event="build")) == builds_after_first, "second run built something"
+    assert len(events(cache_dir, kind="emulate", event="hit")) == 2
+    assert len(events(cache_dir, kind="baseline", event="hit")) == 2
+
+    third = pytester.runpytest("--trt-cache-dir", str(cache_dir), "--trt-rebuild")
+    third.assert_outcomes(passed=2)
+    assert len(events(cache_dir, kind="emulate", event="build")) == 4
+
+
+def test_two_xdist_workers_build_a_shared_engine_once(pytester, cache_dir):
+    pytest.importorskip("xdist")
+    pytester.makepyfile(HEADER + """
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+@pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
+def test_shared(trt, seed):
+    trt.check(trt.feeds(seed=seed), atol=1e-2)
+""")
+    result = pytester.runpytest_subprocess("-n", "2", "--trt-cache-dir", str(cache_dir))
+    result.assert_outcomes(passed=4)
+    builds = events(cache_dir, kind="emulate", event="build")
+    assert len(builds) == 1, builds
+    pids = {e["pid"] for e in events(cache_dir, kind="emulate")}
+    assert len(pids) == 2, "both workers should have asked for the engine"
+
+
+def test_corrupted_cache_entry_warns_and_rebuilds(pytester, cache_dir):
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
+def test_kept(trt):
+    trt.check(atol=1e-2)
+""")
+    pytester.runpytest("--trt-cache-dir", str(cache_dir)).assert_outcomes(passed=1)
+    [entry] = list((cache_dir / "emulate").iterdir())
+    model_file = entry / "emulation.onnx"
+    model_file.write_bytes(model_file.read_bytes()[: model_file.stat().st_size // 2])  # truncate
+
+    result = pytester.runpytest("--trt-cache-dir", str(cache_dir), "-W", "always")
+    result.assert_outcomes(passed=1, warnings=1)
+    result.stdout.fnmatch_lines(["*CacheWarning*emulation.onnx*"])
+    assert len(events(cache_dir, kind="emulate", event="corrupt")) == 1
+    assert len(events(cache_dir, kind="emulate", event="build")) == 2
+
+
+def test_tests_needing_tensorrt_skip_with_the_exact_reason(pytester):
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, requires="tensorrt", dims=DIMS, val_range=NORMAL)
+def test_on_gpu_only(trt_engine):
+    pass
+""")
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*SKIPPED*needs tensorrt: TensorRT not installed*"])
+
+
+def test_pattern_matching_nothing_is_an_error_naming_it(pytester):
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNrom/*"], dims=DIMS, val_range=NORMAL)
+def test_typo(trt):
+    trt.check()
+""")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*PatternError*", "*/LayerNrom/*"])
+    assert "LayerNorm" in result.stdout.str()  # the closest node names are suggested
+
+
+def test_missing_model_file_is_named(pytester):
+    pytester.makepyfile("""
+import pytest
+@pytest.mark.trt(model="models/nope.onnx")
+def test_missing(trt):
+    trt.check()
+""")
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ModelError*", "*ONNX model not found:*models/nope.onnx*"])
+
+
+def test_marker_beats_command_line_beats_default_for_tolerances(pytester):
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, precision="fp16", atol=0.5, dims=DIMS, val_range=NORMAL)
+def test_marker_wins(trt):
+    rtol, atol = trt.tolerances()
+    assert atol == {"last_hidden_state": 0.5}
+    assert rtol == {"last_hidden_state": 0.25}   # from --trt-rtol
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
+def test_cli_then_default(trt):
+    rtol, atol = trt.tolerances()
+    assert rtol == {"last_hidden_state": 0.25}
+    assert atol == {"last_hidden_state": 1e-3}   # fp16 default
+    rtol, atol = trt.tolerances(atol={"last_hidden_state": 7.0})
+    assert atol == {"last_hidden_state": 7.0}
+""")
+    result = pytester.runpytest("--trt-rtol", "0.25")
+    result.assert_outcomes(passed=2)
+
+
+def test_session_precision_applies_unless_the_marker_pins_one(pytester):
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL)
+def test_follows_session(trt):
+    assert trt.plan.low_precision == "bf16"
+
+@pytest.mark.trt(model=ENCODER, precision="fp32", dims=DIMS, val_range=NORMAL)
+def test_pinned(trt):
+    assert trt.plan.low_precision is None
+""")
+    pytester.runpytest("--trt-bf16").assert_outcomes(passed=2)
