@@ -1,0 +1,313 @@
+"""Precision policies: what the user asks for, before it meets a model.
+
+A :class:`PrecisionPolicy` is a default precision plus ordered :class:`Rule` objects.
+A rule's pattern is a shell glob over ONNX node names (``*/LayerNorm/*``) or
+``op:TYPE`` over op types (``op:Softmax``). Rules are applied in order and the LATER
+rule wins, so ``keep_fp32`` entries (which come first) can be overridden by an
+explicit rule::
+
+    PrecisionPolicy("fp16", keep_fp32=["*/LayerNorm/*"], rules=["*/LayerNorm/Add_1=fp16"])
+
+``policy.resolve(model)`` turns the policy into a :class:`~pytest_trt.plan.PrecisionPlan`
+(every node -> precision, and which rule decided it). A pattern that matches no node
+of the model is an error there, never silently ignored.
+
+This module imports neither onnx nor numpy: the plugin parses options with it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from .dtypes import FP32, LOW_PRECISIONS, normalize_precision
+from .errors import PatternError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .plan import PrecisionPlan
+
+OP_PREFIX = "op:"
+# ONNX op types are identifiers (Softmax, LayerNormalization, com.microsoft ops too).
+_OP_TYPE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_GLOB_CHARS = set("*?[")
+
+
+def validate_pattern(pattern: str) -> str:
+    """Return ``pattern`` if it is a well-formed pattern, else raise :class:`PatternError`.
+
+    Accepted: a non-empty shell glob over node names without surrounding whitespace, or
+    ``op:TYPE`` with an exact op type (an identifier, no glob characters).
+
+    >>> validate_pattern("*/LayerNorm/*")
+    '*/LayerNorm/*'
+    """
+    if not isinstance(pattern, str):
+        raise PatternError(f"a precision pattern must be a string, got {type(pattern).__name__} {pattern!r}")
+    if not pattern.strip():
+        raise PatternError(
+            "empty precision pattern: give a shell glob over node names (e.g. '*/LayerNorm/*') "
+            "or an op type (e.g. 'op:Softmax')"
+        )
+    if pattern != pattern.strip():
+        raise PatternError(
+            f"precision pattern {pattern!r} has leading or trailing whitespace; remove it "
+            f"(node names rarely contain spaces, so this is most likely a typo)"
+        )
+    if pattern.startswith(OP_PREFIX):
+        op_type = pattern[len(OP_PREFIX):]
+        if not op_type:
+            raise PatternError(
+                f"precision pattern {pattern!r} names no op type: write e.g. 'op:LayerNormalization'"
+            )
+        if _GLOB_CHARS & set(op_type):
+            raise PatternError(
+                f"precision pattern {pattern!r}: 'op:' takes one exact op type, not a glob; "
+                f"list each type (e.g. 'op:ReduceMean', 'op:Pow') or use a node-name glob"
+            )
+        if not _OP_TYPE_RE.match(op_type):
+            raise PatternError(
+                f"precision pattern {pattern!r}: {op_type!r} is not an ONNX op type "
+                f"(op types look like 'Softmax' or 'LayerNormalization')"
+            )
+    elif "=" in pattern and pattern.rpartition("=")[2].strip().lower() in _PRECISION_WORDS:
+        # "x=fp32" given where a bare pattern is expected (keep_fp32, expect_fp32, match()).
+        raise PatternError(
+            f"precision pattern {pattern!r} looks like a rule 'PATTERN=PRECISION'; pass "
+            f"{pattern.rpartition('=')[0]!r} here, or give the rule to rules=[...]"
+        )
+    return pattern
+
+
+_PRECISION_WORDS = {"fp32", "fp16", "bf16", "float32", "float16", "half", "bfloat16", "float", "f16", "f32"}
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One precision rule: nodes matching ``pattern`` run in ``precision``.
+
+    Attributes:
+        pattern: shell glob over node names, or ``op:TYPE`` (exact op type).
+        precision: ``fp32``, ``fp16`` or ``bf16`` (aliases are normalized).
+        source: where the rule came from (``api``, ``keep_fp32``, ``marker``, ``ini``,
+            ``cli``); shown in messages, not part of the policy's identity in cache keys.
+    """
+
+    pattern: str
+    precision: str
+    source: str = field(default="api", compare=False)
+
+    def __post_init__(self):
+        validate_pattern(self.pattern)
+        object.__setattr__(self, "precision", normalize_precision(self.precision, what="rule precision"))
+
+    @property
+    def op_type(self) -> str | None:
+        """The op type of an ``op:TYPE`` rule, None for a node-name glob."""
+        return self.pattern[len(OP_PREFIX):] if self.pattern.startswith(OP_PREFIX) else None
+
+    def matches(self, node: Any) -> bool:
+        """True if ``node`` (anything with ``.name`` and ``.op_type``) is selected by this rule."""
+        op_type = self.op_type
+        if op_type is not None:
+            return node.op_type == op_type
+        return fnmatch.fnmatchcase(node.name, self.pattern)
+
+    def text(self) -> str:
+        """The rule as users write it: ``*/LayerNorm/*=fp32``."""
+        return f"{self.pattern}={self.precision}"
+
+    def __str__(self) -> str:
+        return self.text()
+
+
+def parse_rule(text: str, *, source: str = "cli") -> Rule:
+    """Parse ``"PATTERN=PRECISION"`` (CLI, ini, marker spelling) into a :class:`Rule`.
+
+    The LAST ``=`` separates pattern and precision, so a pattern may itself contain ``=``.
+    Whitespace around both parts is stripped.
+
+    >>> parse_rule("*/LayerNorm/*=fp32")
+    Rule(pattern='*/LayerNorm/*', precision='fp32', source='cli')
+    """
+    if not isinstance(text, str) or "=" not in text:
+        raise PatternError(
+            f"cannot parse precision rule {text!r}: write PATTERN=PRECISION, "
+            f"e.g. '*/LayerNorm/*=fp32' or 'op:Softmax=fp32'"
+        )
+    pattern, _, precision = text.rpartition("=")
+    pattern, precision = pattern.strip(), precision.strip()
+    if not precision:
+        raise PatternError(f"precision rule {text!r} has no precision after '=': add fp32, fp16 or bf16")
+    try:
+        return Rule(pattern, precision, source=source)
+    except UsageError as exc:
+        raise PatternError(f"precision rule {text!r}: {exc}") from exc
+
+
+def _as_rule(item: Any, source: str) -> Rule:
+    if isinstance(item, Rule):
+        return item
+    if isinstance(item, str):
+        return parse_rule(item, source=source)
+    if isinstance(item, (tuple, list)) and len(item) == 2:
+        return Rule(item[0], item[1], source=source)
+    raise UsageError(
+        f"cannot use {item!r} as a precision rule: give a Rule, a (pattern, precision) pair "
+        f"or a 'PATTERN=PRECISION' string"
+    )
+
+
+def _as_patterns(value: Any, what: str) -> tuple[str, ...]:
+    # A single string is one pattern, not a sequence of one-character patterns.
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        value = (value,)
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise UsageError(f"{what} must be a pattern or a list of patterns, got {value!r}") from None
+    return tuple(validate_pattern(p) for p in items)
+
+
+def _as_rules(value: Any) -> tuple[Rule, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (str, Rule)):
+        value = (value,)
+    elif isinstance(value, Mapping):
+        value = tuple(value.items())
+    return tuple(_as_rule(item, "api") for item in value)
+
+
+@dataclass(frozen=True)
+class PrecisionPolicy:
+    """A default precision plus ordered rules; resolved against a model into a plan.
+
+    Args:
+        default: precision of every compute node no rule selects (``fp32``, ``fp16``, ``bf16``).
+        keep_fp32: patterns whose nodes stay FP32 (applied first, so later rules override them).
+        rules: ordered rules, each a :class:`Rule`, a ``(pattern, precision)`` pair, a
+            ``"PATTERN=PRECISION"`` string, or a mapping ``{pattern: precision}``.
+        as_is: run the model's own types as written, no policy (issue 12; stored only).
+        expect_fp32: patterns the model is expected to keep in FP32 (issue 12; stored only).
+
+    A policy may use fp16 or bf16 but not both: a plan has one low precision, which
+    picks the comparison tolerances.
+    """
+
+    default: str = FP32
+    keep_fp32: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    as_is: bool = False
+    expect_fp32: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        set_ = object.__setattr__
+        set_(self, "default", normalize_precision(self.default, what="default precision"))
+        set_(self, "keep_fp32", _as_patterns(self.keep_fp32, "keep_fp32"))
+        set_(self, "rules", _as_rules(self.rules))
+        set_(self, "as_is", bool(self.as_is))
+        set_(self, "expect_fp32", _as_patterns(self.expect_fp32, "expect_fp32"))
+        lows = sorted({p for p in (self.default, *(r.precision for r in self.rules)) if p in LOW_PRECISIONS})
+        if len(lows) > 1:
+            raise UsageError(
+                f"precision policy {self.describe()!r} mixes {' and '.join(lows)}: a plan uses one "
+                f"low precision; pick fp16 or bf16"
+            )
+
+    # -- views -----------------------------------------------------------------------------
+    def rules_in_order(self) -> tuple[Rule, ...]:
+        """keep_fp32 entries first (as fp32 rules), then ``rules``; the later rule wins."""
+        keep = tuple(Rule(p, FP32, source="keep_fp32") for p in self.keep_fp32)
+        return keep + self.rules
+
+    @property
+    def low_precision(self) -> str | None:
+        """fp16 or bf16 if the policy asks for either anywhere, else None."""
+        for p in (self.default, *(r.precision for r in self.rules)):
+            if p in LOW_PRECISIONS:
+                return p
+        return None
+
+    def describe(self) -> str:
+        """One line: ``"fp16; fp32: */LayerNorm/*, op:Softmax"``.
+
+        Consecutive rules of one precision are grouped; groups keep their order because
+        the later rule wins.
+        """
+        if self.as_is:
+            head = "as-is"
+        else:
+            head = self.default
+        parts = [head]
+        for precision, patterns in _grouped(self.rules_in_order()):
+            parts.append(f"{precision}: {', '.join(patterns)}")
+        if self.expect_fp32:
+            parts.append(f"expect fp32: {', '.join(self.expect_fp32)}")
+        return "; ".join(parts)
+
+    def __str__(self) -> str:
+        return self.describe()
+
+    def to_json(self) -> dict[str, Any]:
+        """Canonical JSON form (cache keys, reports).
+
+        ``keep_fp32`` is folded into the ordered rule list, so two policies that mean
+        the same thing (``keep_fp32=["x"]`` vs ``rules=["x=fp32"]``) serialize equally.
+        """
+        return {
+            "default": self.default,
+            "rules": [{"pattern": r.pattern, "precision": r.precision} for r in self.rules_in_order()],
+            "as_is": self.as_is,
+            "expect_fp32": list(self.expect_fp32),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PrecisionPolicy:
+        """Inverse of :meth:`to_json`."""
+        rules = tuple((r["pattern"], r["precision"]) for r in data.get("rules", ()))
+        return cls(
+            default=data.get("default", FP32),
+            rules=rules,
+            as_is=bool(data.get("as_is", False)),
+            expect_fp32=tuple(data.get("expect_fp32", ())),
+        )
+
+    # -- derivation ------------------------------------------------------------------------
+    def with_default(self, precision: str) -> PrecisionPolicy:
+        """The same rules with another default precision (e.g. from ``--trt-fp16``)."""
+        return replace(self, default=precision)
+
+    def with_rules(self, rules: Iterable[Any]) -> PrecisionPolicy:
+        """This policy with ``rules`` appended (they win over the existing ones)."""
+        return replace(self, rules=self.rules + _as_rules(tuple(rules)))
+
+    def resolve(self, model: Any) -> PrecisionPlan:
+        """Resolve against ``model`` (a :class:`~pytest_trt.model.Model`, path or ModelProto).
+
+        Raises :class:`PatternError` for a pattern that matches no node and
+        :class:`~pytest_trt.errors.ModelError` for a plan the model cannot carry.
+        """
+        if self.as_is:
+            # Issue 12 replaces this with a plan that reads the model's own types.
+            raise UsageError(
+                "as_is policies arrive with issue 12: use a default precision and rules for now"
+            )
+        from .model import load_model
+        from .plan import resolve_plan
+
+        return resolve_plan(load_model(model), self)
+
+
+def _grouped(rules: Iterable[Rule]) -> list[tuple[str, list[str]]]:
+    groups: list[tuple[str, list[str]]] = []
+    for rule in rules:
+        if groups and groups[-1][0] == rule.precision:
+            groups[-1][1].append(rule.pattern)
+        else:
+            groups.append((rule.precision, [rule.pattern]))
+    return groups

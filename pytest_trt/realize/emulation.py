@@ -1,0 +1,149 @@
+"""Emulation realization: an FP32 graph that stores every low-precision tensor rounded.
+
+ONNX Runtime's CPU provider computes FP16 graphs in FP32 and drops the FP16 stores
+(ARCHITECTURE.md: an FP16 decomposed LayerNorm fed values of 400 showed error 0.0), so
+running the strong realization on CPU says nothing about FP16 accuracy. This graph
+makes the rounding explicit instead: every node computes in FP32, and every tensor the
+strong realization stores in FP16/BF16 is rounded through that type by a
+Cast(fp32 -> low) -> Cast(low -> fp32) pair. That resembles TensorRT's FP16 kernels,
+which mostly accumulate in FP32 and round when they store. It does NOT model
+kernel-internal math, tactic choice or fusion (a fused kernel may keep intermediates
+in FP32 that this graph rounds).
+
+The graph is derived mechanically from :func:`~pytest_trt.realize.strong.build_strong`,
+so the two realizations agree on which tensor is rounded where:
+
+* a node whose output is low precision in the strong graph writes ``<t>__unrounded``
+  and the rounded value carries the ORIGINAL name ``<t>``, so a run with every tensor
+  as an output maps 1:1 onto the FP32 baseline's tensors;
+* Casts to a low type become round trips; Casts from a low type to FP32 become Identity;
+* low-precision initializers become FP32 initializers holding the rounded values.
+
+Run it with graph optimizations disabled (``ORT_DISABLE_ALL``): optimizers may remove
+Cast pairs.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, PRECISION_OF_ELEM
+from .strong import NOTES_KEY, PLAN_KEY, REALIZATION_KEY, build_strong, tensor_to_fp32, write_value_info
+
+if TYPE_CHECKING:  # pragma: no cover
+    import onnx
+
+    from ..plan import PrecisionPlan
+
+_LOW = (ELEM_FLOAT16, ELEM_BFLOAT16)
+
+
+def realize_emulation(plan: PrecisionPlan) -> onnx.ModelProto:
+    """The plan as an all-FP32 ONNX model with explicit rounding of low-precision tensors."""
+    realized = build_strong(plan)
+    model, types = realized.model, dict(realized.types)
+    graph = model.graph
+    names = _Names(graph)
+    origin = dict(realized.origin)
+
+    strong = dict(types)  # decisions read the strong graph's types, not the ones being rewritten
+    nodes = []
+    for node in graph.node:
+        nodes.extend(_emulate_node(node, strong, types, names, origin))
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+    _widen_initializers(graph, types)
+    for vi in graph.input:  # IR < 4 lists initializers as inputs
+        if vi.type.tensor_type.elem_type in _LOW:
+            vi.type.tensor_type.elem_type = ELEM_FLOAT
+    write_value_info(graph, types, plan.value_info, origin)
+    _set_meta(model, "emulation")
+    return model
+
+
+def _emulate_node(node, strong: dict[str, int], types: dict[str, int], names: _Names,
+                  origin: dict[str, str]) -> list:
+    """The node rewritten to compute in FP32, followed by the rounding of its low outputs."""
+    from onnx import helper
+
+    if node.op_type == "Cast" and node.domain in ("", "ai.onnx"):
+        to = next(a.i for a in node.attribute if a.name == "to")
+        if to == ELEM_FLOAT and strong.get(node.input[0]) in _LOW:
+            # The value was already rounded where it was stored: widening is exact.
+            identity = helper.make_node("Identity", list(node.input), list(node.output), name=node.name)
+            types[node.output[0]] = ELEM_FLOAT
+            return [identity]
+    out_nodes = [node]
+    for slot, out in enumerate(node.output):
+        elem = strong.get(out)
+        if not out or elem not in _LOW:
+            continue
+        precision = PRECISION_OF_ELEM[elem]
+        raw = names.tensor(f"{out}__unrounded")
+        low = names.tensor(f"{out}__as_{precision}")
+        base = origin.get(out, out)
+        if node.op_type == "Cast" and node.domain in ("", "ai.onnx"):
+            # A Cast to a low type already rounds: only the way back to FP32 is added.
+            node.output[slot] = low
+            types[low] = elem
+            origin[low] = base
+        else:
+            node.output[slot] = raw
+            types[raw] = ELEM_FLOAT
+            origin[raw] = base
+            out_nodes.append(helper.make_node("Cast", [raw], [low], name=names.node(f"{out}/Round_to_{precision}"),
+                                              to=elem))
+            types[low] = elem
+            origin[low] = base
+        out_nodes.append(helper.make_node("Cast", [low], [out], name=names.node(f"{out}/Round_back_fp32"),
+                                          to=ELEM_FLOAT))
+        types[out] = ELEM_FLOAT
+    return out_nodes
+
+
+def _widen_initializers(graph, types: dict[str, int]) -> None:
+    from onnx import numpy_helper
+
+    for index, init in enumerate(graph.initializer):
+        if init.data_type in _LOW:
+            widened = numpy_helper.from_array(tensor_to_fp32(init), init.name)
+            graph.initializer[index].CopyFrom(widened)
+            types[init.name] = ELEM_FLOAT
+
+
+def _set_meta(model, realization: str) -> None:
+    meta = {p.key: p.value for p in model.metadata_props}
+    meta[REALIZATION_KEY] = realization
+    meta.setdefault(NOTES_KEY, json.dumps([]))
+    meta.setdefault(PLAN_KEY, "")
+    del model.metadata_props[:]
+    for key, value in meta.items():
+        prop = model.metadata_props.add()
+        prop.key, prop.value = key, value
+
+
+class _Names:
+    """Fresh node and tensor names that collide with nothing in the graph."""
+
+    def __init__(self, graph):
+        from .strong import _all_tensor_names
+
+        self.tensors = _all_tensor_names(graph)
+        self.nodes = {n.name for n in graph.node}
+
+    def tensor(self, base: str) -> str:
+        return self._fresh(base, self.tensors)
+
+    def node(self, base: str) -> str:
+        return self._fresh(base, self.nodes)
+
+    @staticmethod
+    def _fresh(base: str, taken: set[str]) -> str:
+        name, k = base, 1
+        while name in taken:
+            k += 1
+            name = f"{base}_{k}"
+        taken.add(name)
+        return name
