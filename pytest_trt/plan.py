@@ -643,7 +643,13 @@ def _decide(node, rule: Rule | None, policy: PrecisionPolicy, ctx: _GraphContext
 
 
 def _check_supported(decisions: dict[str, NodeDecision], ctx: _GraphContext) -> None:
-    """Every low-precision compute node's op must allow that type at the model's opset."""
+    """Every low-precision compute node's op must allow that type at the model's opset.
+
+    A node lowered only by the policy's *default* falls back to fp32, and the plan says
+    so in its rule ("default bf16 -> fp32: MaxPool has no bfloat16 form at opset 17"):
+    ``--trt-bf16`` on a model with such ops still tests everything else. A node an
+    explicit rule lowered is an error (the user asked for something that cannot exist).
+    """
     bad: dict[str, str] = {}
     precision = None
     for node in ctx.graph.node:
@@ -653,6 +659,13 @@ def _check_supported(decisions: dict[str, NodeDecision], ctx: _GraphContext) -> 
         schema = ctx.schemas[node.name]
         primary = _primary_type_var(node, schema, ctx)
         if _TYPE_STR_OF_PRECISION[decision.precision] not in _allowed(schema, primary):
+            if decision.rule == "default":
+                decisions[node.name] = NodeDecision(
+                    node.name, node.op_type, FP32,
+                    f"default {decision.precision} -> fp32: {node.op_type} has no {decision.precision} "
+                    f"form at opset {ctx.opset_of(node)}", COMPUTE,
+                )
+                continue
             bad[node.name] = node.op_type
             precision = decision.precision
     if not bad:
@@ -667,7 +680,7 @@ def _check_supported(decisions: dict[str, NodeDecision], ctx: _GraphContext) -> 
         lines.append(f"{op} (opset {ctx.opset_of(node)}): {shown}")
     keep = ", ".join(f"'op:{op}'" for op in sorted(by_op))
     raise UnsupportedPrecisionError(
-        f"{ctx.model.label}: {len(bad)} node(s) cannot run in {precision}: their ONNX op has no "
+        f"{ctx.model.label}: {len(bad)} node(s) a rule asked to run in {precision} cannot: their ONNX op has no "
         f"{precision} type at the model's opset: " + "; ".join(lines)
         + f". Keep them fp32 with keep_fp32=[{keep}] (or export at a newer opset).",
         precision=precision,

@@ -209,17 +209,24 @@ def _conv_model(opset=14):
     )
 
 
-def test_op_without_the_low_type_is_an_error_naming_node_op_opset():
+def test_op_without_the_low_type_falls_back_to_fp32_when_only_the_default_asked():
+    plan = resolve(_conv_model(), "bf16")
+    conv = plan.nodes["/patch/Conv"]
+    assert conv.precision == "fp32"
+    assert conv.rule == "default bf16 -> fp32: Conv has no bf16 form at opset 14"
+    assert plan.nodes["/act/Relu"].precision == "bf16"
+    assert resolve(_conv_model(), "fp16").nodes["/patch/Conv"].precision == "fp16"
+    assert resolve(_conv_model(opset=22), "bf16").nodes["/patch/Conv"].precision == "bf16"
+
+
+def test_op_without_the_low_type_is_an_error_when_a_rule_asked_naming_node_op_opset():
     with pytest.raises(UnsupportedPrecisionError) as info:
-        resolve(_conv_model(), "bf16")
+        resolve(_conv_model(), "fp32", rules=[("op:Conv", "bf16")])
     message = str(info.value)
     assert "'/patch/Conv'" in message and "Conv (opset 14)" in message
     assert "keep_fp32=['op:Conv']" in message
     assert info.value.op_types == ["Conv"] and info.value.precision == "bf16"
     assert isinstance(info.value, ModelError)
-    plan = resolve(_conv_model(), "bf16", keep_fp32=[f"op:{t}" for t in info.value.op_types])
-    assert plan.nodes["/act/Relu"].precision == "bf16"
-    assert resolve(_conv_model(), "fp16").nodes["/patch/Conv"].precision == "fp16"
 
 
 def test_input_only_type_variable_follows_the_schema():
