@@ -1,0 +1,757 @@
+"""The one place that knows how TensorRT 10.x, TensorRT 11.x and TensorRT-RTX differ.
+
+Everything version-dependent that pytest-trt's TensorRT glue relies on lives here, each
+fact with the source it was read from. The rest of the glue (``tensorrt.py``,
+``layers.py``) asks this module and never tests versions itself.
+
+What is verified where (keep this list honest):
+
+* **Full TensorRT (10.x, 11.x): nothing has run against it yet** (it cannot be installed
+  on the development machines). Its facts below were read from NVIDIA's sources and
+  documents; the unit tests exercise the glue against ``tests/unit/fake_tensorrt.py`` (a
+  fake), and ``tests/gpu/`` is where a GPU runner with TensorRT has to confirm them.
+* **TensorRT-RTX 1.7.1.116, H200 (compute capability 9.0), driver 580, 2026-11-22: this
+  glue ran** (wheels carried to a GPU machine; ``tests/gpu`` plus a probe script). Seen
+  working: import and version detection, capability detection (``BuilderFlag`` has TF32
+  but no FP16/BF16; ``NetworkDefinitionCreationFlag`` only STRONGLY_TYPED; no
+  ``ILayer.precision``; ``ILayer.metadata``, ``IDebugListener`` and
+  ``mark_unfused_tensors_as_debug_tensors`` present), the ``ILogger`` subclass, parsing
+  the strongly typed realization, :meth:`TrtCompat.configure`, ``build_serialized_network``
+  to bytes, :func:`~pytest_trt.backends.tensorrt.check_network_dtypes` (no mismatch on
+  decomposed and ``LayerNormalization`` LayerNorm models; every node layer carries
+  ``[ONNX Layer: <node>]``; ONNX ``Constant`` nodes become CONSTANT layers named after
+  their output, with empty metadata, like ``ONNXTRT_Broadcast*`` helpers), caching, the
+  parser-error -> BuildError path, and the compute-capability-9.0 deserialization
+  failure -> BackendUnavailable. Not exercisable there: anything after deserialization
+  (inspector JSON, running, debug tensors). Earlier RTX measurements:
+  ``shared/TENSORRT_RTX.md``.
+
+Sources (NVIDIA/TensorRT repository, read at the release branches named):
+
+* ``python/src/infer/pyCore.cpp`` / ``pyGraph.cpp`` / ``pyFoundationalTypes.cpp`` /
+  ``python/src/parsers/pyOnnx.cpp`` on ``release/10.0``, ``release/10.12`` and ``main``
+  (= TensorRT 11.1): which Python members exist in which version.
+* TensorRT 11.0 migration guide, docs.nvidia.com/deeplearning/tensorrt/11.0.0/api/
+  migration/tensorrt-10x-to-11x.html ("TensorRT 11.x removes all weak typing APIs") and
+  .../tensorrt-10x-to-11x-IEngineInspector.html (``Bindings`` -> ``I/O Tensors``; the
+  ``Format/Datatype`` field is split).
+* ``tools/experimental/trt-engine-explorer/trex/parser.py`` and ``activations.py``
+  (``release/10.16``): Metadata separators and the data-type strings of the inspector.
+* onnx/onnx-tensorrt ``onnx2trt_utils.cpp`` ``processMetadata``: the
+  ``[ONNX Layer: <node> | <caller> (<function>) ...]`` format of ``ILayer.metadata``.
+
+Import of this module never imports TensorRT: functions take the imported module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import re
+import threading
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import BackendUnavailable
+
+log = logging.getLogger("pytest_trt.tensorrt")
+
+#: backend name -> Python module name. TensorRT-RTX's module is ``tensorrt_rtx``
+#: (shared/TENSORRT_RTX.md; Polygraphy 0.53 ``mod/trt_importer.py`` imports the same name).
+MODULES = {"tensorrt": "tensorrt", "tensorrt-rtx": "tensorrt_rtx"}
+LIBRARY_NAMES = {"tensorrt": "TensorRT", "tensorrt-rtx": "TensorRT-RTX"}
+
+#: Versions from which ``typing="auto"`` picks strong typing. ``NetworkDefinitionCreationFlag.
+#: STRONGLY_TYPED`` is bound in Python from TensorRT 10.0 (release/10.0 pyCore.cpp line ~1456;
+#: the C++ flag exists since 9.0, release/9.0 NvInfer.h). Weak typing was deprecated in 10.12
+#: (release/10.12 pyGraph.cpp: "Deprecated in TensorRT 10.12. Superseded by strong typing.")
+#: and removed in 11.0 (migration guide).
+STRONG_TYPING_MIN = (10, 0)
+#: ``INetworkDefinition.mark_unfused_tensors_as_debug_tensors`` first appears in
+#: release/10.12 pyGraph.cpp (absent in 10.0 ... 10.11); present in 11.1 (main) and
+#: in TensorRT-RTX 1.7.1 (TENSORRT_RTX.md).
+UNFUSED_DEBUG_MIN = (10, 12)
+
+FLOAT_PRECISIONS = ("fp32", "fp16", "bf16")
+
+
+# --------------------------------------------------------------------------------------
+# Importing and versions
+# --------------------------------------------------------------------------------------
+def import_module(backend: str):
+    """Import ``tensorrt`` or ``tensorrt_rtx``; every failure is :class:`BackendUnavailable`.
+
+    A module that is not installed at all gives the exact reason used everywhere else
+    (``environment.tensorrt_unavailable_reason``): "TensorRT not installed" or
+    "TensorRT-RTX not installed". A module that is present but fails to import (a
+    missing ``libnvinfer``, a CUDA mismatch) says so with the import error.
+    """
+    name = MODULES[backend]
+    lib = LIBRARY_NAMES[backend]
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name == name or (exc.name or "").startswith(name + "."):
+            raise BackendUnavailable(f"{lib} not installed") from exc
+        raise BackendUnavailable(f"{lib} cannot be imported: {exc}") from exc
+    except (ImportError, OSError) as exc:
+        raise BackendUnavailable(f"{lib} cannot be imported: {exc}") from exc
+
+
+def parse_version(text: str | None) -> tuple[int, ...]:
+    """``"10.13.3.9"`` -> ``(10, 13, 3, 9)``; anything unparsable -> ``()``."""
+    if not text:
+        return ()
+    out = []
+    for part in str(text).split("."):
+        m = re.match(r"\d+", part)
+        if not m:
+            break
+        out.append(int(m.group()))
+    return tuple(out)
+
+
+def is_rtx_module(trt) -> bool:
+    return getattr(trt, "__name__", "").split(".")[0] == "tensorrt_rtx"
+
+
+def _member(enum, name: str):
+    """``enum.name`` or None; pybind enums raise AttributeError for absent members."""
+    try:
+        return getattr(enum, name)
+    except AttributeError:
+        return None
+
+
+# --------------------------------------------------------------------------------------
+# Data types
+# --------------------------------------------------------------------------------------
+#: trt.DataType member name -> pytest-trt dtype name. Members per
+#: pyFoundationalTypes.cpp (main = 11.1): FLOAT HALF BF16 INT8 INT32 INT64 BOOL UINT8 FP8
+#: INT4 FP4 E8M0. BF16/INT64 exist since 9.x/10.0; FP4/E8M0 are late 10.x.
+TRT_DTYPE_NAMES = {
+    "FLOAT": "fp32", "HALF": "fp16", "BF16": "bf16", "INT8": "int8", "INT32": "int32",
+    "INT64": "int64", "BOOL": "bool", "UINT8": "uint8", "FP8": "fp8", "INT4": "int4",
+    "FP4": "fp4", "E8M0": "e8m0", "DOUBLE": "fp64",
+}
+_PRECISION_TO_TRT = {"fp32": "FLOAT", "fp16": "HALF", "bf16": "BF16"}
+
+
+def dtype_name(dt) -> str | None:
+    """A ``trt.DataType`` (or its name) as ``fp32``/``fp16``/``bf16``/``int32``/...; None if unknown."""
+    if dt is None:
+        return None
+    name = getattr(dt, "name", None) or str(dt).rsplit(".", 1)[-1]
+    return TRT_DTYPE_NAMES.get(str(name).upper())
+
+
+def trt_dtype(trt, precision: str):
+    """``fp32``/``fp16``/``bf16`` -> ``trt.DataType`` member."""
+    member = _member(trt.DataType, _PRECISION_TO_TRT[precision])
+    if member is None:
+        raise BackendUnavailable(f"this TensorRT has no DataType for {precision}")
+    return member
+
+
+#: Inspector data-type strings, tested in this order (first match wins). They cover the
+#: 10.x ``Format/Datatype`` strings ("Row major linear FP32", "Channel major FP16 format
+#: where channel % 8 == 0", "Row major linear BFloat16 format", "Row major Int8 format",
+#: "Row major linear BOOL") and the plain Myelin/kgen names ("Half", "Float", "BFloat16",
+#: "Int64", ...) listed in trex ``activations.py`` (release/10.16), and 11.x's split
+#: ``DataType`` values ("Float" in the migration guide's I/O Tensors example), and
+#: trt.DataType member names ("HALF", "DataType.FLOAT").
+_DTYPE_PATTERNS = [(re.compile(p, re.IGNORECASE), name) for p, name in (
+    (r"\b(?:bfloat16|bf16)\b", "bf16"),
+    (r"\b(?:fp16|half|float16)\b", "fp16"),
+    (r"\b(?:fp32|float|float32)\b", "fp32"),
+    (r"\b(?:double|fp64|float64)\b", "fp64"),
+    (r"\b(?:fp8|fp8e4m3|e4m3)\b", "fp8"),
+    (r"\b(?:fp4|fp4e2m1)\b", "fp4"),
+    (r"\be8m0\b", "e8m0"),
+    (r"\buint8\b", "uint8"),
+    (r"\bint8\b", "int8"),
+    (r"\buint16\b", "uint16"),
+    (r"\bint16\b", "int16"),
+    (r"\buint32\b", "uint32"),
+    (r"\bint32\b", "int32"),
+    (r"\buint64\b", "uint64"),
+    (r"\bint64\b", "int64"),
+    (r"\bint4\b", "int4"),
+    (r"\bbool(?:ean)?\b", "bool"),
+)]
+
+
+def dtype_from_text(text) -> str | None:
+    """Normalize an inspector data-type / format string; None for "Unknown format", "N/A", ""."""
+    if text is None:
+        return None
+    s = str(text).replace(".", " ")
+    for pattern, name in _DTYPE_PATTERNS:
+        if pattern.search(s):
+            return name
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# Inspector JSON schema (10.x vs 11.x)
+# --------------------------------------------------------------------------------------
+#: Layer ``Metadata`` joins the entries of fused layers with \x1e (record separator; trex
+#: parser.py ``fix_metadata``: "TensorRT 8.6 introduced the Metadata field, with a non-ASCII
+#: character") and, since 10.0, also \x1f (trex ``fix_unicode``, NVIDIA/TensorRT#2779).
+METADATA_SEPARATORS = ("\x1e", "\x1f")
+ONNX_LAYER_PREFIX = "[ONNX Layer: "
+
+
+def split_tensor_entry(entry: dict) -> tuple[str | None, str | None]:
+    """``(dtype, format)`` of one inspector ``Inputs``/``Outputs`` entry, either schema.
+
+    10.x: one ``"Format/Datatype"`` string ("Row major linear FP32", or "Half" for kgen).
+    11.x: the field is split (11.0 migration guide); the data type key is spelled
+    ``DataType`` in the guide's I/O Tensors example, ``Datatype`` appears in NVIDIA's
+    ``.agents/skills/trt-perf-analysis/scripts/trt_perf/data.py`` (TensorRT main), so both
+    spellings (and ``Data Type``) are accepted. The exact 11.x per-layer key is NOT
+    verified on a real engine.
+    """
+    combined = entry.get("Format/Datatype")
+    if combined is not None:
+        return dtype_from_text(combined), str(combined)
+    dtype_text = None
+    for key in ("DataType", "Datatype", "Data Type", "Type"):
+        if entry.get(key) is not None:
+            dtype_text = entry[key]
+            break
+    fmt = entry.get("Format")
+    dtype = dtype_from_text(dtype_text) if dtype_text is not None else dtype_from_text(fmt)
+    return dtype, (str(fmt) if fmt is not None else None)
+
+
+def inspector_schema(data) -> str:
+    """``"10.x"`` (top-level ``Bindings``), ``"11.x"`` (``I/O Tensors``) or ``"unknown"``."""
+    if isinstance(data, dict):
+        if "I/O Tensors" in data:
+            return "11.x"
+        if "Bindings" in data:
+            return "10.x"
+    return "unknown"
+
+
+def inspector_io_tensors(data) -> list[dict[str, Any]]:
+    """Engine I/O tensors from either schema: ``[{"name", "mode", "dtype"}]`` (mode/dtype may be None)."""
+    if not isinstance(data, dict):
+        return []
+    if isinstance(data.get("I/O Tensors"), list):
+        out = []
+        for t in data["I/O Tensors"]:
+            if isinstance(t, dict):
+                dtype, _ = split_tensor_entry(t)
+                out.append({"name": str(t.get("Name", "")), "mode": t.get("IOMode"), "dtype": dtype})
+            else:
+                out.append({"name": str(t), "mode": None, "dtype": None})
+        return out
+    if isinstance(data.get("Bindings"), list):
+        return [{"name": str(b), "mode": None, "dtype": None} for b in data["Bindings"]]
+    return []
+
+
+# --------------------------------------------------------------------------------------
+# The logger: one per module, capturing what a build or load said
+# --------------------------------------------------------------------------------------
+SEVERITIES = {0: "internal_error", 1: "error", 2: "warning", 3: "info", 4: "verbose"}
+_PY_LEVELS = {0: logging.CRITICAL, 1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG}
+
+
+@dataclass
+class LogRecord:
+    severity: str
+    message: str
+
+    def line(self) -> str:
+        return f"[{self.severity[0].upper()}] {self.message}"
+
+
+_LOGGERS: dict[int, Any] = {}
+_LOGGER_LOCK = threading.Lock()
+
+
+def get_logger(trt):
+    """The process-wide capturing ``trt.ILogger`` for module ``trt``.
+
+    One logger per module on purpose: TensorRT keeps the first logger it is given as its
+    global logger (it warns when a later builder brings a different one), and the
+    ILogger docstring (NvInferRuntime.h, main) requires the implementation to be
+    thread-safe because TensorRT may call it from several threads. Messages go to the
+    ``pytest_trt.tensorrt`` Python logger and to every active :func:`capture` list.
+    VERBOSE messages are dropped before reaching Python objects (a build emits thousands).
+    """
+    with _LOGGER_LOCK:
+        existing = _LOGGERS.get(id(trt))
+        if existing is not None:
+            return existing
+
+        class CapturingLogger(trt.ILogger):
+            def __init__(self):
+                trt.ILogger.__init__(self)
+                self.sinks: list[list[LogRecord]] = []
+                self.lock = threading.Lock()
+
+            def log(self, severity, msg):  # called by TensorRT, any thread
+                try:
+                    level = int(severity)
+                except (TypeError, ValueError):
+                    level = 3
+                if level >= 4:
+                    return
+                record = LogRecord(SEVERITIES.get(level, "info"), str(msg))
+                with self.lock:
+                    for sink in self.sinks:
+                        sink.append(record)
+                log.log(_PY_LEVELS.get(level, logging.INFO), "TensorRT: %s", msg)
+
+            @contextlib.contextmanager
+            def capture(self):
+                sink: list[LogRecord] = []
+                with self.lock:
+                    self.sinks.append(sink)
+                try:
+                    yield sink
+                finally:
+                    with self.lock:
+                        self.sinks.remove(sink)
+
+        logger = CapturingLogger()
+        _LOGGERS[id(trt)] = logger
+        return logger
+
+
+# --------------------------------------------------------------------------------------
+# The adapter
+# --------------------------------------------------------------------------------------
+@dataclass
+class ParserErrorInfo:
+    desc: str
+    node_name: str | None = None
+    node_operator: str | None = None
+    code: str | None = None
+
+    def line(self) -> str:
+        where = f" at node {self.node_name!r}" if self.node_name else ""
+        op = f" ({self.node_operator})" if self.node_operator else ""
+        return f"ONNX parser{where}{op}: {self.desc}"
+
+
+@dataclass
+class TrtCompat:
+    """One imported TensorRT (or TensorRT-RTX) module and what it can do.
+
+    ``TrtCompat(trt_module)``; ``TrtCompat.load("tensorrt")`` imports it.
+    """
+
+    trt: Any
+    rtx: bool = field(init=False)
+    version: tuple[int, ...] = field(init=False)
+
+    def __post_init__(self):
+        self.rtx = is_rtx_module(self.trt)
+        self.version = parse_version(getattr(self.trt, "__version__", ""))
+
+    @classmethod
+    def load(cls, backend: str) -> TrtCompat:
+        return cls(import_module(backend))
+
+    # -- identity ---------------------------------------------------------------------
+    @property
+    def backend_name(self) -> str:
+        return "tensorrt-rtx" if self.rtx else "tensorrt"
+
+    @property
+    def version_string(self) -> str:
+        return str(getattr(self.trt, "__version__", "unknown"))
+
+    @property
+    def label(self) -> str:
+        return f"{'TensorRT-RTX' if self.rtx else 'TensorRT'} {self.version_string}"
+
+    @property
+    def major(self) -> int:
+        return self.version[0] if self.version else 0
+
+    # -- capabilities -----------------------------------------------------------------
+    def has_strong_typing(self) -> bool:
+        """STRONGLY_TYPED exists (10.0+), or strong typing is the only mode (11.x, RTX)."""
+        if self.rtx or self.major >= 11:
+            return True
+        return _member(self.trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED") is not None
+
+    def has_weak_typing(self) -> bool:
+        """Per-layer precision hints: TensorRT <= 10.x only.
+
+        11.x removed them (migration guide: "removes all weak typing APIs"; main
+        pyGraph.cpp binds no ``ILayer.precision``), TensorRT-RTX never had them
+        (TENSORRT_RTX.md: no ``ILayer.precision``, no ``BuilderFlag.FP16``). The version
+        is checked, not only attributes: Polygraphy 0.53 ``CreateConfig`` notes that "some
+        TRT 11 builds still provide" deprecated flags.
+        """
+        if self.rtx or self.major >= 11:
+            return False
+        flags = self.trt.BuilderFlag
+        return _member(flags, "OBEY_PRECISION_CONSTRAINTS") is not None and _member(flags, "FP16") is not None
+
+    def weak_typing_reason(self) -> str | None:
+        """Why weak typing cannot be used here (None when it can)."""
+        if self.rtx:
+            return "TensorRT-RTX is strongly typed only"
+        if self.major >= 11:
+            return f"TensorRT {self.major} has no weak typing (removed in 11.0; use strong typing)"
+        if not self.has_weak_typing():
+            return f"{self.label} lacks the weak-typing builder flags"
+        return None
+
+    def has_unfused_debug_tensors(self) -> bool:
+        """``mark_unfused_tensors_as_debug_tensors`` (10.12+, 11.x, RTX 1.7.1)."""
+        network_cls = getattr(self.trt, "INetworkDefinition", None)
+        if network_cls is not None and hasattr(network_cls, "mark_unfused_tensors_as_debug_tensors"):
+            return True
+        if network_cls is None:
+            return self.rtx or self.version >= UNFUSED_DEBUG_MIN
+        return False
+
+    def has_debug_listener(self) -> bool:
+        """``IDebugListener`` + ``IExecutionContext.set_debug_listener`` (10.0+, pyCore.cpp)."""
+        return hasattr(self.trt, "IDebugListener")
+
+    def resolve_typing(self, requested: str) -> str:
+        """``auto`` -> ``strong`` where the library has it, else ``weak``."""
+        if requested == "auto":
+            if self.has_strong_typing() and (self.rtx or self.major >= 11 or self.version >= STRONG_TYPING_MIN):
+                return "strong"
+            return "weak"
+        return requested
+
+    def typing_reason(self, typing: str) -> str | None:
+        """None when ``typing`` (resolved) can be built here, else why not."""
+        if typing == "weak":
+            return self.weak_typing_reason()
+        if typing == "strong" and not self.has_strong_typing():
+            return f"{self.label} has no strong typing (needs TensorRT >= 10.0)"
+        return None
+
+    # -- network ----------------------------------------------------------------------
+    def network_flags(self, strong: bool) -> int:
+        """Creation flags. 10.x: ``1 << STRONGLY_TYPED`` when strong (EXPLICIT_BATCH is
+        ignored since 10.0: release/10.0 pyCoreDoc.h). 11.x: 0 (main pyCore.cpp marks
+        STRONGLY_TYPED "Deprecated: always enabled"). RTX: the flag when present
+        (Polygraphy printed ``Flags [STRONGLY_TYPED]``, TENSORRT_RTX.md)."""
+        if not strong:
+            return 0
+        if not self.rtx and self.major >= 11:
+            return 0
+        flag = _member(self.trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED")
+        return 0 if flag is None else 1 << int(flag)
+
+    def mark_unfused_debug(self, network) -> bool:
+        """Mark unfused tensors as debug tensors; per the 10.12 docstring (pyGraphDoc.h)
+        this does not prevent fusion, unlike ``mark_debug``. False when unavailable."""
+        fn = getattr(network, "mark_unfused_tensors_as_debug_tensors", None)
+        if fn is None:
+            return False
+        try:
+            return bool(fn())
+        except Exception as exc:  # pragma: no cover - defensive: never fail a build for this
+            log.warning("mark_unfused_tensors_as_debug_tensors failed: %s", exc)
+            return False
+
+    def parser_errors(self, parser) -> list[ParserErrorInfo]:
+        """``OnnxParser.get_error(i)``: ``desc()``, ``node_name()`` (9.3+/10.0),
+        ``node_operator()`` (pyOnnx.cpp)."""
+        out = []
+        for i in range(int(getattr(parser, "num_errors", 0))):
+            err = parser.get_error(i)
+
+            def call(name, err=err):
+                fn = getattr(err, name, None)
+                try:
+                    value = fn() if fn is not None else None
+                except Exception:  # pragma: no cover - defensive
+                    value = None
+                return str(value) if value not in (None, "") else None
+
+            out.append(ParserErrorInfo(desc=call("desc") or str(err), node_name=call("node_name"),
+                                       node_operator=call("node_operator"), code=call("code")))
+        return out
+
+    def layer_output_dtypes(self, layer) -> list[tuple[str, str | None]]:
+        out = []
+        for j in range(int(layer.num_outputs)):
+            t = layer.get_output(j)
+            if t is None:
+                continue
+            out.append((str(t.name), dtype_name(t.dtype)))
+        return out
+
+    def network_as_inspector(self, network) -> dict:
+        """A TensorRT *network* (before building) in the inspector's JSON shape.
+
+        ``ILayer.metadata`` is set by the ONNX parser to ``[ONNX Layer: <node>]``
+        (TENSORRT_RTX.md, measured on RTX 1.7.1; onnx-tensorrt ``processMetadata``); layer
+        output dtypes of a strongly typed network follow the graph exactly (ditto).
+        """
+        layers = []
+        for i in range(int(network.num_layers)):
+            layer = network.get_layer(i)
+            layers.append({
+                "Name": str(layer.name),
+                "LayerType": str(getattr(getattr(layer, "type", None), "name", getattr(layer, "type", ""))),
+                "Metadata": str(getattr(layer, "metadata", "") or ""),
+                "Inputs": [
+                    {"Name": str(t.name), "DataType": dtype_name(t.dtype)}
+                    for t in (layer.get_input(k) for k in range(int(layer.num_inputs))) if t is not None
+                ],
+                "Outputs": [{"Name": n, "DataType": d} for n, d in self.layer_output_dtypes(layer)],
+            })
+        return {"Layers": layers, "_pytest_trt_source": "network"}
+
+    # -- builder config -----------------------------------------------------------------
+    def set_flag(self, config, name: str, on: bool = True) -> bool:
+        flag = _member(self.trt.BuilderFlag, name)
+        if flag is None:
+            return False
+        if on:
+            config.set_flag(flag)
+        else:
+            config.clear_flag(flag)
+        return True
+
+    def configure(self, builder, network, *, typing: str, low_precision: str | None, tf32: bool,
+                  profiles: tuple = (), workspace_bytes: int | None = None,
+                  builder_optimization_level: int | None = None, timing_cache: bytes | None = None):
+        """Create the ``IBuilderConfig``; returns ``(config, notes)``.
+
+        * ``profiling_verbosity = DETAILED`` always (layer info needs it; Polygraphy 0.53
+          ``_CreateConfigCommon`` sets the same default).
+        * TF32 cleared unless asked for (Polygraphy ``CreateConfig``: "TF32 is on by
+          default"; TENSORRT_RTX.md: Polygraphy's RTX config printed ``Flags [TF32, ...]``).
+        * weak typing: ``FP16``/``BF16`` per the plan's low precision plus
+          ``OBEY_PRECISION_CONSTRAINTS`` (TensorRT <= 10.x; Polygraphy
+          ``precision_constraints="obey"`` sets the same flag).
+        * optimization profiles: ``builder.create_optimization_profile()``,
+          ``profile.set_shape(name, min, opt, max)``, ``config.add_optimization_profile``
+          (pyCore.cpp 10.0 and main). Dynamic inputs without a profile get 1 for every
+          dynamic dim, like Polygraphy's ``Profile.fill_defaults`` (DEFAULT_SHAPE_VALUE).
+        * timing cache: ``create_timing_cache(bytes)`` + ``set_timing_cache(cache,
+          ignore_mismatch=False)`` (pyCore.cpp). TensorRT-RTX deprecates the timing-cache
+          calls (main pyCore.cpp ``deprecateMemberInTrtRtxOnly``), so RTX builds skip it.
+        """
+        trt = self.trt
+        notes: list[str] = []
+        config = builder.create_builder_config()
+        if config is None:
+            raise RuntimeError("builder.create_builder_config() returned None")
+        verbosity = _member(trt.ProfilingVerbosity, "DETAILED") if hasattr(trt, "ProfilingVerbosity") else None
+        if verbosity is not None:
+            config.profiling_verbosity = verbosity
+        if tf32:
+            self.set_flag(config, "TF32", True)
+        else:
+            with contextlib.suppress(Exception):
+                self.set_flag(config, "TF32", False)
+        if typing == "weak":
+            if low_precision == "fp16":
+                if not self.set_flag(config, "FP16"):
+                    raise RuntimeError(f"{self.label} has no BuilderFlag.FP16")
+            elif low_precision == "bf16":
+                if not self.set_flag(config, "BF16"):
+                    raise RuntimeError(f"{self.label} has no BuilderFlag.BF16")
+            if not self.set_flag(config, "OBEY_PRECISION_CONSTRAINTS"):
+                raise RuntimeError(f"{self.label} has no BuilderFlag.OBEY_PRECISION_CONSTRAINTS")
+        if workspace_bytes is not None:
+            config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, int(workspace_bytes))
+        if builder_optimization_level is not None:
+            config.builder_optimization_level = int(builder_optimization_level)
+        notes.extend(self._add_profiles(builder, network, config, profiles))
+        if not self.rtx and hasattr(config, "create_timing_cache"):
+            cache = None
+            if timing_cache:
+                try:
+                    cache = config.create_timing_cache(timing_cache)
+                except Exception as exc:  # a corrupt or foreign cache file: start empty
+                    notes.append(f"timing cache not loaded ({exc}); starting an empty one")
+                    cache = None
+            if cache is None:
+                cache = config.create_timing_cache(b"")
+            config.set_timing_cache(cache, False)
+        return config, notes
+
+    def _add_profiles(self, builder, network, config, profiles) -> list[str]:
+        notes = []
+        inputs = [network.get_input(i) for i in range(int(network.num_inputs))]
+        dynamic = {t.name: tuple(int(d) for d in t.shape) for t in inputs if any(int(d) < 0 for d in t.shape)}
+        given = list(profiles or ())
+        if not given and not dynamic:
+            return notes
+        if not given:
+            filled = {name: tuple(1 if d < 0 else d for d in shape) for name, shape in dynamic.items()}
+            given = [{name: (s, s, s) for name, s in filled.items()}]
+            notes.append(
+                "no optimization profile given: dynamic dims set to 1 ("
+                + ", ".join(f"{n}: {list(s)}" for n, s in filled.items())
+                + "); declare shapes or a profile to test other sizes"
+            )
+        for spec in given:
+            profile = builder.create_optimization_profile()
+            for t in inputs:
+                if t.name in spec:
+                    mn, opt, mx = spec[t.name]
+                    profile.set_shape(t.name, tuple(mn), tuple(opt), tuple(mx))
+                elif t.name in dynamic:
+                    s = tuple(1 if d < 0 else d for d in dynamic[t.name])
+                    profile.set_shape(t.name, s, s, s)
+                    notes.append(f"input {t.name}: not in the profile, dynamic dims set to 1 ({list(s)})")
+            config.add_optimization_profile(profile)
+        return notes
+
+    # -- weak-typing hints ----------------------------------------------------------------
+    def set_layer_precision(self, layer, precision: str) -> None:
+        """``ILayer.precision = dt`` (10.x only; deprecated in 10.12, whose DeprecationWarning is silenced)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            layer.precision = trt_dtype(self.trt, precision)
+
+    def set_output_type(self, layer, index: int, precision: str) -> None:
+        """``ILayer.set_output_type(index, dt)`` (10.x only; deprecated in 10.12)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            layer.set_output_type(index, trt_dtype(self.trt, precision))
+
+    def skip_for_hints(self, layer) -> bool:
+        """Layers whose precision is not a float compute choice (shape math, constants, casts)."""
+        ltype = getattr(getattr(layer, "type", None), "name", str(getattr(layer, "type", "")))
+        return str(ltype).upper().rsplit(".", 1)[-1] in {"SHAPE", "CONSTANT", "CAST", "ASSERTION", "CONDITION"}
+
+    # -- serialized bytes ---------------------------------------------------------------
+    @staticmethod
+    def host_memory_bytes(mem) -> bytes:
+        """``IHostMemory`` -> bytes. It exposes the buffer protocol (pyFoundationalTypes.cpp
+        ``def_buffer``) and has ``nbytes`` but no ``len()`` (TENSORRT_RTX.md)."""
+        if isinstance(mem, (bytes, bytearray, memoryview)):
+            return bytes(mem)
+        return bytes(mem)
+
+    # -- runtime ------------------------------------------------------------------------
+    def create_runtime(self):
+        runtime = self.trt.Runtime(get_logger(self.trt))
+        with contextlib.suppress(AttributeError):
+            # Polygraphy 0.53 EngineFromBytes sets this for version-compatible engines.
+            runtime.engine_host_code_allowed = True
+        return runtime
+
+    def unsupported_gpu_reason(self, messages: list[str], gpu: str = "") -> str | None:
+        """The exact skip reason for TensorRT-RTX on an unsupported compute capability.
+
+        Seen with TensorRT-RTX 1.7.1.116 on an H200 (this module's GPU probe, 2026-11-22;
+        also TENSORRT_RTX.md): ``deserialize_cuda_engine`` returns None and logs "IRuntime::
+        deserializeCudaEngine: Error Code 6: API Usage Error (The engine cannot run on this
+        GPU, which has compute capability 9.0. Supported compute capabilities: 8.0 8.6 8.9
+        12.0 12.1 >12.0. TensorRT-RTX does not support this compute capability, ...)".
+        """
+        for msg in messages:
+            m = re.search(r"cannot run on this GPU, which has compute capability\s+(\d+(?:\.\d+)?)"
+                          r"(?:\.\s*Supported compute capabilities:\s*((?:>?\d+(?:\.\d+)?\s*)+))?", msg)
+            if m:
+                cc = m.group(1)
+                supported = " ".join((m.group(2) or "").split())
+                lib = "TensorRT-RTX" if self.rtx else "TensorRT"
+                on = f" ({gpu})" if gpu else ""
+                tail = f"; it supports {supported}" if supported else ""
+                return (f"{lib} does not support compute capability {cc}{on}{tail}. The engine was built and "
+                        f"cached, but cannot be loaded on this GPU: use --trt-backend tensorrt here, or run on a "
+                        f"supported GPU")
+        return None
+
+    # -- debug tensors ------------------------------------------------------------------
+    def make_debug_listener(self, on_tensor):
+        """An ``IDebugListener`` calling ``on_tensor(addr, location, dtype, shape, name, stream)``.
+
+        Signature of ``process_debug_tensor`` per pyCoreDoc.h (10.0 ... main): addr,
+        location (TensorLocation), type (DataType), shape (Dims), name, stream.
+        """
+        trt = self.trt
+
+        class _Listener(trt.IDebugListener):
+            def __init__(self):
+                trt.IDebugListener.__init__(self)
+
+            def process_debug_tensor(self, addr, location, type, shape, name, stream):  # noqa: A002
+                try:
+                    on_tensor(addr, location, type, shape, name, stream)
+                except Exception as exc:  # never let an exception cross into TensorRT
+                    log.warning("debug tensor %s not captured: %s", name, exc)
+                return True
+
+        return _Listener()
+
+    def is_host_location(self, location) -> bool:
+        host = _member(self.trt.TensorLocation, "HOST") if hasattr(self.trt, "TensorLocation") else None
+        return host is not None and location == host
+
+
+def has_weak_typing(trt) -> bool:
+    """Shorthand for ``TrtCompat(trt).has_weak_typing()``."""
+    return TrtCompat(trt).has_weak_typing()
+
+
+def has_debug_tensors(trt) -> bool:
+    """Shorthand for ``TrtCompat(trt).has_unfused_debug_tensors()`` (debug tensors that keep fusion)."""
+    return TrtCompat(trt).has_unfused_debug_tensors()
+
+
+# --------------------------------------------------------------------------------------
+# Versions without importing TensorRT
+# --------------------------------------------------------------------------------------
+def installed_version(backend: str) -> str | None:
+    """The library version from package metadata (no import), else from the module."""
+    from ..environment import dist_version, library_versions, module_available
+
+    key = "tensorrt" if backend == "tensorrt" else "tensorrt-rtx"
+    version = library_versions().get(key)
+    if version:
+        return version
+    if backend == "tensorrt":
+        version = dist_version("tensorrt-cu13-libs", "tensorrt-cu12-libs", "tensorrt_cu13", "tensorrt_cu12")
+    else:
+        version = dist_version("tensorrt-rtx-cu13-libs", "tensorrt-rtx-cu12-libs", "tensorrt_rtx")
+    if version:
+        return version
+    if module_available(MODULES[backend]):
+        try:
+            return str(import_module(backend).__version__)
+        except (BackendUnavailable, AttributeError):
+            return None
+    return None
+
+
+def version_typing_reason(backend: str, version: str | None, typing: str) -> str | None:
+    """The typing checks of :meth:`TrtCompat.typing_reason` from a version string alone.
+
+    Used by ``Backend.supports`` so that skip reasons need no TensorRT import.
+    """
+    v = parse_version(version)
+    if backend == "tensorrt-rtx":
+        return "TensorRT-RTX is strongly typed only" if typing == "weak" else None
+    if not v:
+        return None
+    if typing == "weak" and v[0] >= 11:
+        return f"TensorRT {v[0]} has no weak typing (removed in 11.0; use strong typing)"
+    if typing == "strong" and v < STRONG_TYPING_MIN:
+        return f"TensorRT {version} has no strong typing (needs TensorRT >= 10.0)"
+    return None
+
+
+def version_resolve_typing(backend: str, version: str | None, requested: str) -> str:
+    if requested != "auto":
+        return requested
+    v = parse_version(version)
+    if backend == "tensorrt-rtx" or not v or v >= STRONG_TYPING_MIN:
+        return "strong"
+    return "weak"

@@ -1,0 +1,632 @@
+"""FAKE tensorrt module for unit-testing pytest-trt's glue; never a substitute for tests/gpu.
+
+It imitates the small part of the TensorRT Python API that ``pytest_trt/backends``
+calls, so the glue (typing selection, weak hints, config flags, timing cache, error
+mapping, inspector parsing, the runner's buffer handling) can be tested on machines
+without TensorRT or a GPU. It proves nothing about TensorRT itself: names and
+behaviours follow what ``pytest_trt/backends/trt_compat.py`` cites from NVIDIA's
+sources, and any mistake there is repeated here. ``tests/gpu/`` must pass on a real
+GPU before any of this is trusted.
+
+What it does:
+
+* ``OnnxParser.parse`` reads the ONNX model with ``onnx`` and makes one layer per node
+  (named like the node, ``metadata = "[ONNX Layer: <node>]"``), one CONSTANT layer per
+  initializer (empty metadata), and for nodes listed in ``state.split_nodes`` an extra
+  ``<node>_aux`` layer carrying the node only through its metadata. Tensor dtypes follow
+  the ONNX types in a strongly typed network and are FLOAT for floats otherwise.
+* ``Builder.build_serialized_network`` serializes a JSON description (layers with the
+  dtypes a build would give them, the ONNX model to execute) behind ``b"FAKEPLAN"``.
+  Weak typing: output dtype = ``set_output_type`` if set, else ``precision`` if set,
+  else HALF when the FP16 flag is on. ``state.myelin_prefix`` fuses the layers whose
+  names start with it into one ``__myl_`` kgen kernel (``state.myelin_ignores_hints``:
+  with HALF boundaries whatever the hints said), or into one ``{ForeignNode[...]}``
+  layer without metadata (``state.foreign_node``).
+* ``Runtime.deserialize_cuda_engine`` fails like TensorRT-RTX 1.7.1 on compute
+  capability 9.0 (message from shared/TENSORRT_RTX.md) when ``state.gpu_cc`` says so.
+* Execution runs the parsed ONNX model with ONNX Runtime on host memory
+  (:class:`HostMemory` stands in for CUDA), and feeds debug listeners when asked.
+"""
+
+from __future__ import annotations
+
+import base64
+import ctypes
+import enum
+import json
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+
+MAGIC = b"FAKEPLAN"
+RTX_SUPPORTED_CC = ("8.0", "8.6", "8.9", "12.0", "12.1")
+
+_ELEM_TO_DT = {1: "FLOAT", 10: "HALF", 16: "BF16", 6: "INT32", 7: "INT64", 9: "BOOL", 3: "INT8", 2: "UINT8"}
+_OP_TO_LAYER = {
+    "MatMul": "MATRIX_MULTIPLY", "Gemm": "MATRIX_MULTIPLY", "Add": "ELEMENTWISE", "Sub": "ELEMENTWISE",
+    "Mul": "ELEMENTWISE", "Div": "ELEMENTWISE", "Pow": "ELEMENTWISE", "ReduceMean": "REDUCE", "Sqrt": "UNARY",
+    "Softmax": "SOFTMAX", "Cast": "CAST", "Shape": "SHAPE", "Constant": "CONSTANT",
+    "LayerNormalization": "NORMALIZATION", "Relu": "ACTIVATION", "Gather": "GATHER", "Reshape": "SHUFFLE",
+    "Transpose": "SHUFFLE",
+}
+_FMT_10 = {"FLOAT": "Row major linear FP32", "HALF": "Row major linear FP16 format",
+           "BF16": "Row major linear BFloat16 format", "INT32": "Row major linear Int32",
+           "INT64": "Row major linear Int64 format", "BOOL": "Row major linear BOOL"}
+_DT_11 = {"FLOAT": "Float", "HALF": "Half", "BF16": "BFloat16", "INT32": "Int32", "INT64": "Int64", "BOOL": "Bool"}
+_NP = {"FLOAT": np.float32, "HALF": np.float16, "INT32": np.int32, "INT64": np.int64, "BOOL": np.bool_}
+
+
+@dataclass
+class FakeState:
+    """Knobs and records of one fake module."""
+
+    gpu_cc: str = "8.9"
+    unsupported_ops: tuple = ()
+    fail_build: str | None = None
+    split_nodes: tuple = ()
+    myelin_prefix: str | None = None
+    myelin_ignores_hints: bool = True
+    foreign_node: bool = False
+    metadata_separator: str = "\x1e"
+    builds: int = 0
+    deserializations: int = 0
+    last_network: object = None
+    last_config: object = None
+    timing_loaded: list = field(default_factory=list)
+
+
+def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knobs) -> types.ModuleType:
+    """A fresh fake ``tensorrt`` (or ``tensorrt_rtx`` with ``rtx=True``) module."""
+    major_minor = tuple(int(p) for p in version.split(".")[:2])
+    weak = not rtx and major_minor[0] <= 10
+    mod = types.ModuleType("tensorrt_rtx" if rtx else "tensorrt")
+    mod.__version__ = version
+    mod.__doc__ = "FAKE TensorRT for unit tests (tests/unit/fake_tensorrt.py)"
+    state = FakeState(**knobs)
+    mod.state = state
+
+    DataType = enum.IntEnum("DataType", "FLOAT HALF INT8 INT32 BOOL UINT8 FP8 BF16 INT64 INT4 FP4", start=0)
+    LayerType = enum.IntEnum("LayerType", " ".join(sorted(set(_OP_TO_LAYER.values()) | {"CONSTANT", "PLUGIN"})),
+                             start=0)
+    flag_names = ["TF32", "DIRECT_IO", "REFIT"]
+    if weak:
+        flag_names += ["FP16", "BF16", "INT8", "OBEY_PRECISION_CONSTRAINTS", "PREFER_PRECISION_CONSTRAINTS"]
+    BuilderFlag = enum.IntEnum("BuilderFlag", " ".join(flag_names), start=0)
+    NetworkDefinitionCreationFlag = enum.IntEnum(
+        "NetworkDefinitionCreationFlag", "EXPLICIT_BATCH STRONGLY_TYPED", start=0)
+    MemoryPoolType = enum.IntEnum("MemoryPoolType", "WORKSPACE", start=0)
+    ProfilingVerbosity = enum.IntEnum("ProfilingVerbosity", "LAYER_NAMES_ONLY NONE DETAILED", start=0)
+    LayerInformationFormat = enum.IntEnum("LayerInformationFormat", "ONELINE JSON", start=0)
+    TensorIOMode = enum.IntEnum("TensorIOMode", "NONE INPUT OUTPUT", start=0)
+    TensorLocation = enum.IntEnum("TensorLocation", "DEVICE HOST", start=0)
+    for e in (DataType, LayerType, BuilderFlag, NetworkDefinitionCreationFlag, MemoryPoolType, ProfilingVerbosity,
+              LayerInformationFormat, TensorIOMode, TensorLocation):
+        setattr(mod, e.__name__, e)
+
+    class ILogger:
+        Severity = enum.IntEnum("Severity", "INTERNAL_ERROR ERROR WARNING INFO VERBOSE", start=0)
+
+        def __init__(self):
+            pass
+
+        def log(self, severity, msg):  # pragma: no cover - overridden
+            raise NotImplementedError
+
+    class Logger(ILogger):
+        def log(self, severity, msg):
+            pass
+
+    class IDebugListener:
+        def __init__(self):
+            pass
+
+    mod.ILogger, mod.Logger, mod.IDebugListener = ILogger, Logger, IDebugListener
+
+    # -- network ----------------------------------------------------------------------
+    class ITensor:
+        def __init__(self, name, dtype, shape=()):
+            self.name, self.dtype, self.shape = name, dtype, tuple(shape)
+            self.is_network_output = False
+
+    class _LayerBase:
+        def __init__(self, name, ltype, metadata, inputs, outputs):
+            self.name, self.type, self.metadata = name, ltype, metadata
+            self._inputs, self._outputs = inputs, outputs
+            self._precision = None
+            self._output_types = {}
+
+        num_inputs = property(lambda self: len(self._inputs))
+        num_outputs = property(lambda self: len(self._outputs))
+
+        def get_input(self, i):
+            return self._inputs[i]
+
+        def get_output(self, i):
+            return self._outputs[i]
+
+    if weak:
+        class ILayer(_LayerBase):
+            @property
+            def precision(self):
+                return self._precision if self._precision is not None else DataType.FLOAT
+
+            @precision.setter
+            def precision(self, value):
+                if self.type == LayerType.SHAPE:
+                    raise TypeError("cannot set the precision of a shape layer")
+                self._precision = value
+
+            @property
+            def precision_is_set(self):
+                return self._precision is not None
+
+            def set_output_type(self, index, dtype):
+                self._output_types[index] = dtype
+    else:
+        class ILayer(_LayerBase):  # 11.x / RTX: no precision, no set_output_type
+            pass
+
+    class INetworkDefinition:
+        def __init__(self, flags):
+            self.flags = flags
+            self.strongly_typed = bool(flags & (1 << int(NetworkDefinitionCreationFlag.STRONGLY_TYPED))) or not weak
+            self.layers, self.inputs, self.outputs, self.tensors = [], [], [], {}
+            self.unfused_debug = False
+
+        num_layers = property(lambda self: len(self.layers))
+        num_inputs = property(lambda self: len(self.inputs))
+        num_outputs = property(lambda self: len(self.outputs))
+
+        def get_layer(self, i):
+            return self.layers[i]
+
+        def get_input(self, i):
+            return self.inputs[i]
+
+        def get_output(self, i):
+            return self.outputs[i]
+
+        def mark_output(self, tensor):
+            tensor.is_network_output = True
+            if tensor not in self.outputs:
+                self.outputs.append(tensor)
+
+    if rtx or major_minor >= (10, 12):
+        def mark_unfused_tensors_as_debug_tensors(self):
+            self.unfused_debug = True
+            return True
+
+        INetworkDefinition.mark_unfused_tensors_as_debug_tensors = mark_unfused_tensors_as_debug_tensors
+    mod.INetworkDefinition, mod.ILayer, mod.ITensor = INetworkDefinition, ILayer, ITensor
+
+    class ParserError:
+        def __init__(self, desc, node_name, op):
+            self._desc, self._node, self._op = desc, node_name, op
+
+        def desc(self):
+            return self._desc
+
+        def node_name(self):
+            return self._node
+
+        def node_operator(self):
+            return self._op
+
+        def code(self):
+            return "UNSUPPORTED_NODE"
+
+    class OnnxParser:
+        def __init__(self, network, logger):
+            self.network, self.logger, self.errors = network, logger, []
+
+        num_errors = property(lambda self: len(self.errors))
+
+        def get_error(self, i):
+            return self.errors[i]
+
+        def parse(self, model, path=None):
+            net = self.network
+            proto = onnx.load_from_string(bytes(model))
+            inferred = onnx.shape_inference.infer_shapes(proto)
+            g = inferred.graph
+            elem = {}
+            shapes = {}
+            for vi in list(g.value_info) + list(g.input) + list(g.output):
+                tt = vi.type.tensor_type
+                elem[vi.name] = tt.elem_type
+                shapes[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim)
+            for init in g.initializer:
+                elem[init.name] = init.data_type
+                shapes[init.name] = tuple(init.dims)
+
+            def dt_of(name):
+                e = elem.get(name, 1)
+                name_ = _ELEM_TO_DT.get(e, "FLOAT")
+                if not net.strongly_typed and name_ in ("HALF", "BF16"):
+                    name_ = "FLOAT"
+                return DataType[name_]
+
+            def tensor(name):
+                if name not in net.tensors:
+                    net.tensors[name] = ITensor(name, dt_of(name), shapes.get(name, ()))
+                return net.tensors[name]
+
+            inits = {i.name for i in g.initializer}
+            for inp in g.input:
+                if inp.name not in inits:
+                    net.inputs.append(tensor(inp.name))
+            for init in g.initializer:
+                net.layers.append(ILayer(init.name, LayerType.CONSTANT, "", [], [tensor(init.name)]))
+            for node in g.node:
+                if node.op_type in state.unsupported_ops:
+                    self.errors.append(ParserError(f"No importer registered for op: {node.op_type}", node.name,
+                                                   node.op_type))
+                    self.logger.log(ILogger.Severity.ERROR,
+                                    f"ModelImporter.cpp:949: While parsing node number 3 [{node.op_type} -> "
+                                    f"\"{node.output[0]}\"]: failed")
+                    return False
+                md = f"[ONNX Layer: {node.name}]"
+                ltype = LayerType[_OP_TO_LAYER.get(node.op_type, "PLUGIN")]
+                ins = [tensor(i) for i in node.input if i]
+                if node.name in state.split_nodes:
+                    aux_out = ITensor(f"{node.name}_aux_out", DataType.FLOAT if not net.strongly_typed
+                                      else dt_of(node.output[0]), shapes.get(node.output[0], ()))
+                    net.tensors[aux_out.name] = aux_out
+                    net.layers.append(ILayer(f"{node.name}_aux", ltype, md, ins, [aux_out]))
+                    ins = [aux_out]
+                net.layers.append(ILayer(node.name, ltype, md, ins, [tensor(o) for o in node.output if o]))
+            for out in g.output:
+                net.mark_output(tensor(out.name))
+            net.model_bytes = bytes(model)
+            return True
+
+    mod.OnnxParser = OnnxParser
+
+    # -- builder ----------------------------------------------------------------------
+    class TimingCache:
+        def __init__(self, entries=()):
+            self.entries = set(entries)
+
+        def combine(self, other, ignore_mismatch):
+            self.entries |= other.entries
+            return True
+
+        def serialize(self):
+            return HostMem(json.dumps(sorted(self.entries)).encode())
+
+    class HostMem:
+        def __init__(self, data):
+            self._data = data
+            self.nbytes = len(data)
+
+        def __bytes__(self):
+            return self._data
+
+    class OptimizationProfile:
+        def __init__(self):
+            self.shapes = {}
+
+        def set_shape(self, name, mn, opt, mx):
+            self.shapes[name] = (tuple(mn), tuple(opt), tuple(mx))
+
+    class IBuilderConfig:
+        def __init__(self):
+            self.flags = {BuilderFlag.TF32}  # "TF32 is on by default" (Polygraphy CreateConfig)
+            self.profiling_verbosity = ProfilingVerbosity.LAYER_NAMES_ONLY
+            self.pool_limits = {}
+            self.builder_optimization_level = 3
+            self.profiles = []
+            self.timing_cache = None
+
+        def set_flag(self, flag):
+            self.flags.add(flag)
+
+        def clear_flag(self, flag):
+            self.flags.discard(flag)
+
+        def get_flag(self, flag):
+            return flag in self.flags
+
+        def set_memory_pool_limit(self, pool, size):
+            self.pool_limits[pool] = size
+
+        def add_optimization_profile(self, profile):
+            self.profiles.append(profile)
+            return len(self.profiles) - 1
+
+        def create_timing_cache(self, data):
+            data = bytes(data)
+            if not data:
+                return TimingCache()
+            try:
+                return TimingCache(json.loads(data))
+            except ValueError as exc:
+                raise RuntimeError("invalid timing cache") from exc
+
+        def set_timing_cache(self, cache, ignore_mismatch):
+            state.timing_loaded.append(sorted(cache.entries))
+            self.timing_cache = cache
+            return True
+
+        def get_timing_cache(self):
+            return self.timing_cache
+
+    class Builder:
+        def __init__(self, logger):
+            self.logger = logger
+
+        def create_network(self, flags=0):
+            return INetworkDefinition(flags)
+
+        def create_builder_config(self):
+            return IBuilderConfig()
+
+        def create_optimization_profile(self):
+            return OptimizationProfile()
+
+        def build_serialized_network(self, network, config):
+            state.builds += 1
+            state.last_network, state.last_config = network, config
+            if state.fail_build:
+                self.logger.log(ILogger.Severity.ERROR, state.fail_build)
+                return None
+            if network.strongly_typed and weak and (BuilderFlag.FP16 in config.flags):
+                self.logger.log(ILogger.Severity.ERROR, "FP16 flag set on a strongly typed network")
+                return None
+            if config.timing_cache is not None:
+                config.timing_cache.entries.add(f"tactic-{len(network.layers)}-{network.layers[-1].name}")
+            self.logger.log(ILogger.Severity.INFO, "Engine built (fake)")
+            desc = _describe(network, config)
+            return HostMem(MAGIC + json.dumps(desc).encode())
+
+    def out_dtype(network, config, layer, j):
+        t = layer.get_output(j)
+        if t.dtype not in (DataType.FLOAT, DataType.HALF, DataType.BF16):
+            return t.dtype
+        if network.strongly_typed:
+            return t.dtype
+        if j in layer._output_types:
+            return layer._output_types[j]
+        if layer._precision is not None:
+            return layer._precision
+        if t.is_network_output:
+            return DataType.FLOAT
+        if BuilderFlag.FP16 in config.flags:
+            return DataType.HALF
+        return t.dtype
+
+    def _describe(network, config):
+        layers = []
+        for layer in network.layers:
+            if layer.type == LayerType.CONSTANT:
+                continue
+            layers.append({
+                "name": layer.name, "type": layer.type.name, "metadata": layer.metadata,
+                "inputs": [[t.name, t.dtype.name] for t in layer._inputs],
+                "outputs": [[t.name, out_dtype(network, config, layer, j).name] for j, t in enumerate(layer._outputs)],
+            })
+        if state.myelin_prefix:
+            fused = [lay for lay in layers if lay["name"].startswith(state.myelin_prefix)]
+            if fused:
+                first = layers.index(fused[0])
+                rest = [lay for lay in layers if lay not in fused]
+                outs = fused[-1]["outputs"]
+                if state.myelin_ignores_hints and not network.strongly_typed:
+                    outs = [[n, "HALF" if d in ("FLOAT", "HALF") else d] for n, d in outs]
+                ins = [[n, ("HALF" if state.myelin_ignores_hints and not network.strongly_typed and d == "FLOAT"
+                            else d)] for n, d in fused[0]["inputs"]]
+                if state.foreign_node:
+                    merged = {"name": f"{{ForeignNode[{fused[0]['name']}...{fused[-1]['name']}]}}", "type": "Myelin",
+                              "metadata": None, "inputs": ins, "outputs": outs}
+                else:
+                    merged = {"name": "__myl_ReduSubPowReduAddSqrtDivMulAdd_0x8b2e", "type": "kgen",
+                              "metadata": state.metadata_separator.join(lay["metadata"] for lay in fused),
+                              "inputs": ins, "outputs": outs}
+                rest.insert(first, merged)
+                layers = rest
+        return {
+            "version": version, "rtx": rtx, "layers": layers,
+            "inputs": [[t.name, t.dtype.name, list(t.shape)] for t in network.inputs],
+            "outputs": [[t.name, t.dtype.name, list(t.shape)] for t in network.outputs],
+            "model": base64.b64encode(network.model_bytes).decode(),
+            "unfused_debug": network.unfused_debug,
+            "profiles": [{k: [list(s) for s in v] for k, v in p.shapes.items()} for p in config.profiles],
+        }
+
+    mod.Builder, mod.IBuilderConfig, mod.TimingCache = Builder, IBuilderConfig, TimingCache
+
+    # -- runtime ----------------------------------------------------------------------
+    class Runtime:
+        def __init__(self, logger):
+            self.logger = logger
+            self.engine_host_code_allowed = False
+
+        def deserialize_cuda_engine(self, data):
+            state.deserializations += 1
+            data = bytes(data)
+            if not data.startswith(MAGIC):
+                self.logger.log(ILogger.Severity.ERROR,
+                                "IRuntime::deserializeCudaEngine: Error Code 1: Serialization (Serialization "
+                                "assertion magicTagRead == kMAGIC_TAG failed.Magic tag does not match)")
+                return None
+            if rtx and state.gpu_cc not in RTX_SUPPORTED_CC:
+                # the message TensorRT-RTX 1.7.1.116 logged on an H200 (2026-11-22)
+                self.logger.log(ILogger.Severity.ERROR,
+                                "IRuntime::deserializeCudaEngine: Error Code 6: API Usage Error (The engine cannot "
+                                f"run on this GPU, which has compute capability {state.gpu_cc}. Supported compute "
+                                f"capabilities: {' '.join(RTX_SUPPORTED_CC)} >12.0. TensorRT-RTX does not support "
+                                "this compute capability, so the engine cannot be rebuilt for it. In "
+                                "throwUnlessComputeCapSupported at /_src/runtime/dispatch/runtime.cpp:84)")
+                return None
+            return ICudaEngine(json.loads(data[len(MAGIC):]))
+
+    class ICudaEngine:
+        def __init__(self, desc):
+            self.desc = desc
+            self.io = [(n, TensorIOMode.INPUT, d, s) for n, d, s in desc["inputs"]] + \
+                      [(n, TensorIOMode.OUTPUT, d, s) for n, d, s in desc["outputs"]]
+
+        num_io_tensors = property(lambda self: len(self.io))
+
+        def get_tensor_name(self, i):
+            return self.io[i][0]
+
+        def _find(self, name):
+            return next(x for x in self.io if x[0] == name)
+
+        def get_tensor_mode(self, name):
+            return self._find(name)[1]
+
+        def get_tensor_dtype(self, name):
+            return DataType[self._find(name)[2]]
+
+        def is_shape_inference_io(self, name):
+            return False
+
+        def get_tensor_profile_shape(self, name, index):
+            s = self._find(name)[3]
+            return s, s, s
+
+        def create_execution_context(self):
+            return IExecutionContext(self)
+
+        def create_engine_inspector(self):
+            return EngineInspector(self)
+
+    class EngineInspector:
+        def __init__(self, engine):
+            self.engine = engine
+            self.execution_context = None
+
+        def get_engine_information(self, fmt):
+            assert fmt == LayerInformationFormat.JSON
+            eleven = not rtx and major_minor[0] >= 11
+
+            def entry(name, dt):
+                if eleven:
+                    return {"Name": name, "Location": "Device", "Dimensions": [], "Format": "Row major linear",
+                            "DataType": _DT_11.get(dt, dt)}
+                fmt = ("Half" if dt == "HALF" else "Float") if lay.get("type") == "kgen" else _FMT_10.get(dt, dt)
+                return {"Name": name, "Location": "Device", "Dimensions": [], "Format/Datatype": fmt}
+
+            layers = []
+            for lay in self.engine.desc["layers"]:
+                d = {"Name": lay["name"], "LayerType": lay["type"],
+                     "Inputs": [entry(n, dt) for n, dt in lay["inputs"]],
+                     "Outputs": [entry(n, dt) for n, dt in lay["outputs"]],
+                     "TacticName": "fake_tactic"}
+                if lay.get("metadata") is not None:
+                    d["Metadata"] = lay["metadata"]
+                layers.append(d)
+            info = {"Layers": layers}
+            if eleven:
+                info["I/O Tensors"] = [{"Name": n, "IOMode": m.name.title(), "DataType": _DT_11.get(d, d),
+                                        "Dimensions": list(s), "Location": "Device", "IsShapeInferenceIO": False}
+                                       for n, m, d, s in self.engine.io]
+            else:
+                info["Bindings"] = [n for n, *_ in self.engine.io]
+            return json.dumps(info)
+
+    class IExecutionContext:
+        def __init__(self, engine):
+            self.engine = engine
+            self.shapes = {}
+            self.addresses = {}
+            self.listener = None
+            self.debug_state = False
+
+        def set_input_shape(self, name, shape):
+            static = self.engine._find(name)[3]
+            if len(static) != len(shape) or any(s >= 0 and s != d for s, d in zip(static, shape, strict=True)):
+                return False
+            self.shapes[name] = tuple(shape)
+            return True
+
+        def get_tensor_shape(self, name):
+            n, mode, _, static = self.engine._find(name)
+            if mode == TensorIOMode.INPUT:
+                return self.shapes.get(name, tuple(static))
+            return tuple(static)
+
+        def set_tensor_address(self, name, ptr):
+            self.addresses[name] = ptr
+            return True
+
+        def set_debug_listener(self, listener):
+            self.listener = listener
+            return True
+
+        def set_all_tensors_debug_state(self, flag):
+            self.debug_state = flag
+
+        def execute_async_v3(self, stream):
+            import onnxruntime as ort
+
+            model = onnx.load_from_string(base64.b64decode(self.engine.desc["model"]))
+            feeds = {}
+            for n, mode, d, _ in self.engine.io:
+                if mode == TensorIOMode.INPUT:
+                    shape = self.shapes[n]
+                    nbytes = int(np.prod(shape)) * np.dtype(_NP[d]).itemsize
+                    raw = ctypes.string_at(self.addresses[n], nbytes)
+                    feeds[n] = np.frombuffer(raw, dtype=_NP[d]).reshape(shape).copy()
+            outputs = [n for n, mode, *_ in self.engine.io if mode == TensorIOMode.OUTPUT]
+            debug = []
+            if self.listener is not None and self.debug_state and self.engine.desc.get("unfused_debug"):
+                for lay in self.engine.desc["layers"]:
+                    if lay["type"] in ("kgen", "Myelin"):
+                        continue  # fused: not emitted
+                    debug += [n for n, dt in lay["outputs"] if dt in ("FLOAT", "HALF") and n not in outputs]
+            inferred = {vi.name: vi for vi in onnx.shape_inference.infer_shapes(model).graph.value_info}
+            debug = [n for n in debug if n in inferred]
+            graph_outputs = {o.name for o in model.graph.output}
+            model.graph.output.extend(inferred[n] for n in dict.fromkeys(outputs + debug)
+                                      if n not in graph_outputs and n in inferred)
+            sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+            values = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
+            for n in outputs:
+                arr = np.ascontiguousarray(values[n])
+                ctypes.memmove(self.addresses[n], arr.ctypes.data, arr.nbytes)
+            for n in debug:
+                arr = np.ascontiguousarray(values[n])
+                dt = DataType.HALF if arr.dtype == np.float16 else DataType.FLOAT
+                self.listener.process_debug_tensor(arr.ctypes.data, TensorLocation.HOST, dt, arr.shape, n, stream)
+            return True
+
+    mod.Runtime, mod.ICudaEngine, mod.IExecutionContext = Runtime, ICudaEngine, IExecutionContext
+    return mod
+
+
+class HostMemory:
+    """Host buffers standing in for CUDA memory (the runner's ``memory`` interface)."""
+
+    def __init__(self):
+        self.buffers: dict[int, ctypes.Array] = {}
+        self.freed = 0
+
+    def stream(self) -> int:
+        return 1
+
+    def sync(self, stream) -> None:
+        pass
+
+    def destroy(self, stream) -> None:
+        pass
+
+    def malloc(self, nbytes: int) -> int:
+        buf = ctypes.create_string_buffer(max(int(nbytes), 1))
+        ptr = ctypes.addressof(buf)
+        self.buffers[ptr] = buf
+        return ptr
+
+    def free(self, ptr: int) -> None:
+        self.buffers.pop(ptr, None)
+        self.freed += 1
+
+    def to_device(self, ptr, host, stream) -> None:
+        ctypes.memmove(ptr, host.ctypes.data, host.nbytes)
+
+    def to_host(self, host, ptr, stream) -> None:
+        ctypes.memmove(host.ctypes.data, ptr, host.nbytes)

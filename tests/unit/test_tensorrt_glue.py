@@ -1,0 +1,446 @@
+"""pytest-trt's TensorRT glue against a FAKE tensorrt module (tests/unit/fake_tensorrt.py).
+
+These tests check our own code: typing selection per version, which flags and hints we
+set, error mapping, caching, the runner's buffer handling. They cannot show that the
+TensorRT facts the glue relies on are right; tests/gpu/test_tensorrt_gpu.py does that
+on a real GPU.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pytest_trt import testing_models as tm
+from pytest_trt.backends import tensorrt as trt_backend
+from pytest_trt.backends import trt_compat
+from pytest_trt.backends.base import BuildConfig, get_backend
+from pytest_trt.backends.tensorrt import (
+    TensorRTBackend,
+    TensorRTRTXBackend,
+    apply_weak_hints,
+    check_network_dtypes,
+    node_from_log,
+)
+from pytest_trt.backends.trt_compat import TrtCompat
+from pytest_trt.cache import ArtifactCache
+from pytest_trt.errors import BackendUnavailable, BuildError, InputError
+from pytest_trt.layers import LayerReport
+from pytest_trt.model import load_model
+from pytest_trt.policy import PrecisionPolicy
+
+# Loaded by path (not "import fake_tensorrt") so the import mode and any tests/__init__.py do not matter.
+_spec = importlib.util.spec_from_file_location("_pytest_trt_fake_tensorrt", Path(__file__).with_name("fake_tensorrt.py"))
+fake_tensorrt = sys.modules.setdefault("_pytest_trt_fake_tensorrt", importlib.util.module_from_spec(_spec))
+if not hasattr(fake_tensorrt, "make_fake_tensorrt"):
+    _spec.loader.exec_module(fake_tensorrt)
+make_fake_tensorrt, HostMemory = fake_tensorrt.make_fake_tensorrt, fake_tensorrt.HostMemory
+
+LN = "/encoder/layer.0/attention/output/LayerNorm"
+DENSE = "/encoder/layer.0/attention/output/dense"
+FINAL = "/encoder/layer.0/intermediate/dense/MatMul"
+GPU = {"gpu": "NVIDIA Fake 4090", "compute_capability": "8.9", "driver": "580.00", "cuda": "13.0"}
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_model(tm.decomposed_layernorm_block(hidden=16, seq=4))
+
+
+@pytest.fixture(scope="module")
+def plan(model):
+    return PrecisionPolicy(default="fp16", keep_fp32=("*/LayerNorm/*",)).resolve(model)
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return ArtifactCache(tmp_path / "cache")
+
+
+@pytest.fixture
+def use_fake(monkeypatch):
+    """Install a fake tensorrt / tensorrt_rtx module and pretend a GPU is there."""
+
+    def install(version="10.13.0.35", *, rtx=False, **knobs):
+        fake = make_fake_tensorrt(version, rtx=rtx, **knobs)
+        monkeypatch.setitem(sys.modules, fake.__name__, fake)
+        monkeypatch.setattr(trt_backend, "tensorrt_unavailable_reason", lambda module="tensorrt": None)
+        monkeypatch.setattr(trt_backend, "device_info", lambda: dict(GPU, compute_capability=knobs.get("gpu_cc", "8.9")))
+        monkeypatch.setattr(trt_backend, "installed_version", lambda backend: version)
+        backend = TensorRTRTXBackend() if rtx else TensorRTBackend()
+        return fake, backend
+
+    return install
+
+
+def build(backend, plan, cache, typing="auto", **kw):
+    return backend._build_engine(plan, BuildConfig(typing=typing, **kw), cache, memory=HostMemory())
+
+
+# -- availability ------------------------------------------------------------------------
+def test_registered_backends():
+    assert isinstance(get_backend("tensorrt"), TensorRTBackend)
+    assert isinstance(get_backend("tensorrt-rtx"), TensorRTRTXBackend)
+
+
+@pytest.mark.parametrize("backend, module, reason", [
+    (TensorRTBackend, "tensorrt", "TensorRT not installed"),
+    (TensorRTRTXBackend, "tensorrt_rtx", "TensorRT-RTX not installed"),
+])
+def test_unavailable_reasons_without_the_library(backend, module, reason):
+    if importlib.util.find_spec(module) is not None:
+        pytest.skip(f"{module} is installed here")
+    assert backend().unavailable_reason() == reason
+    with pytest.raises(BackendUnavailable) as info:
+        backend().build(None, BuildConfig(), None)
+    assert info.value.reason == reason
+
+
+def test_no_cuda_device(monkeypatch):
+    from pytest_trt import environment
+
+    monkeypatch.setattr(environment, "module_available", lambda name: True)
+    monkeypatch.setattr(environment, "gpus", lambda: ())
+    assert TensorRTBackend().unavailable_reason() == "no CUDA device"
+
+
+def test_import_errors_become_backend_unavailable(monkeypatch):
+    def missing(name):
+        raise ModuleNotFoundError(f"No module named '{name}'", name=name)
+
+    def broken(name):
+        raise ImportError("libnvinfer.so.10: cannot open shared object file")
+
+    monkeypatch.setattr(trt_compat, "importlib", types.SimpleNamespace(import_module=missing))
+    with pytest.raises(BackendUnavailable) as info:
+        trt_compat.import_module("tensorrt-rtx")
+    assert info.value.reason == "TensorRT-RTX not installed"
+    monkeypatch.setattr(trt_compat, "importlib", types.SimpleNamespace(import_module=broken))
+    with pytest.raises(BackendUnavailable) as info:
+        trt_compat.import_module("tensorrt")
+    assert info.value.reason.startswith("TensorRT cannot be imported: libnvinfer.so.10")
+
+
+def test_import_does_not_import_tensorrt():
+    code = ("import sys, pytest_trt.backends.tensorrt, pytest_trt.layers; "
+            "print(any(m in sys.modules for m in ('tensorrt', 'tensorrt_rtx', 'onnxruntime', 'polygraphy')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+# -- typing per version ------------------------------------------------------------------
+@pytest.mark.parametrize("version, rtx, auto, weak_reason", [
+    ("8.6.1", False, "weak", None),
+    ("10.8.0", False, "strong", None),
+    ("10.13.0", False, "strong", None),
+    ("11.1.0", False, "strong", "TensorRT 11 has no weak typing"),
+    ("1.7.1", True, "strong", "TensorRT-RTX is strongly typed only"),
+])
+def test_typing_selection(version, rtx, auto, weak_reason):
+    compat = TrtCompat(make_fake_tensorrt(version, rtx=rtx))
+    assert compat.resolve_typing("auto") == auto
+    reason = compat.typing_reason("weak")
+    if weak_reason is None:
+        assert reason is None and compat.has_weak_typing()
+    else:
+        assert reason.startswith(weak_reason) and not compat.has_weak_typing()
+    assert compat.has_unfused_debug_tensors() == (rtx or compat.version >= (10, 12))
+
+
+def test_supports_from_version_alone(use_fake, plan):
+    _, backend = use_fake("11.1.0")
+    assert backend.supports(plan, BuildConfig(typing="weak")).startswith("TensorRT 11 has no weak typing")
+    assert backend.supports(plan, BuildConfig(typing="auto")) is None
+    _, rtx = use_fake("1.7.1", rtx=True)
+    assert rtx.supports(plan, BuildConfig(typing="weak")) == "TensorRT-RTX is strongly typed only"
+    _, old = use_fake("10.8.0")
+    assert old.supports(plan, BuildConfig(typing="weak")) is None
+
+
+def test_weak_on_11_refuses_to_build(use_fake, plan, cache):
+    _, backend = use_fake("11.1.0")
+    with pytest.raises(BackendUnavailable, match="TensorRT 11 has no weak typing"):
+        build(backend, plan, cache, typing="weak")
+
+
+# -- strong typing -----------------------------------------------------------------------
+def test_strong_build_flags_and_network(use_fake, plan, cache):
+    fake, backend = use_fake("10.13.0.35")
+    engine = build(backend, plan, cache)
+    assert engine.typing == "strong" and engine.backend_name == "tensorrt"
+    net, cfg = fake.state.last_network, fake.state.last_config
+    assert net.strongly_typed and net.flags == 1 << int(fake.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    assert fake.BuilderFlag.FP16 not in cfg.flags and fake.BuilderFlag.TF32 not in cfg.flags
+    assert cfg.profiling_verbosity == fake.ProfilingVerbosity.DETAILED
+    assert net.unfused_debug and engine.debug_tensors
+    assert engine.record["parsed"] == "strongly typed realization of the plan"
+    assert engine.network_mismatches == []
+    # the parsed model is the realization: Casts around the FP32 island
+    assert any(layer.name.endswith("/Cast_to_fp32") for layer in net.layers)
+
+
+def test_strong_options(use_fake, plan, cache):
+    fake, backend = use_fake("10.13.0.35")
+    build(backend, plan, cache, tf32=True, workspace_bytes=1 << 20, builder_optimization_level=5,
+          profiles=({"hidden_states": ((1, 4, 16), (1, 4, 16), (1, 4, 16))},))
+    cfg = fake.state.last_config
+    assert fake.BuilderFlag.TF32 in cfg.flags
+    assert cfg.pool_limits == {fake.MemoryPoolType.WORKSPACE: 1 << 20}
+    assert cfg.builder_optimization_level == 5
+    assert cfg.profiles[0].shapes == {"hidden_states": ((1, 4, 16),) * 3}
+
+
+def test_trt11_network_flags(use_fake, plan, cache):
+    fake, backend = use_fake("11.1.0")
+    engine = build(backend, plan, cache)
+    assert fake.state.last_network.flags == 0  # STRONGLY_TYPED: "Deprecated: always enabled" in 11.x
+    report = engine.layers()
+    assert report.schema == "11.x" and report.summary()["mismatch"] == 0
+
+
+def test_check_network_dtypes(use_fake, plan):
+    fake, _ = use_fake("1.7.1", rtx=True)
+    compat = TrtCompat(fake)
+    builder = fake.Builder(trt_compat.get_logger(fake))
+    network = builder.create_network(compat.network_flags(True))
+    from pytest_trt.realize import realize_strong
+
+    assert fake.OnnxParser(network, None).parse(realize_strong(plan).SerializeToString())
+    assert check_network_dtypes(network, plan, compat) == []
+    sub = next(layer for layer in network.layers if layer.name == f"{LN}/Sub")
+    sub.get_output(0).dtype = fake.DataType.HALF
+    found = check_network_dtypes(network, plan, compat)
+    assert [(m.node, m.tensor, m.planned, m.actual) for m in found] == [
+        (f"{LN}/Sub", f"{LN}/Sub_output_0", "fp32", "fp16")]
+    assert "planned fp32" in found[0].describe()
+    report = LayerReport.from_network((compat, network), plan)
+    assert report.source == "network" and report.backend == "tensorrt-rtx"
+    assert report.nodes[f"{LN}/Sub"].status == "mismatch"
+
+
+# -- weak typing -------------------------------------------------------------------------
+def test_weak_hints_by_name_and_metadata(use_fake, plan, cache):
+    fake, backend = use_fake("10.8.0", split_nodes=(f"{LN}/Pow",))
+    engine = build(backend, plan, cache, typing="weak")
+    assert engine.typing == "weak" and engine.record["parsed"] == "original model"
+    net, cfg = fake.state.last_network, fake.state.last_config
+    assert not net.strongly_typed and net.flags == 0
+    assert {fake.BuilderFlag.FP16, fake.BuilderFlag.OBEY_PRECISION_CONSTRAINTS} <= cfg.flags
+    assert fake.BuilderFlag.TF32 not in cfg.flags
+    layers = {layer.name: layer for layer in net.layers}
+    aux, pow_ = layers[f"{LN}/Pow_aux"], layers[f"{LN}/Pow"]  # aux carries Pow only via its metadata
+    assert aux._precision == fake.DataType.FLOAT and aux._output_types == {0: fake.DataType.FLOAT}
+    assert pow_._precision == fake.DataType.FLOAT and pow_._output_types == {0: fake.DataType.FLOAT}
+    mm = layers[f"{DENSE}/MatMul"]
+    assert mm._precision == fake.DataType.HALF and mm._output_types == {0: fake.DataType.HALF}
+    final = layers[FINAL]  # fp16 node producing a graph output: output stays fp32
+    assert final._precision == fake.DataType.HALF and final._output_types == {0: fake.DataType.FLOAT}
+    constant = next(layer for layer in net.layers if layer.type == fake.LayerType.CONSTANT)
+    assert constant._precision is None
+    assert engine.weak_hints["applied"][f"{LN}/Pow"] == [f"{LN}/Pow_aux", f"{LN}/Pow"]
+    assert engine.weak_hints["unmatched"] == []
+    assert not engine.debug_tensors  # 10.8: no mark_unfused_tensors_as_debug_tensors
+    report = engine.layers()
+    assert report.typing == "weak" and report.summary()["mismatch"] == 0
+
+
+def test_weak_hints_unmatched_nodes_are_reported(use_fake, plan):
+    fake, _ = use_fake("10.8.0")
+    compat = TrtCompat(fake)
+    network = fake.Builder(None).create_network(0)
+    hints = types.SimpleNamespace(layer_precision={"ghost": "fp32"}, output_types={})
+    result = apply_weak_hints(compat, network, hints, plan)
+    assert result.unmatched == ["ghost"] and result.applied == {}
+
+
+def test_weak_myelin_ignoring_constraints_is_caught(use_fake, plan, cache):
+    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/")
+    report = build(backend, plan, cache, typing="weak").layers()
+    compute = [o for o in report.nodes_matching(plan.match("*/LayerNorm/*")) if o.status != "fixed"]
+    assert compute and all(o.status == "mismatch" and o.myelin and o.observed == "fp16" for o in compute)
+    assert report.myelin_layers()[0].name.startswith("__myl_")
+
+
+def test_foreign_node_engine_is_unverifiable(use_fake, plan, cache):
+    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/", foreign_node=True)
+    report = build(backend, plan, cache, typing="weak").layers()
+    compute = [o for o in report.nodes_matching(plan.match("*/LayerNorm/*")) if o.status != "fixed"]
+    assert all(o.status == "unverifiable" for o in compute)
+
+
+# -- failures ----------------------------------------------------------------------------
+def test_build_error_names_node_and_config_and_is_not_cached(use_fake, plan, cache):
+    msg = (f"[ONNX Layer: {LN}/Pow]: Error Code 10: Internal Error (Could not find any implementation for node "
+           f"{LN}/Pow.)")
+    fake, backend = use_fake("10.13.0.35", fail_build=msg)
+    with pytest.raises(BuildError) as info:
+        build(backend, plan, cache, tf32=True)
+    text = str(info.value)
+    assert text.startswith(f"TensorRT build failed for {plan.model.label} [{plan.policy.describe()}]")
+    assert f"at node '{LN}/Pow'" in text
+    assert "build config: TensorRT 10.13.0.35, strong typing, low precision fp16, tf32 on" in text
+    assert "TensorRT said:" in text and "Could not find any implementation" in text
+    assert "Nothing was cached" in text
+    assert cache.entries("engine") == []
+    fake.state.fail_build = None
+    assert build(backend, plan, cache).build_info.cache_hit is False
+
+
+def test_parser_error_names_node(use_fake, plan, cache):
+    _, backend = use_fake("10.13.0.35", unsupported_ops=("Sqrt",))
+    with pytest.raises(BuildError) as info:
+        build(backend, plan, cache)
+    text = str(info.value)
+    assert "while parsing the ONNX model" in text and f"at node '{LN}/Sqrt'" in text
+    assert "No importer registered for op: Sqrt" in text
+
+
+def test_node_from_log():
+    nodes = {"/a/Pow", "/a/Pow_1", "/b/MatMul"}
+    assert node_from_log(["[ONNX Layer: /a/Pow_1] failed"], nodes) == "/a/Pow_1"
+    assert node_from_log(["no tactic for /b/MatMul (shape 1x4)"], nodes) == "/b/MatMul"
+    assert node_from_log(["layer /a/Pow_12 failed"], nodes) is None
+    assert node_from_log([], nodes) is None
+
+
+def test_rtx_on_cc90_builds_caches_and_maps_deserialization(use_fake, plan, cache):
+    fake, backend = use_fake("1.7.1", rtx=True, gpu_cc="9.0")
+    engine = build(backend, plan, cache)
+    assert engine.backend_name == "tensorrt-rtx" and engine.typing == "strong"
+    assert len(cache.entries("engine")) == 1 and engine.network_mismatches == []
+    assert fake.BuilderFlag.TF32 not in fake.state.last_config.flags
+    assert fake.state.timing_loaded == []  # timing cache calls are deprecated in TensorRT-RTX
+    with pytest.raises(BackendUnavailable) as info:
+        engine.run(tm.sample_feeds(plan.model.proto))
+    reason = info.value.reason
+    assert reason.startswith("TensorRT-RTX does not support compute capability 9.0")
+    assert "(NVIDIA Fake 4090); it supports 8.0 8.6 8.9 12.0 12.1 >12.0." in reason
+    with pytest.raises(BackendUnavailable):
+        engine.layers()
+    assert fake.state.deserializations == 1  # the verdict is remembered
+    assert build(backend, plan, cache).build_info.cache_hit
+
+
+def test_corrupt_engine_bytes_is_build_error(use_fake, plan, cache):
+    _, backend = use_fake("10.13.0.35")
+    engine = build(backend, plan, cache)
+    engine._data = b"garbage"
+    with pytest.raises(BuildError, match="could not deserialize.*Magic tag does not match.*--trt-rebuild"):
+        engine.load()
+
+
+# -- cache and timing cache --------------------------------------------------------------
+def test_cache_hit_and_shared_timing_cache(use_fake, plan, model, cache):
+    fake, backend = use_fake("10.13.0.35")
+    first = build(backend, plan, cache)
+    assert not first.build_info.cache_hit and first.build_info.key
+    again = build(backend, plan, cache)
+    assert again.build_info.cache_hit and again.build_info.key == first.build_info.key
+    assert fake.state.builds == 1
+    files = list((cache.root / "timing-cache").glob("*.cache"))
+    assert len(files) == 1 and "NVIDIA_Fake_4090" in files[0].name
+    # a different plan reuses (loads) the shared timing cache
+    other = PrecisionPolicy(default="fp16").resolve(model)
+    build(backend, other, cache)
+    assert fake.state.timing_loaded[0] == [] and fake.state.timing_loaded[1] != []
+    assert len(json.loads(files[0].read_text())) == 2
+    parts = backend.cache_parts(plan, BuildConfig())
+    assert parts["typing"] == "strong" and parts["device"]["gpu"] == "NVIDIA Fake 4090"
+    assert parts["backend_versions"] == {"tensorrt": "10.13.0.35"}
+
+
+def test_corrupt_timing_cache_is_ignored(use_fake, plan, cache):
+    _, backend = use_fake("10.13.0.35")
+    path = backend._timing_cache_path(backend.compat(), cache)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"not a timing cache")
+    engine = build(backend, plan, cache)
+    assert any("timing cache not loaded" in n for n in engine.record["notes"])
+
+
+def test_build_without_cache(use_fake, plan):
+    _, backend = use_fake("10.13.0.35")
+    engine = backend._build_engine(plan, BuildConfig(), None, memory=HostMemory())
+    assert not engine.build_info.cache_hit and engine.engine_bytes.startswith(fake_tensorrt.MAGIC)
+
+
+# -- running -----------------------------------------------------------------------------
+def test_run_returns_model_outputs_and_frees_memory(use_fake, plan, cache):
+    _, backend = use_fake("10.13.0.35")
+    memory = HostMemory()
+    engine = backend._build_engine(plan, BuildConfig(), cache, memory=memory)
+    feeds = tm.sample_feeds(plan.model.proto)
+    out = engine.run(feeds)
+    assert list(out) == ["output"] and out["output"].dtype == np.float32
+    from pytest_trt.baseline import make_session, run_session
+
+    expected = run_session(make_session(plan.model.serialized()), feeds)["output"]
+    np.testing.assert_allclose(out["output"], expected, rtol=2e-2, atol=2e-2)
+    assert memory.buffers == {} and memory.freed == 2
+
+
+def test_run_feed_errors(use_fake, plan, cache):
+    _, backend = use_fake("10.13.0.35")
+    engine = build(backend, plan, cache)
+    with pytest.raises(InputError, match="no feed for engine input"):
+        engine.run({})
+    with pytest.raises(InputError, match="outside the engine's optimization profile"):
+        engine.run({"hidden_states": np.zeros((1, 5, 16), np.float32)})
+
+
+def test_run_layerwise_with_debug_tensors(use_fake, plan, cache):
+    _, backend = use_fake("10.13.0.35")
+    engine = build(backend, plan, cache)
+    values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
+    assert "debug tensors of the engine under test" in note
+    assert f"{LN}/Pow_output_0" in values and values[f"{LN}/Pow_output_0"].dtype == np.float32
+    assert set(values) <= set(plan.tensor_precision)
+    assert cache.entries("engine-probe") == []
+
+
+def test_run_layerwise_probe_build_before_10_12(use_fake, plan, cache):
+    fake, backend = use_fake("10.8.0")
+    engine = build(backend, plan, cache)
+    values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
+    assert "SEPARATE probe build" in note and "DIFFERENT engine" in note
+    assert len(cache.entries("engine-probe")) == 1
+    assert f"{LN}/Pow_output_0" in values and "output" in values
+    assert engine._probe.record["probe_outputs"] > 0
+
+
+def test_dtype_names():
+    fake = make_fake_tensorrt()
+    assert [trt_compat.dtype_name(d) for d in (fake.DataType.FLOAT, fake.DataType.HALF, fake.DataType.BF16,
+                                               fake.DataType.INT64, fake.DataType.BOOL)] == \
+           ["fp32", "fp16", "bf16", "int64", "bool"]
+    assert trt_compat.trt_dtype(fake, "bf16") == fake.DataType.BF16
+
+
+def test_logger_is_shared_and_captures(use_fake):
+    fake, _ = use_fake("10.13.0.35")
+    logger = trt_compat.get_logger(fake)
+    assert trt_compat.get_logger(fake) is logger
+    with logger.capture() as records:
+        logger.log(fake.ILogger.Severity.WARNING, "Detected layernorm nodes in FP16")
+        logger.log(fake.ILogger.Severity.VERBOSE, "noise")
+    assert [(r.severity, r.message) for r in records] == [("warning", "Detected layernorm nodes in FP16")]
+
+
+def test_rtx_unsupported_gpu_message_as_seen_on_h200():
+    # logged by TensorRT-RTX 1.7.1.116 on an H200 (compute capability 9.0), 2026-11-22
+    seen = ("IRuntime::deserializeCudaEngine: Error Code 6: API Usage Error (The engine cannot run on this GPU, which "
+            "has compute capability 9.0. Supported compute capabilities: 8.0 8.6 8.9 12.0 12.1 >12.0. TensorRT-RTX "
+            "does not support this compute capability, so the engine cannot be rebuilt for it. In "
+            "throwUnlessComputeCapSupported at /_src/runtime/dispatch/runtime.cpp:84)")
+    compat = TrtCompat(make_fake_tensorrt("1.7.1.116", rtx=True))
+    reason = compat.unsupported_gpu_reason(["unrelated", seen], "NVIDIA H200")
+    assert reason.startswith("TensorRT-RTX does not support compute capability 9.0 (NVIDIA H200); "
+                             "it supports 8.0 8.6 8.9 12.0 12.1 >12.0. The engine was built and cached")
+    assert compat.unsupported_gpu_reason(["Serialization assertion failed"]) is None
