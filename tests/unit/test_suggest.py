@@ -1,0 +1,226 @@
+"""FP32-fallback search: candidate groups, the guided greedy search, pruning, reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pytest_trt
+from pytest_trt.backends.base import BuildConfig, get_backend
+from pytest_trt.baseline import fp32_baseline
+from pytest_trt.cache import ArtifactCache
+from pytest_trt.compare import compare_outputs
+from pytest_trt.inputs import make_feeds
+from pytest_trt.model import load_model
+from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.suggest import _Search, candidate_groups, escape_glob, scope_of, suggest_fp32_islands
+
+ROOT = Path(__file__).resolve().parents[2]
+ENCODER14 = ROOT / "example_suite" / "models" / "encoder_opset14.onnx"
+VIT14 = ROOT / "tests" / "data" / "vit_tiny_opset14.onnx"
+LN0 = "/encoder/layer.0/attention/output/LayerNorm"
+DIMS = {"batch": 2, "sequence": 16}
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return load_model(ENCODER14)
+
+
+@pytest.fixture(scope="module")
+def outlier_feeds(encoder):
+    return make_feeds(encoder, dims=DIMS, val_range={"hidden_states": (-1, 1)},
+                      outliers={"hidden_states": {"count": 2, "magnitude": 400.0}})
+
+
+@pytest.fixture(scope="module")
+def fp16_plan(encoder):
+    return PrecisionPolicy("fp16").resolve(encoder)
+
+
+@pytest.fixture(scope="module")
+def found(encoder, outlier_feeds):
+    return suggest_fp32_islands(encoder, PrecisionPolicy("fp16"), outlier_feeds, backend=get_backend("emulate"),
+                                atol=1e-2)
+
+
+# --------------------------------------------------------------------------------------
+# candidates
+# --------------------------------------------------------------------------------------
+def test_helpers():
+    assert escape_glob("/a[0]/b*?/c") == "/a[[]0]/b[*][?]/c"
+    assert scope_of("/encoder/layer.0/LayerNorm/Pow") == "/encoder/layer.0/LayerNorm/"
+    assert scope_of("/Add") is None and scope_of("Add_3") is None
+
+
+def test_candidate_groups_are_scopes_generalised_scopes_blocks_nodes_and_op_types(fp16_plan):
+    groups = {g.pattern: g for g in candidate_groups(fp16_plan)}
+    ln0 = groups[f"{LN0}/*"]
+    assert ln0.kind == "scope" and len(ln0.nodes) == 9  # the Constants are fixed, not candidates
+    general = groups["*/LayerNorm/*"]
+    assert general.kind == "general" and len(general.nodes) == 36 and len(general.scopes) == 4
+    assert groups["/encoder/layer.0/attention/self/*"].kind == "block"  # has query/, key/, value/ below
+    assert groups["/encoder/layer.0/attention/self/Softmax"].kind == "node"
+    assert groups["op:Pow"].kind == "op" and len(groups["op:Pow"].nodes) == 4
+    # groups selecting the same nodes are merged: op:Softmax == the two Softmax node groups? no: 2 vs 1 each
+    node_sets = [g.nodes for g in groups.values()]
+    assert len(node_sets) == len(set(node_sets))
+    low = {d.name for d in fp16_plan.nodes.values() if d.precision == "fp16"}
+    assert set().union(*node_sets) == low and len(low) == 98
+
+
+# --------------------------------------------------------------------------------------
+# the encoder: FP16 everywhere fails on outliers; one LayerNorm scope fixes it
+# --------------------------------------------------------------------------------------
+def test_suggests_the_layernorm_scope_that_overflows(found):
+    assert found.passed and found.reason == "found"
+    assert found.patterns == [f"{LN0}/*"]
+    assert found.first_divergence == f"{LN0}/Pow"
+    assert [g.kind for g in found.groups] == ["scope"]
+
+
+def test_build_count_is_far_below_the_node_count(found):
+    assert found.compute_nodes == 98
+    assert found.builds <= 10 and found.builds == len(found.attempts) == 2
+    assert [a.phase for a in found.attempts] == ["initial", "greedy"]
+    assert found.layerwise_runs == 1
+
+
+def test_reports_accuracy_share_and_ready_to_paste_forms(found):
+    acc = found.accuracy["last_hidden_state"]
+    assert acc["passed"] and acc["max_abs"] < 1e-2
+    assert found.initial_accuracy["last_hidden_state"]["max_abs"] > 1.0
+    assert found.low_nodes == 89 and found.low_precision_share == pytest.approx(89 / 98)
+    assert found.pytest_args == ["--trt-keep-fp32", f"{LN0}/*"]
+    assert found.cli_args == ["--keep-fp32", f"{LN0}/*"]
+    assert found.marker == f'@pytest.mark.trt(keep_fp32=["{LN0}/*"])'
+    text = found.message()
+    for needle in ("found (2 builds", f"--trt-keep-fp32 '{LN0}/*'", f"--keep-fp32 '{LN0}/*'", found.marker,
+                   "89 of 98 compute nodes (91%) stay fp16", "*/LayerNorm/* (4 scopes)", "not TensorRT"):
+        assert needle in text, needle
+    data = json.loads(json.dumps(found.to_json(), allow_nan=False))
+    assert data["patterns"] == [f"{LN0}/*"] and data["builds"] == 2 and data["passed"] is True
+    assert data["alternatives"] == [{"pattern": "*/LayerNorm/*", "scopes": 4, "nodes": 36, "built": False}]
+
+
+def test_the_suggested_policy_passes_when_rebuilt(encoder, outlier_feeds, found):
+    engine = get_backend("emulate").build(found.policy.resolve(encoder), BuildConfig(), None)
+    result = compare_outputs(engine.run(outlier_feeds), fp32_baseline(encoder, outlier_feeds), rtol=1e-2, atol=1e-2)
+    assert result.passed
+
+
+def test_nothing_to_change_when_it_already_passes(encoder):
+    feeds = make_feeds(encoder, dims=DIMS)
+    s = pytest_trt.suggest_fp32_islands(encoder, "fp16", feeds, backend="emulate", atol=1e-2)
+    assert s.passed and s.reason == "already-passes" and s.patterns == [] and s.builds == 1
+    assert "nothing needs to change" in s.message()
+    assert s.marker == "@pytest.mark.trt(keep_fp32=[])"
+
+
+def test_existing_keep_fp32_is_kept_and_extended(encoder, outlier_feeds):
+    s = suggest_fp32_islands(encoder, PrecisionPolicy("fp16", keep_fp32=["op:Softmax"]), outlier_feeds,
+                             backend="emulate", atol=1e-2)
+    assert s.patterns == [f"{LN0}/*"]
+    assert s.keep_fp32 == ["op:Softmax", f"{LN0}/*"]
+    assert s.marker == f'@pytest.mark.trt(keep_fp32=["op:Softmax", "{LN0}/*"])'
+    assert s.policy.keep_fp32 == ("op:Softmax", f"{LN0}/*")
+
+
+def test_cache_is_used_and_results_are_the_same(encoder, outlier_feeds, tmp_path):
+    cache = ArtifactCache(tmp_path / "cache")
+    first = suggest_fp32_islands(encoder, "fp16", outlier_feeds, backend="emulate", cache=cache, atol=1e-2)
+    again = suggest_fp32_islands(encoder, "fp16", outlier_feeds, backend="emulate", cache=cache, atol=1e-2)
+    assert first.patterns == again.patterns and first.builds == again.builds
+    assert first.cache_hits == 0 and again.cache_hits == again.builds
+
+
+# --------------------------------------------------------------------------------------
+# harder cases
+# --------------------------------------------------------------------------------------
+def test_two_causes_one_after_the_other(encoder):
+    # A common offset of 1000 overflows the attention scores (Q.K^T) first, then the LayerNorm:
+    # each is only visible once the earlier one is fixed.
+    feeds = make_feeds(encoder, dims=DIMS, val_range={"hidden_states": (-0.05, 0.05)},
+                       offset={"hidden_states": 1000.0})
+    s = suggest_fp32_islands(encoder, "fp16", feeds, backend="emulate", atol=1e-2)
+    assert s.passed and s.builds <= 10
+    assert s.first_divergence == "/encoder/layer.0/attention/self/MatMul"
+    assert f"{LN0}/*" in s.patterns
+    assert any(p.startswith("/encoder/layer.0/attention/self/") for p in s.patterns)
+    # 1-minimal: without any one of the patterns it fails
+    expected = fp32_baseline(encoder, feeds)
+    for p in s.patterns:
+        rest = [q for q in s.patterns if q != p]
+        engine = get_backend("emulate").build(PrecisionPolicy("fp16", keep_fp32=rest).resolve(encoder),
+                                              BuildConfig(), None)
+        assert not compare_outputs(engine.run(feeds), expected, rtol=1e-2, atol=1e-2).passed, p
+
+
+def test_module_that_breaks_in_every_layer_is_generalised():
+    vit = load_model(VIT14)
+    feeds = make_feeds(vit, dims={"batch": 1}, outliers={"pixel_values": {"count": 4, "magnitude": 3e4}})
+    s = suggest_fp32_islands(vit, "fp16", feeds, backend="emulate")
+    assert s.passed and s.builds <= 12
+    assert "*/layernorm_before/*" in s.patterns  # promoted after the second layernorm_before broke
+    assert all("layernorm" in p for p in s.patterns)
+    assert any(a.phase == "greedy" and "*/layernorm_before/*" in a.patterns for a in s.attempts)
+    assert s.low_nodes < s.compute_nodes == 141
+
+
+def test_compression_names_a_complete_set_of_scopes_by_its_general_pattern(encoder, outlier_feeds):
+    search = _Search(encoder, PrecisionPolicy("fp16"), outlier_feeds, backend="emulate", cache=None, rtol=None,
+                     atol=None, config=None, max_builds=None, threshold=None)
+    search.candidates = candidate_groups(search.plan0)
+    by = {g.pattern: g for g in search.candidates}
+    scopes = [by[p] for p in by["*/LayerNorm/*"].scopes]
+    assert [g.pattern for g in search.compress(scopes + [by["op:Softmax"]])] == ["op:Softmax", "*/LayerNorm/*"]
+    assert search.compress(scopes[:3]) == scopes[:3]
+
+
+class _NoisyBackend:
+    """Emulation whose outputs are off by 1e-3 even in FP32 (a backend whose FP32 differs)."""
+
+    name = "noisy"
+
+    def build(self, plan, config, cache, *, rebuild=False):
+        engine = get_backend("emulate").build(plan, config, None)
+        run = engine.run
+        engine.run = lambda feeds: {k: v + np.float32(1e-3) for k, v in run(feeds).items()}
+        return engine
+
+
+def test_fails_in_fp32_too_is_said_clearly(encoder):
+    feeds = make_feeds(encoder, dims=DIMS)
+    s = suggest_fp32_islands(encoder, "fp16", feeds, backend=_NoisyBackend(), atol=1e-5, rtol=1e-5)
+    assert not s.passed and s.reason == "fails-in-fp32" and s.fp32_passes is False
+    # no node diverges on normal inputs, so the FP32 check comes right after the first build
+    assert s.builds == 2 and [a.phase for a in s.attempts] == ["initial", "fp32-check"]
+    assert "fails even fully in FP32" in s.message()
+    assert s.patterns == [] and s.policy is None
+
+
+def test_budget_exhausted_reports_the_fp32_diagnosis(encoder):
+    feeds = make_feeds(encoder, dims=DIMS, val_range={"hidden_states": (-0.05, 0.05)},
+                       offset={"hidden_states": 1000.0})
+    s = suggest_fp32_islands(encoder, "fp16", feeds, backend="emulate", atol=1e-2, max_builds=3)
+    assert not s.passed and s.reason == "budget" and s.builds <= 3
+    assert s.fp32_passes is True  # one build was kept for the diagnosis
+    assert "no passing set within 3 builds" in s.message() and "fully-FP32 plan passes" in s.message()
+
+
+def test_a_rule_of_the_policy_that_forces_the_broken_node_low_is_named(encoder, outlier_feeds):
+    policy = PrecisionPolicy("fp16", rules=[f"{LN0}/Pow=fp16"])  # keep_fp32 patterns cannot override it
+    s = suggest_fp32_islands(encoder, policy, outlier_feeds, backend="emulate", atol=1e-2)
+    assert not s.passed and s.reason == "exhausted" and s.fp32_passes is True
+    assert s.blocked == [f"{LN0}/Pow ({LN0}/Pow=fp16)"]
+    assert "the policy's own rules keep some nodes in fp16" in s.message() and s.blocked[0] in s.message()
+
+
+def test_usage_errors(encoder, outlier_feeds):
+    with pytest.raises(pytest_trt.UsageError, match="max_builds"):
+        suggest_fp32_islands(encoder, "fp16", outlier_feeds, backend="emulate", max_builds=0)
+    with pytest.raises(pytest_trt.UsageError, match="policy"):
+        suggest_fp32_islands(encoder, 16, outlier_feeds, backend="emulate")
