@@ -9,8 +9,8 @@ def write_reports(session, results, exitstatus) -> None:
     if s.report_json:
         from .json_report import write_json_report
 
-        write_json_report(s.report_json, session, results)
+        write_json_report(s.report_json, session, results, exitstatus)
     if s.report_html:
         from .html_report import write_html_report
 
-        write_html_report(s.report_html, session, results)
+        write_html_report(s.report_html, session, results, exitstatus)

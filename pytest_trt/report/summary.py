@@ -1,64 +1,437 @@
-"""The terminal summary: engines built and reused, and one row per accuracy test."""
+"""Figures of a session's results, shared by every report, and the terminal summary.
+
+``results`` is what the plugin's ``ResultsCollector`` gathered on the controller: one
+``{"nodeid", "outcome", "records": [...]}`` per test that used pytest-trt, the records
+being the dicts :class:`~pytest_trt.case.TrtCase` appended (kinds ``engine``,
+``accuracy``, ``precision``, ``layerwise``; see :mod:`pytest_trt.report.json_report`).
+
+The functions here turn records into rows (terminal table, HTML table, JUnit
+properties) so the three views can never disagree.
+"""
 
 from __future__ import annotations
 
+import fnmatch
+import math
+from typing import Any
 
-def engine_counts(results):
-    built = reused = 0
-    seconds = 0.0
+from .plots import as_float
+
+#: rows of the terminal table without -v (all rows with -v, and always in --trt-report)
+TERMINAL_ROWS = 30
+
+
+# --------------------------------------------------------------------------------------
+# Figures
+# --------------------------------------------------------------------------------------
+def records_of(results, kind: str):
+    """``(result, record)`` for every record of ``kind``, in test order."""
     for res in results:
-        for rec in res["records"]:
-            if rec.get("kind") == "engine":
-                if rec["cache_hit"]:
-                    reused += 1
-                else:
-                    built += 1
-                    seconds += rec["build_seconds"]
-    return built, reused, seconds
+        for rec in res.get("records") or ():
+            if rec.get("kind") == kind:
+                yield res, rec
 
 
-def accuracy_rows(results):
+def engine_counts(results) -> dict[str, Any]:
+    """Engines by content key: ``built`` (built in this session at least once), ``reused`` (only ever
+    loaded from the cache or reused in process), ``uses`` (engine records), ``build_seconds`` (sum)."""
+    built: dict[str, float] = {}
+    hit: set[str] = set()
+    uses = 0
+    for _, rec in records_of(results, "engine"):
+        uses += 1
+        key = rec.get("key") or f"{rec.get('model')}|{rec.get('policy')}|{rec.get('backend')}"
+        if rec.get("cache_hit"):
+            hit.add(key)
+        else:
+            built[key] = built.get(key, 0.0) + float(rec.get("build_seconds") or 0.0)
+    return {"built": len(built), "reused": len(hit - set(built)), "uses": uses,
+            "build_seconds": round(sum(built.values()), 4)}
+
+
+def tolerance_ratio(out: dict) -> float | None:
+    """How far one output is from its tolerance: > 1 fails, <= 1 passes; None when unknown.
+
+    With compare.py's rule (an element fails iff its error exceeds atol AND rtol*|expected|):
+
+    * failing output: ``min(needed_atol / atol, needed_rtol / rtol)``, the factor by which
+      one of the two tolerances would have to grow for the output to pass;
+    * passing output: ``min(max_abs / atol, max_rel / rtol)`` capped at 1, an upper bound
+      of how much of the tolerance the worst element uses (0.1 = a decade of headroom).
+
+    NaN/Inf mismatches and structural problems (missing output, shape) are ``inf``. None
+    for a passing output compared without details (its figures were not computed).
+    """
+    if out.get("problem") or out.get("unfixable"):
+        return math.inf
+    if out.get("kind") in ("int", "bool"):
+        return math.inf if out.get("mismatched") else 0.0
+    atol, rtol = as_float(out.get("atol")), as_float(out.get("rtol"))
+
+    def ratio(err, tol):
+        if err is None or tol is None or math.isnan(err):
+            return None
+        if err == 0:
+            return 0.0
+        return math.inf if tol == 0 else err / tol
+
+    if out.get("passed"):
+        parts = [ratio(as_float(out.get("max_abs")), atol), ratio(as_float(out.get("max_rel")), rtol)]
+        parts = [p for p in parts if p is not None]
+        return min(1.0, min(parts)) if parts else None
+    parts = [ratio(as_float(out.get("needed_atol")), atol), ratio(as_float(out.get("needed_rtol")), rtol)]
+    if None in parts:  # not detailed: bound from the worst errors instead
+        parts = [ratio(as_float(out.get("max_abs")), atol), ratio(as_float(out.get("max_rel")), rtol)]
+    parts = [p for p in parts if p is not None]
+    return max(1.0, min(parts)) if parts else math.inf
+
+
+def _engine_for(res: dict, rec: dict) -> dict | None:
+    engines = [r for r in res.get("records") or () if r.get("kind") == "engine"]
+    for eng in engines:
+        if (eng.get("model"), eng.get("policy"), eng.get("backend")) == (rec.get("model"), rec.get("policy"),
+                                                                          rec.get("backend")):
+            return eng
+    return engines[0] if engines else None
+
+
+def engine_text(engine: dict | None) -> str:
+    if not engine:
+        return "-"
+    if engine.get("cache_hit"):
+        return "cache hit"
+    return f"built {float(engine.get('build_seconds') or 0.0):.2f}s"
+
+
+def accuracy_rows(results) -> list[dict[str, Any]]:
+    """One row per output of every accuracy check, worst first: failing outputs before passing
+    ones, then by :func:`tolerance_ratio` (largest first)."""
     rows = []
-    for res in results:
-        engine = next((r for r in res["records"] if r.get("kind") == "engine"), None)
-        for rec in res["records"]:
-            if rec.get("kind") != "accuracy":
-                continue
-            for name, out in rec["result"].get("outputs", {}).items():
-                atol, rtol = out.get("atol"), out.get("rtol")
-                worst = max((out.get("max_abs") or 0.0) / atol if atol else 0.0,
-                            (out.get("max_rel") or 0.0) / rtol if rtol else 0.0)
-                rows.append({
-                    "test": res["nodeid"], "model": rec["model"], "backend": rec["backend"], "policy": rec["policy"],
-                    "output": name, "max_abs": out.get("max_abs"), "max_rel": out.get("max_rel"),
-                    "atol": atol, "rtol": rtol, "passed": out.get("passed"), "ratio": worst,
-                    "engine": ("hit" if engine and engine["cache_hit"] else
-                               f"built {engine['build_seconds']:.2f}s" if engine else "-"),
-                })
-    rows.sort(key=lambda r: (r["passed"], -r["ratio"]))
+    for index, (res, rec) in enumerate(records_of(results, "accuracy")):
+        engine = _engine_for(res, rec)
+        result = rec.get("result") or {}
+        figures = rec.get("figures") or {}
+        for name, out in (result.get("outputs") or {}).items():
+            rows.append({
+                "test": res["nodeid"], "outcome": res.get("outcome"), "check": index,
+                "model": rec.get("model"), "backend": rec.get("backend"), "policy": rec.get("policy"),
+                "precision": result.get("precision"), "seed": rec.get("seed"), "baseline": rec.get("baseline", "fp32"),
+                "output": name,
+                "passed": bool(out.get("passed")), "problem": out.get("problem_detail") or out.get("problem"),
+                "max_abs": as_float(out.get("max_abs")), "max_rel": as_float(out.get("max_rel")),
+                "atol": as_float(out.get("atol")), "rtol": as_float(out.get("rtol")),
+                "mismatched": out.get("mismatched"), "total": out.get("total"),
+                "ratio": tolerance_ratio(out), "engine": engine_text(engine),
+                "cache_hit": None if engine is None else bool(engine.get("cache_hit")),
+                "build_seconds": None if engine is None else engine.get("build_seconds"),
+                "figures": figures.get(name), "comparison": out,
+            })
+    rows.sort(key=lambda r: (r["passed"], -(r["ratio"] if r["ratio"] is not None else -1.0), r["test"], r["output"]))
     return rows
 
 
-def _fmt(x):
+def _pattern_matches(pattern: str, node: dict) -> bool:
+    if pattern.startswith("op:"):
+        return node.get("op_type") == pattern[3:]
+    return fnmatch.fnmatchcase(str(node.get("node") or node.get("name") or ""), pattern)
+
+
+def _node_entries(report) -> list[dict]:
+    if not isinstance(report, dict):
+        return []
+    nodes = report.get("nodes")
+    if isinstance(nodes, dict):
+        nodes = [{"node": k, **v} if isinstance(v, dict) else {"node": k} for k, v in nodes.items()]
+    return [n for n in nodes or () if isinstance(n, dict)]
+
+
+#: node statuses of both report shapes: verify.PrecisionCheck (pass/fail/unverifiable/not_applicable)
+#: and layers.LayerReport (ok/mismatch/unverifiable/fixed)
+GOOD_STATUSES = frozenset({"pass", "ok"})
+BAD_STATUSES = frozenset({"fail", "mismatch"})
+NEUTRAL_STATUSES = frozenset({"not_applicable", "fixed"})
+
+
+def precision_nodes(rec: dict) -> tuple[list[dict], list[dict]]:
+    """``(constrained, all)`` node observations of a ``precision`` record, in plan (topological) order.
+
+    The record's ``report`` is a ``PrecisionCheck.to_json()`` (verify.py: its ``nodes``
+    are exactly the nodes the pattern matched, resolved by the plan) or a
+    ``LayerReport.to_json()`` (every node; then the constrained ones are the report's
+    ``matched`` names when listed, else the pattern applied as the policy does: glob over
+    names, ``op:TYPE``). Each entry has ``node, op_type, planned, observed, status,
+    myelin, myelin_region, layer, detail, cause``.
+    """
+    report = rec.get("report")
+    everything = []
+    for n in _node_entries(report):
+        everything.append({
+            "node": n.get("node") or n.get("name"), "op_type": n.get("op_type"), "planned": n.get("planned"),
+            "observed": n.get("observed"), "status": n.get("status"), "myelin": bool(n.get("myelin")),
+            "myelin_region": n.get("myelin_region"), "layer": n.get("layer"), "detail": n.get("detail") or "",
+            "cause": n.get("cause"),
+        })
+    if isinstance(report, dict) and report.get("kind") == "precision_check":
+        return everything, everything
+    matched = report.get("matched") if isinstance(report, dict) else None
+    if isinstance(matched, list) and matched:
+        wanted = set(matched)
+        constrained = [n for n in everything if n["node"] in wanted]
+    else:
+        pattern = str(rec.get("pattern") or "*")
+        constrained = [n for n in everything if _pattern_matches(pattern, n)]
+    return constrained, everything
+
+
+def precision_passed(rec: dict, constrained: list[dict]) -> bool:
+    """A record's verdict: its own ``passed`` when present (TrtCase records failures with
+    ``passed: false``); a record without one was appended after the check returned."""
+    if "passed" in rec:
+        return bool(rec["passed"])
+    report = rec.get("report")
+    if isinstance(report, dict) and "passed" in report:
+        return bool(report["passed"])
+    return True
+
+
+def precision_rows(results) -> list[dict[str, Any]]:
+    """One row per ``precision`` record: pattern, asked precision, verdict, status counts, nodes."""
+    rows = []
+    for res, rec in records_of(results, "precision"):
+        constrained, everything = precision_nodes(rec)
+        report = rec.get("report") if isinstance(rec.get("report"), dict) else {}
+        counts: dict[str, int] = {}
+        for n in constrained:
+            counts[n["status"] or "?"] = counts.get(n["status"] or "?", 0) + 1
+        rows.append({
+            "test": res["nodeid"], "outcome": res.get("outcome"), "pattern": rec.get("pattern"),
+            "precision": rec.get("precision"), "passed": precision_passed(rec, constrained),
+            "source": report.get("source"), "typing": report.get("typing"), "backend": report.get("backend"),
+            "emulated": bool(report.get("emulated")) or report.get("source") == "emulation",
+            "counts": counts, "constrained": constrained, "nodes": everything,
+            "notes": list(report.get("notes") or ()),
+        })
+    return rows
+
+
+# --------------------------------------------------------------------------------------
+# JUnit XML properties
+# --------------------------------------------------------------------------------------
+def junit_properties(records: list[dict]) -> list[tuple[str, str]]:
+    """Flat per-test properties for JUnit XML (``<property name=... value=...>``), one value each.
+
+    Aggregated over the test's records, so a test with several checks still gets one
+    row per name in a CI test reporter: the worst output decides ``trt_max_*_error``,
+    ``trt_atol``/``trt_rtol`` (the tolerances that output was judged with) and
+    ``trt_worst_output``; engines are summed. Names (all optional):
+
+    ``trt_backend, trt_precision, trt_passed, trt_failed_outputs, trt_worst_output,
+    trt_max_abs_error, trt_max_rel_error, trt_atol, trt_rtol, trt_tolerance_ratio,
+    trt_seed, trt_engines, trt_cache_hit, trt_build_seconds, trt_precision_checks``
+    """
+    res = {"nodeid": "", "records": records}
+    props: list[tuple[str, str]] = []
+    engines = [r for r in records if r.get("kind") == "engine"]
+    checks = [r for r in records if r.get("kind") == "accuracy"]
+    backends = _unique([r.get("backend") for r in checks + engines])
+    policies = _unique([r.get("policy") for r in checks + engines])
+    if backends:
+        props.append(("trt_backend", ", ".join(backends)))
+    if policies:
+        props.append(("trt_precision", " | ".join(policies)))
+    if checks:
+        rows = accuracy_rows([res])
+        props.append(("trt_passed", str(all((c.get("result") or {}).get("passed") for c in checks)).lower()))
+        failed = _unique([r["output"] for r in rows if not r["passed"]])
+        if failed:
+            props.append(("trt_failed_outputs", ", ".join(failed)))
+        if rows:
+            worst = rows[0]
+            props.append(("trt_worst_output", worst["output"]))
+            known_abs = [r["max_abs"] for r in rows if r["max_abs"] is not None]
+            known_rel = [r["max_rel"] for r in rows if r["max_rel"] is not None]
+            if known_abs:
+                props.append(("trt_max_abs_error", _g(max(known_abs))))
+            if known_rel:
+                props.append(("trt_max_rel_error", _g(max(known_rel))))
+            if worst["atol"] is not None:
+                props.append(("trt_atol", _g(worst["atol"])))
+            if worst["rtol"] is not None:
+                props.append(("trt_rtol", _g(worst["rtol"])))
+            if worst["ratio"] is not None:
+                props.append(("trt_tolerance_ratio", _g(worst["ratio"])))
+        seeds = _unique([str(c.get("seed")) for c in checks if c.get("seed") is not None])
+        if seeds:
+            props.append(("trt_seed", ", ".join(seeds)))
+    if engines:
+        props.append(("trt_engines", str(len(engines))))
+        props.append(("trt_cache_hit", str(all(bool(e.get("cache_hit")) for e in engines)).lower()))
+        seconds = sum(float(e.get("build_seconds") or 0.0) for e in engines if not e.get("cache_hit"))
+        props.append(("trt_build_seconds", f"{seconds:.3f}"))
+    prec = precision_rows([res])
+    if prec:
+        failed_p = sum(1 for p in prec if not p["passed"])
+        props.append(("trt_precision_checks", f"{len(prec) - failed_p} passed, {failed_p} failed"))
+    return props
+
+
+def _unique(values) -> list:
+    seen = []
+    for v in values:
+        if v is not None and v not in seen:
+            seen.append(v)
+    return seen
+
+
+def _g(x: float) -> str:
+    if x is None:
+        return "-"
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.6g}"
+
+
+# --------------------------------------------------------------------------------------
+# Terminal summary
+# --------------------------------------------------------------------------------------
+def fmt_err(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.2e}"
+
+
+def fmt_tol(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g}"
 
 
+def fmt_ratio(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.3g}"
+
+
+def _cut(text: str, width: int) -> str:
+    """Cut from the left; a test id too long keeps its test name (after the last '::') first."""
+    text = str(text)
+    if len(text) <= width:
+        return text
+    if "::" in text:
+        name = text.split("::")[-1] if "[" not in text.split("::")[-1] else text[text.rindex("::") + 2:]
+        if len(name) + 5 <= width:
+            return "...::" + name
+    return "..." + text[-(width - 3):]
+
+
+def _cut_end(text: str, width: int) -> str:
+    text = str(text)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def backend_line(session) -> str:
+    name = session.backend.name
+    note = " (CPU precision emulation on ONNX Runtime, not TensorRT)" if name == "emulate" else ""
+    return f"backend {name}{note}"
+
+
+def engines_line(counts: dict[str, Any]) -> str:
+    return (f"engines: {counts['built']} built ({counts['build_seconds']:.2f}s), {counts['reused']} reused from "
+            f"the cache; {counts['uses']} use(s) by tests")
+
+
+def table_lines(rows: list[dict], width: int = 120) -> list[str]:
+    """The accuracy table as text lines (header first).
+
+    Figures first (fixed width, so they line up whatever the names), then test, output
+    and what was tested: ``model [policy]``, plus ``on <backend>`` when the rows mix
+    backends (otherwise the backend is in the line above the table). The test column
+    is cut from the left to fit ``width``; the last column is never cut.
+    """
+    backends = {r["backend"] for r in rows}
+
+    def case(r):
+        text = f"{r['model'] or '-'} [{r['policy'] or '-'}]"
+        return text + (f" on {r['backend']}" if len(backends) > 1 else "")
+
+    figures = [
+        ("", lambda r: "ok" if r["passed"] else "FAIL", "<"),
+        ("x tol", lambda r: fmt_ratio(r["ratio"]), ">"),
+        ("max abs", lambda r: fmt_err(r["max_abs"]), ">"),
+        ("atol", lambda r: fmt_tol(r["atol"]), ">"),
+        ("max rel", lambda r: fmt_err(r["max_rel"]), ">"),
+        ("rtol", lambda r: fmt_tol(r["rtol"]), ">"),
+        ("engine", lambda r: r["engine"], "<"),
+    ]
+    cells = [[str(get(r)) for _, get, _ in figures] for r in rows]
+    widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, (h, _, _) in enumerate(figures)]
+    out_w = min(24, max([6] + [len(r["output"]) for r in rows]))
+    cases = [case(r) for r in rows]
+    fixed = sum(widths) + 2 * (len(figures) + 2) + out_w + min(32, max([4] + [len(c) for c in cases]))
+    test_w = max(32, min(max([4] + [len(r["test"]) for r in rows]), width - fixed))
+
+    def line(values, test, output, what):
+        parts = [f"{v:{align}{w}}" for (_, _, align), w, v in zip(figures, widths, values, strict=True)]
+        parts += [f"{_cut(test, test_w):<{test_w}}", f"{_cut_end(output, out_w):<{out_w}}", what]
+        return "  ".join(parts).rstrip()
+
+    out = [line([h for h, _, _ in figures], "test", "output", "model [policy]")]
+    out += [line(c, r["test"], r["output"], k) for r, c, k in zip(rows, cells, cases, strict=True)]
+    return out
+
+
 def write_terminal_summary(tr, session, results) -> None:
+    """The ``pytest-trt`` section at the end of the run (controller only).
+
+    Engines built and reused, then one row per output of every accuracy check, worst
+    first (failing outputs, then by how close to the tolerance), then precision checks.
+    """
     if not results:
         return
     tr.section("pytest-trt", sep="=")
-    built, reused, seconds = engine_counts(results)
-    tr.write_line(f"backend {session.backend.name}; engines built {built} ({seconds:.2f}s), reused {reused}")
+    tr.write_line(backend_line(session))
+    tr.write_line(engines_line(engine_counts(results)))
     rows = accuracy_rows(results)
-    if not rows:
-        return
-    header = f"{'test':<48} {'output':<14} {'max abs':>9} {'atol':>8} {'max rel':>9} {'rtol':>8}  {'ok':<4} engine"
-    tr.write_line(header)
-    for r in rows[:50]:
-        test = r["test"] if len(r["test"]) <= 48 else "..." + r["test"][-45:]
-        tr.write_line(
-            f"{test:<48} {r['output'][:14]:<14} {_fmt(r['max_abs']):>9} {_fmt(r['atol']):>8} "
-            f"{_fmt(r['max_rel']):>9} {_fmt(r['rtol']):>8}  {'yes' if r['passed'] else 'NO':<4} {r['engine']}"
-        )
-    if len(rows) > 50:
-        tr.write_line(f"... {len(rows) - 50} more rows in --trt-report")
+    if rows:
+        failed = sum(1 for r in rows if not r["passed"])
+        tests = len({r["test"] for r in rows})
+        tr.write_line(f"accuracy: {len(rows)} output(s) in {tests} test(s), {failed} outside tolerance; "
+                      f"worst first (x tol > 1 fails)")
+        verbose = getattr(getattr(tr, "config", None), "option", None)
+        limit = None if verbose is not None and getattr(verbose, "verbose", 0) > 0 else TERMINAL_ROWS
+        shown = rows if limit is None else rows[:limit]
+        width = getattr(getattr(tr, "_tw", None), "fullwidth", 120) or 120
+        lines = table_lines(shown, width)
+        tr.write_line(lines[0], bold=True)
+        for r, text in zip(shown, lines[1:], strict=True):
+            if r["passed"]:
+                tr.write_line(text)
+            else:
+                tr.write_line(text, red=True)
+        if len(rows) > len(shown):
+            tr.write_line(f"... {len(rows) - len(shown)} more row(s): run with -v, or see --trt-report / --trt-html")
+    prec = precision_rows(results)
+    if prec:
+        failed_p = sum(1 for p in prec if not p["passed"])
+        totals: dict[str, int] = {}
+        for p in prec:
+            for status, n in p["counts"].items():
+                totals[status] = totals.get(status, 0) + n
+        nodes = ", ".join(f"{n} {s}" for s, n in sorted(totals.items())) or "none"
+        emulated = " (emulated: observed = planned by construction)" if all(p["emulated"] for p in prec) else ""
+        tr.write_line(f"precision checks: {len(prec) - failed_p} passed, {failed_p} failed; constrained nodes: "
+                      f"{nodes}{emulated}", red=bool(failed_p))
+        for p in prec:
+            if not p["passed"]:
+                bad = [n for n in p["constrained"] if n["status"] not in GOOD_STATUSES | NEUTRAL_STATUSES]
+                what = ", ".join(f"{n['node']} ({n['observed'] or '?'})" for n in bad[:3])
+                more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""
+                tr.write_line(f"  FAIL {p['test']}: {p['pattern']} -> {p['precision']}: {what}{more}", red=True)
+    s = session.settings
+    wanted = [str(p) for p in (s.report_json, s.report_html) if p]
+    if wanted:
+        tr.write_line("reports: " + ", ".join(wanted))

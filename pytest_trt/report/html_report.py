@@ -1,0 +1,503 @@
+"""``--trt-html PATH``: one self-contained HTML file (inline CSS, images as data URIs).
+
+Sections: the run (backend and why, versions, GPU), the accuracy table (the terminal
+summary's rows, all of them), one card per failing output with an error histogram and a
+heatmap of where the error sits, the per-node precision view of every
+``assert_precision`` (planned vs observed, Myelin regions marked) and layerwise error
+curves when tests recorded them.
+
+With matplotlib (the ``plots`` extra) the histogram, heatmap and curves are PNG images;
+without it the same data is drawn with CSS (bars, coloured cells) and inline SVG, so
+the report never needs anything but this package and a browser. Nothing is fetched
+from the network when the file is opened.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import math
+import os
+from pathlib import Path
+
+from .json_report import session_metadata
+from .plots import (
+    NONFINITE_COLOR,
+    as_float,
+    heat_range,
+    heatmap_png,
+    histogram_png,
+    layerwise_png,
+    layerwise_points,
+    matplotlib_available,
+    mismatch_marks,
+)
+from .summary import (
+    BAD_STATUSES,
+    GOOD_STATUSES,
+    accuracy_rows,
+    engine_counts,
+    fmt_err,
+    fmt_ratio,
+    fmt_tol,
+    precision_rows,
+    records_of,
+)
+
+#: rows of a precision table before the rest is folded away
+NODE_ROWS = 300
+#: failing outputs drawn with figures (worst first); later cards have the facts only
+FIGURE_CARDS = 40
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1d232b;background:#f6f7f9}
+main{max-width:1320px;margin:0 auto;padding:18px 26px 40px}
+h1{font-size:22px;margin:4px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d9dde3;padding-bottom:4px}
+h3{font-size:15px;margin:0 0 6px}
+.meta{color:#5a6472;font-size:13px}
+.badges{display:flex;gap:10px;flex-wrap:wrap;margin:12px 0}
+.badge{background:#fff;border:1px solid #d9dde3;border-radius:6px;padding:6px 12px;font-size:13px}
+.badge b{font-size:17px;margin-right:4px}
+.badge.bad{border-color:#e3a5a0;background:#fdf0ef}.badge.good{border-color:#a9d8b8;background:#eff9f2}
+table{border-collapse:collapse;background:#fff;font-size:12.5px;width:100%}
+th,td{border-bottom:1px solid #e5e8ec;padding:4px 7px;text-align:left;vertical-align:top}
+th{background:#eef1f5;font-weight:600;position:sticky;top:0}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.fail td{background:#fdf0ef}tr.fail td.st{color:#b3261e;font-weight:700}td.st{color:#1e7b3c;font-weight:600}
+.mono{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:12px;overflow-wrap:break-word}
+td.nw{white-space:nowrap}
+.card{background:#fff;border:1px solid #d9dde3;border-radius:8px;padding:12px 14px;margin:12px 0}
+.card.fail{border-left:4px solid #c0392b}
+.figs{display:flex;gap:18px;flex-wrap:wrap;align-items:flex-start;margin-top:8px}
+.fig{flex:0 0 auto}.fig img{max-width:640px;display:block}
+.caption{font-size:12px;color:#5a6472;margin-top:3px;max-width:560px}
+.hist{display:flex;align-items:flex-end;height:120px;gap:1px;border-bottom:1px solid #888;padding:0 2px;width:460px}
+.hist div{flex:1;background:#5b7db1;min-height:1px}.hist div.over{background:#c0392b}
+.axis{display:flex;justify-content:space-between;width:464px;font-size:11px;color:#5a6472}
+.heat{display:grid;gap:0;border:1px solid #888;width:max-content}
+.heat div{width:9px;height:9px}.heat div.x{outline:1px solid #1f77b4;outline-offset:-1px}
+.strip{display:grid;grid-auto-flow:column;grid-auto-columns:8px;justify-content:start;gap:1px;margin:4px 0;overflow-x:auto;padding:2px}
+.strip div{width:8px;height:14px;background:#ccc}
+.strip div.c{outline:2px solid #1d232b;outline-offset:-1px}.strip div.mm{outline:2px solid #e00;outline-offset:-2px}
+.strip.my div{height:6px;background:transparent}.strip.my div.on{background:#7b3fa0}
+.lbl{font-size:11px;color:#5a6472;width:70px;display:inline-block}
+.p-fp32{background:#4f7fbf!important}.p-fp16{background:#f0a33a!important}.p-bf16{background:#b05fc4!important}
+.p-mixed{background:#e8d44d!important}.p-none{background:#c8ccd2!important}.p-int{background:#9aa3ad!important}
+.legend span{display:inline-block;width:11px;height:11px;margin:0 4px 0 10px;vertical-align:-1px}
+.tag{display:inline-block;font-size:11px;border-radius:4px;padding:0 5px;margin-left:4px;background:#eee}
+.tag.my{background:#7b3fa0;color:#fff}.tag.mm{background:#c0392b;color:#fff}.tag.uv{background:#e8d44d}
+.tag.emu{background:#f0a33a;color:#fff}
+details summary{cursor:pointer;color:#2d5b9a;margin:4px 0}
+.note{font-size:12.5px;color:#5a6472}
+footer{margin-top:34px;font-size:12px;color:#7a8491}
+"""
+
+# light (small error) -> dark (large error), magma-like
+_RAMP = ((252, 253, 191), (254, 176, 120), (241, 96, 93), (183, 55, 121), (114, 31, 129), (44, 17, 95))
+_PRECISION_CLASS = {"fp32": "p-fp32", "fp16": "p-fp16", "bf16": "p-bf16", "mixed": "p-mixed"}
+
+
+def _val(value) -> str:
+    x = as_float(value)
+    return "-" if x is None else f"{x:.6g}"
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _ramp(t: float) -> str:
+    t = min(1.0, max(0.0, t))
+    x = t * (len(_RAMP) - 1)
+    i = min(int(x), len(_RAMP) - 2)
+    f = x - i
+    c = [round(a + (b - a) * f) for a, b in zip(_RAMP[i], _RAMP[i + 1], strict=True)]
+    return f"#{c[0]:02x}{c[1]:02x}{c[2]:02x}"
+
+
+# --------------------------------------------------------------------------------------
+# CSS / SVG renderings (no matplotlib)
+# --------------------------------------------------------------------------------------
+def css_histogram(figures: dict) -> str:
+    """Bars of the error histogram (height ~ log of the count); bins at or above atol in red."""
+    hist = figures.get("histogram") or {}
+    counts, edges = hist.get("counts") or [], hist.get("log10_edges") or []
+    if not counts:
+        return '<p class="note">no nonzero finite errors</p>'
+    top = math.log1p(max(counts)) or 1.0
+    atol_log = hist.get("atol_log10")
+    bars = []
+    for i, n in enumerate(counts):
+        over = atol_log is not None and edges[i] >= atol_log
+        height = 0 if n == 0 else max(2.0, 100.0 * math.log1p(n) / top)
+        bars.append(f'<div class="{"over" if over else ""}" style="height:{height:.1f}%" '
+                    f'title="10^{edges[i]:.2f} .. 10^{edges[i + 1]:.2f}: {n} element(s)"></div>')
+    extra = []
+    if hist.get("zero"):
+        extra.append(f"{hist['zero']} exact")
+    if hist.get("nonfinite"):
+        extra.append(f"{hist['nonfinite']} NaN/Inf")
+    mid = f"atol = 1e{atol_log:.2g}" if atol_log is not None else ""
+    return (f'<div class="hist css-hist">{"".join(bars)}</div>'
+            f'<div class="axis"><span>1e{edges[0]:g}</span><span>{_e(mid)}</span><span>1e{edges[-1]:g}</span></div>'
+            f'<div class="caption">log10 |actual - expected| (bar height ~ log count; red: at or above atol)'
+            f'{"; " + ", ".join(extra) if extra else ""}</div>')
+
+
+def css_heatmap(figures: dict) -> str:
+    """The max-pooled error grid as coloured cells (log scale; cyan = NaN/Inf; blue outline = mismatches)."""
+    grid = figures.get("grid") or {}
+    if not grid.get("rows"):
+        return ""
+    values = [[as_float(v) for v in row] for row in grid["max_abs"]]
+    positive = [v for row in values for v in row if v is not None and math.isfinite(v) and v > 0]
+    lo, hi = heat_range(positive)
+    span = hi - lo
+    counts = grid.get("mismatched")
+    marks = set(mismatch_marks(grid) or ())
+    cells = []
+    for i, row in enumerate(values):
+        for j, v in enumerate(row):
+            if v is None or not math.isfinite(v):
+                color = NONFINITE_COLOR
+            elif v <= 0:
+                color = _ramp(0.0)
+            else:
+                color = _ramp((math.log10(v) - lo) / span)
+            bad = (i, j) in marks
+            tip = f"cell ({i},{j}): max |err| {fmt_err(v)}" + (f", {counts[i][j]} mismatched" if counts else "")
+            cells.append(f'<div{" class=x" if bad else ""} style="background:{color}" title="{_e(tip)}"></div>')
+    rdims = "x".join(str(d) for d in grid.get("row_dims") or []) or "1"
+    return (f'<div class="heat css-heat" style="grid-template-columns:repeat({grid["cols"]},9px)">{"".join(cells)}</div>'
+            f'<div class="caption">where the error sits: rows = {_e(rdims)} ({grid["row_block"]} per cell), '
+            f'columns = last dim {grid.get("col_dim")} ({grid["col_block"]} per cell); colour = log10 max |error| '
+            f'from 1e{lo:.1f} (light) to 1e{hi:.1f} (dark); cyan = NaN/Inf'
+            f'{"; outlined = cell holds mismatches" if marks else ""}</div>')
+
+
+def svg_curve(record: dict) -> str:
+    """Layerwise curve as inline SVG (log y), threshold dashed, first divergent tensor marked."""
+    tensors, ys, what, threshold, first = layerwise_points(record)
+    finite = [y for y in ys if y is not None and math.isfinite(y) and y > 0]
+    if not finite:
+        return '<p class="note">no nonzero errors</p>'
+    lo, hi = math.log10(min(finite)), math.log10(max(finite))
+    span = (hi - lo) or 1.0
+    w, h, pad = 640, 180, 6
+    n = max(1, len(tensors) - 1)
+
+    def ypos(v):
+        return pad + (h - 2 * pad) * (1 - (v - lo) / span)
+
+    segments, current, dots = [], [], []
+    for i, y in enumerate(ys):
+        if y is None:  # not exposed by the engine: a gap
+            if current:
+                segments.append(current)
+            current = []
+            continue
+        v = hi if not math.isfinite(y) else (lo if y <= 0 else math.log10(y))
+        x, yy = pad + (w - 2 * pad) * i / n, ypos(v)
+        current.append(f"{x:.1f},{yy:.1f}")
+        if math.isfinite(y):
+            dots.append(f'<circle cx="{x:.1f}" cy="{yy:.1f}" r="1.8" fill="#5b7db1"/>')
+        else:
+            dots.append(f'<path d="M{x - 4:.1f},{yy + 3:.1f} L{x + 4:.1f},{yy + 3:.1f} L{x:.1f},{yy - 4:.1f} Z" '
+                        f'fill="#c0392b"><title>NaN/Inf</title></path>')
+    if current:
+        segments.append(current)
+    lines = "".join(f'<polyline fill="none" stroke="#5b7db1" stroke-width="1.5" points="{" ".join(s)}"/>'
+                    for s in segments) + "".join(dots)
+    marks = []
+    if threshold and threshold > 0 and lo <= math.log10(threshold) <= hi:
+        y = ypos(math.log10(threshold))
+        marks.append(f'<line x1="0" x2="{w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#000" stroke-dasharray="4 3"/>')
+    if first is not None:
+        x = pad + (w - 2 * pad) * first / n
+        node = tensors[first].get("node") or tensors[first].get("tensor")
+        marks.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="0" y2="{h}" stroke="#c0392b"/>'
+                     f'<text x="{min(x + 3, w - 200):.1f}" y="12" font-size="10" fill="#c0392b">{_e(node)}</text>')
+    return (f'<svg class="svg-curve" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
+            f'style="background:#fff;border:1px solid #ccc">{lines}{"".join(marks)}</svg>'
+            f'<div class="caption">{_e(what)} per tensor in topological order, log scale from 1e{lo:.1f} to '
+            f'1e{hi:.1f}; dashed: threshold; red line: first divergent node; red triangles: NaN/Inf</div>')
+
+
+# --------------------------------------------------------------------------------------
+# Sections
+# --------------------------------------------------------------------------------------
+def _session_section(meta: dict) -> str:
+    libs = ", ".join(f"{k} {v or 'not installed'}" for k, v in meta["libraries"].items())
+    rows = [
+        ("backend", f"{meta['backend']} ({meta['backend_reason']})"),
+        ("default precision", f"{meta['precision']} ({meta['precision_source']}); typing {meta['typing']}"),
+        ("inputs", f"seed {meta['seed']}; baseline ONNX Runtime {meta['baseline_provider']}"),
+        ("tolerances", f"atol {meta['atol'] if meta['atol'] is not None else 'per precision'}, "
+                       f"rtol {meta['rtol'] if meta['rtol'] is not None else 'per precision'}"),
+        ("libraries", libs),
+        ("GPU", meta["gpu"]),
+        ("cache", meta["cache_dir"] + (" (rebuild)" if meta["rebuild"] else "")),
+        ("versions", f"pytest-trt {meta['pytest_trt']}, pytest {meta['pytest']}, Python {meta['python']}"),
+    ]
+    if meta.get("keep_fp32"):
+        rows.insert(2, ("--trt-keep-fp32", ", ".join(meta["keep_fp32"])))
+    if meta.get("gpu_assignment"):
+        rows.append(("GPU per worker", ", ".join(f"{w}: {g}" for w, g in meta["gpu_assignment"].items())))
+    body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
+    return f'<section id="session"><h2>Run</h2><table class="kv">{body}</table></section>'
+
+
+def _badges(results, rows, prec, counts) -> str:
+    failed_tests = sum(1 for r in results if r.get("outcome") == "failed")
+    failed_out = sum(1 for r in rows if not r["passed"])
+    failed_p = sum(1 for p in prec if not p["passed"])
+
+    def badge(n, label, bad=False):
+        return f'<div class="badge {"bad" if bad else "good"}"><b>{n}</b>{_e(label)}</div>'
+
+    return ('<div class="badges">'
+            + badge(len(results), f"tests ({failed_tests} failed)", failed_tests > 0)
+            + badge(len(rows), f"outputs compared ({failed_out} outside tolerance)", failed_out > 0)
+            + badge(len(prec), f"precision checks ({failed_p} failed)", failed_p > 0)
+            + badge(counts["built"], f"engines built ({counts['build_seconds']:.2f}s)")
+            + badge(counts["reused"], "engines reused from the cache")
+            + "</div>")
+
+
+def _accuracy_section(rows: list[dict], anchors: dict) -> str:
+    if not rows:
+        return ""
+    head = ("", "test", "output", "model", "backend", "policy", "max abs", "atol", "max rel", "rtol",
+            "mismatched", "x tol", "engine")
+    out = ['<section id="accuracy"><h2>Accuracy (worst first)</h2>',
+           '<p class="note">One row per output of every check. x tol &gt; 1 fails: the factor by which atol or '
+           'rtol would have to grow for the output to pass (an element fails when its error exceeds atol '
+           '<i>and</i> rtol&middot;|expected|).</p><table class="acc"><tr>',
+           "".join(f"<th>{_e(h)}</th>" for h in head), "</tr>"]
+    for r in rows:
+        anchor = anchors.get(id(r))
+        status = "ok" if r["passed"] else (f'<a href="#{anchor}">FAIL</a>' if anchor else "FAIL")
+        mism = "-" if r["mismatched"] is None else f"{r['mismatched']} / {r['total']}"
+        out.append(
+            f'<tr class="{"ok" if r["passed"] else "fail"}"><td class="st">{status}</td>'
+            f'<td class="mono">{_e(r["test"])}</td><td class="mono">{_e(r["output"])}</td><td>{_e(r["model"])}</td>'
+            f'<td>{_e(r["backend"])}</td><td class="mono">{_e(r["policy"])}</td>'
+            f'<td class="num">{fmt_err(r["max_abs"])}</td><td class="num">{fmt_tol(r["atol"])}</td>'
+            f'<td class="num">{fmt_err(r["max_rel"])}</td><td class="num">{fmt_tol(r["rtol"])}</td>'
+            f'<td class="num">{_e(mism)}</td><td class="num">{fmt_ratio(r["ratio"])}</td><td class="nw">{_e(r["engine"])}</td></tr>')
+    out.append("</table></section>")
+    return "".join(out)
+
+
+def _failure_card(r: dict, anchor: str, use_png: bool) -> str:
+    out = r["comparison"]
+    facts = [f"shape {out.get('shape')} {out.get('dtype') or ''}".strip()]
+    if r["mismatched"] is not None:
+        facts.append(f"{r['mismatched']} of {r['total']} elements mismatched")
+    if out.get("worst_abs_index") is not None:
+        vals = out.get("worst_abs_values") or [None, None]
+        facts.append(f"worst abs error {fmt_err(r['max_abs'])} at {tuple(out['worst_abs_index'])}: "
+                     f"actual {_val(vals[0])}, expected {_val(vals[1])}")
+    if out.get("needed_atol") is not None:
+        facts.append(f"would pass with atol &ge; {fmt_err(as_float(out.get('needed_atol')))} or rtol &ge; "
+                     f"{fmt_err(as_float(out.get('needed_rtol')))}")
+    if out.get("nan_actual"):
+        facts.append(f"{out['nan_actual']} NaN in actual")
+    if r["problem"]:
+        facts.append(_e(r["problem"]))
+    parts = [f'<div class="card fail" id="{anchor}"><h3><span class="mono">{_e(r["test"])}</span> &rarr; output '
+             f'<span class="mono">{_e(r["output"])}</span></h3>',
+             f'<div class="note">{_e(r["model"])} on {_e(r["backend"])} [{_e(r["policy"])}], seed {_e(r["seed"])}, '
+             f'baseline {_e(r["baseline"])}; tolerances atol {fmt_tol(r["atol"])}, rtol {fmt_tol(r["rtol"])}</div>',
+             "<ul>" + "".join(f"<li>{f}</li>" for f in facts) + "</ul>"]
+    figures = r.get("figures")
+    if figures:
+        title = f"{r['output']}"
+        hist = histogram_png(figures, title=f"{title}: error histogram") if use_png else None
+        heat = heatmap_png(figures, title=f"{title}: max |error| per cell") if use_png else None
+        parts.append('<div class="figs">')
+        parts.append('<div class="fig">' + (f'<img class="plot" alt="error histogram" src="{hist}">' if hist
+                                             else css_histogram(figures)) + "</div>")
+        if heat:
+            grid = figures.get("grid") or {}
+            rdims = "x".join(str(d) for d in grid.get("row_dims") or []) or "1"
+            squares = "; blue squares = cells holding mismatches" if mismatch_marks(grid) else ""
+            parts.append(f'<div class="fig"><img class="plot" alt="error heatmap" src="{heat}"><div class="caption">'
+                         f'rows = {_e(rdims)} flattened ({grid.get("row_block")} per cell), columns = last dim '
+                         f'({grid.get("col_block")} per cell); cyan = NaN/Inf{squares}</div></div>')
+        else:
+            parts.append('<div class="fig">' + css_heatmap(figures) + "</div>")
+        parts.append("</div>")
+    else:
+        parts.append('<p class="note">no error figures recorded for this output</p>')
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _failures_section(rows, anchors, use_png) -> str:
+    failing = [r for r in rows if not r["passed"]]
+    if not failing:
+        return ""
+    cards = []
+    for i, r in enumerate(failing):
+        if i >= FIGURE_CARDS:  # keep the file small when a whole suite fails: the worst ones get pictures
+            r = {**r, "figures": None}
+        cards.append(_failure_card(r, anchors[id(failing[i])], use_png))
+    more = (f'<p class="note">figures shown for the {FIGURE_CARDS} worst outputs; the others are in '
+            f'--trt-report</p>' if len(failing) > FIGURE_CARDS else "")
+    return '<section id="failures"><h2>Failing outputs</h2>' + more + "".join(cards) + "</section>"
+
+
+def _pclass(p) -> str:
+    if p is None:
+        return "p-none"
+    return _PRECISION_CLASS.get(p, "p-int")
+
+
+def _precision_card(p: dict) -> str:
+    constrained = {n["node"] for n in p["constrained"]}
+    nodes = p["nodes"] or p["constrained"]
+    verdict = "passed" if p["passed"] else "FAILED"
+    tags = ""
+    if p["emulated"]:
+        tags += '<span class="tag emu">emulated: observed = planned by construction</span>'
+    out = [f'<div class="card{"" if p["passed"] else " fail"}"><h3><span class="mono">{_e(p["test"])}</span>: '
+           f'<span class="mono">{_e(p["pattern"])}</span> &rarr; {_e(p["precision"])} {verdict}{tags}</h3>',
+           f'<div class="note">source {_e(p["source"] or "?")}, typing {_e(p["typing"] or "?")}; constrained nodes: '
+           + _e(", ".join(f"{n} {s}" for s, n in sorted(p["counts"].items())) or "none") + "</div>"]
+    if nodes:
+        def strip(key, cls=""):
+            cells = []
+            for n in nodes:
+                klass = [_pclass(n.get(key))]
+                if n["node"] in constrained:
+                    klass.append("c")
+                if n.get("status") in BAD_STATUSES:
+                    klass.append("mm")
+                tip = (f"{n['node']} ({n.get('op_type')}): planned {n.get('planned') or '-'}, observed "
+                       f"{n.get('observed') or '-'}, {n.get('status')}" + (", Myelin" if n.get("myelin") else "")
+                       + (f", layer {n['layer']}" if n.get("layer") else ""))
+                cells.append(f'<div class="{" ".join(klass)}" title="{_e(tip)}"></div>')
+            return f'<div class="strip {cls}">{"".join(cells)}</div>'
+
+        myelin = "".join(f'<div class="{"on" if n.get("myelin") else ""}"></div>' for n in nodes)
+        out.append('<div class="legend note">nodes in topological order: '
+                   '<span class="p-fp32"></span>fp32<span class="p-fp16"></span>fp16<span class="p-bf16"></span>bf16'
+                   '<span class="p-mixed"></span>mixed<span class="p-none"></span>not float / not seen'
+                   '<span style="outline:2px solid #1d232b"></span>constrained by the pattern'
+                   '<span style="outline:2px solid #e00"></span>mismatch'
+                   '<span style="background:#7b3fa0"></span>Myelin region</div>')
+        out.append(f'<div><span class="lbl">planned</span>{strip("planned")}</div>')
+        out.append(f'<div><span class="lbl">observed</span>{strip("observed")}</div>')
+        if any(n.get("myelin") for n in nodes):
+            out.append(f'<div><span class="lbl">Myelin</span><div class="strip my">{myelin}</div></div>')
+    rows = p["constrained"]
+    if rows:
+        table = ['<table class="nodes"><tr><th>node</th><th>op</th><th>planned</th><th>observed</th><th>status</th>'
+                 '<th>engine layer</th></tr>']
+        for i, n in enumerate(rows):
+            if i == NODE_ROWS:
+                table.append(f'<tr><td colspan="6">... {len(rows) - NODE_ROWS} more in --trt-report</td></tr>')
+                break
+            tag = ""
+            if n.get("myelin"):
+                tag += f'<span class="tag my">Myelin{" " + _e(n["myelin_region"]) if n.get("myelin_region") else ""}</span>'
+            status = n.get("status")
+            if status in BAD_STATUSES:
+                tag += f'<span class="tag mm">{_e(status)}{" (" + _e(n["cause"]) + ")" if n.get("cause") else ""}</span>'
+            elif status == "unverifiable":
+                tag += '<span class="tag uv">unverifiable</span>'
+            detail = n.get("detail") if status not in GOOD_STATUSES else ""
+            table.append(
+                f'<tr class="{"fail" if status in BAD_STATUSES else ""}"><td class="mono">{_e(n["node"])}</td>'
+                f'<td>{_e(n.get("op_type"))}</td><td>{_e(n.get("planned") or "-")}</td>'
+                f'<td>{_e(n.get("observed") or "-")}</td><td>{"" if tag and status in BAD_STATUSES else _e(status)}{tag}'
+                f'{"<div class=note>" + _e(detail) + "</div>" if detail else ""}'
+                f'</td><td class="mono">{_e(n.get("layer") or "-")}</td></tr>')
+        table.append("</table>")
+        opened = " open" if not p["passed"] else ""
+        out.append(f"<details{opened}><summary>{len(rows)} constrained node(s)</summary>{''.join(table)}</details>")
+    for note in p["notes"]:
+        out.append(f'<div class="note">{_e(note)}</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def _precision_section(prec: list[dict]) -> str:
+    if not prec:
+        return ""
+    ordered = sorted(prec, key=lambda p: p["passed"])
+    return ('<section id="precision"><h2>Precision: planned vs observed, per node</h2>'
+            + "".join(_precision_card(p) for p in ordered) + "</section>")
+
+
+def _layerwise_section(results, use_png) -> str:
+    cards = []
+    for res, rec in records_of(results, "layerwise"):
+        title = f"{rec.get('model')} [{rec.get('policy')}]"
+        png = layerwise_png(rec, title=title) if use_png else None
+        plot = f'<img class="plot" alt="layerwise error" src="{png}">' if png else svg_curve(rec)
+        first = rec.get("first")
+        first_text = (f"{first.get('node')} ({first.get('op_type')}, {first.get('precision') or '-'}), tensor "
+                      f"{first.get('tensor')}" if isinstance(first, dict) else (rec.get("first_divergent") or "none"))
+        tensors = [t for t in layerwise_points(rec)[0] if t.get("available") is not False]
+        key = "rel" if any("rel" in t for t in tensors) else "max_abs"
+        top = sorted(tensors, key=lambda t: -(as_float(t.get(key)) or 0.0))[:5]
+        worst = "".join(f"<li><span class=mono>{_e(t.get('node') or t.get('tensor'))}</span> ({_e(t.get('op_type'))}, "
+                        f"{_e(t.get('precision') or '-')}): {key} {fmt_err(as_float(t.get(key)))}</li>" for t in top)
+        cards.append(f'<div class="card"><h3><span class="mono">{_e(res["nodeid"])}</span>: {_e(title)}</h3>'
+                     f'<div class="note">first divergent node: <span class="mono">{_e(first_text)}</span>'
+                     f'{"; " + _e(rec.get("note")) if rec.get("note") else ""}</div>'
+                     f'<div class="figs"><div class="fig">{plot}</div><div><b>largest errors</b><ul>{worst}</ul></div>'
+                     f"</div></div>")
+    if not cards:
+        return ""
+    return '<section id="layerwise"><h2>Layerwise error</h2>' + "".join(cards) + "</section>"
+
+
+def render_html(session, results, exitstatus=None) -> str:
+    """The report as one HTML string."""
+    meta = session_metadata(session)
+    rows = accuracy_rows(results)
+    prec = precision_rows(results)
+    counts = engine_counts(results)
+    use_png = matplotlib_available()
+    anchors = {id(r): f"out-{i}" for i, r in enumerate(r for r in rows if not r["passed"])}
+    created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    plots = "matplotlib" if use_png else "CSS (install pytest-trt[plots] for matplotlib plots)"
+    status = "" if exitstatus is None else f"; pytest exit status {int(exitstatus)}"
+    emulate = (' <span class="tag emu">CPU emulation, not TensorRT</span>' if meta["backend"] == "emulate" else "")
+    body = [
+        "<main>",
+        f"<header><h1>pytest-trt report</h1><div class=\"meta\">backend <b>{_e(meta['backend'])}</b>{emulate}; "
+        f"default precision {_e(meta['precision'])}; GPU {_e(meta['gpu'])}; {created}{_e(status)}</div></header>",
+        _badges(results, rows, prec, counts),
+        _accuracy_section(rows, anchors),
+        _failures_section(rows, anchors, use_png),
+        _precision_section(prec),
+        _layerwise_section(results, use_png),
+        _session_section(meta),
+        f"<footer>pytest-trt {_e(meta['pytest_trt'])}; plots: {_e(plots)}</footer>",
+        "</main>",
+    ]
+    if not results:
+        body.insert(3, '<p class="note">No test used pytest-trt in this session.</p>')
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>pytest-trt report</title><style>{CSS}</style></head><body>"
+            + "".join(body) + "</body></html>\n")
+
+
+def write_html_report(path, session, results, exitstatus=None) -> Path:
+    """Write the HTML report to ``path`` atomically; returns the path."""
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    text = render_html(session, results, exitstatus)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+__all__ = ["css_heatmap", "css_histogram", "render_html", "svg_curve", "write_html_report"]

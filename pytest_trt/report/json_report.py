@@ -1,0 +1,250 @@
+"""``--trt-report PATH.json``: machine-readable results of a pytest-trt session.
+
+Written once, by the controller under pytest-xdist, at the end of the session. Plain
+JSON (no NaN: non-finite numbers are the strings ``"inf"``, ``"-inf"``, ``"nan"``).
+Keys may be added in a minor release; ``schema_version`` changes when a key is removed
+or changes meaning.
+
+Schema (``schema_version`` 1)
+-----------------------------
+::
+
+    {
+      "schema_version": 1,
+      "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
+      "exitstatus": 1,                                  # pytest's exit status
+      "session": {
+        "pytest_trt": "0.1.0", "pytest": "9.2.0", "python": "3.11.9", "platform": "Linux-...",
+        "libraries": {"tensorrt": "10.13.0" | null, "tensorrt-rtx": ..., "onnxruntime": "1.31.1",
+                      "polygraphy": ..., "onnx": ..., "numpy": ...},     # null = not installed
+        "gpu": "NVIDIA H100 (compute capability 9.0, driver 580.1)" | "no GPU",
+        "gpus": [{"name", "compute_capability", "driver", "memory_mib"}],
+        "gpu_assignment": {"gw0": "0", "gw1": "1"} | null,   # --trt-gpus: worker -> CUDA_VISIBLE_DEVICES
+        "backend": "emulate", "backend_reason": "auto: TensorRT not installed, ...",
+        "precision": "fp16", "precision_source": "--trt-fp16", "as_is": false,
+        "typing": "auto", "seed": 0, "baseline_provider": "cpu",
+        "atol": null, "rtol": null,                     # --trt-atol / --trt-rtol (null: per-precision defaults)
+        "keep_fp32": ["*/LayerNorm/*"], "cache_dir": "/.../.trt-cache", "rebuild": false
+      },
+      "summary": {
+        "tests": 4, "outcomes": {"passed": 3, "failed": 1},
+        "outputs": 7, "outputs_failed": 2,
+        "precision_checks": 2, "precision_checks_failed": 0,
+        "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84
+      },
+      "tests": [                                        # tests that recorded an engine or a check, in report order
+        {
+          "nodeid": "tests/test_encoder.py::test_fp16", "outcome": "passed" | "failed" | "skipped",
+          "engines": [                                  # every engine the test used
+            {"model": "encoder_opset14.onnx", "policy": "fp16; fp32: */LayerNorm/*", "backend": "emulate",
+             "cache_hit": false, "build_seconds": 0.42, "key": "<cache key>"}
+          ],
+          "accuracy": [                                 # one per trt.check()
+            {"model": ..., "backend": ..., "policy": ..., "seed": 0,
+             "baseline": "fp32" | "as-written",         # the reference: FP32 ONNX Runtime, or the model as written
+             "passed": false, "precision": "fp16",      # the precision whose default tolerances apply
+             "outputs": [                               # every output, in the model's order
+               {"name": "logits", "passed": false, "kind": "float", "shape": [1, 8, 64], "dtype": "float32",
+                "mismatched": 12, "total": 512, "max_abs": 0.031, "max_rel": 2.1,
+                "worst_abs_index": [0, 3, 7], "worst_abs_values": [actual, expected], ...,
+                "atol": 0.001, "rtol": 0.01, "needed_atol": ..., "needed_rtol": ...,
+                "tolerance_ratio": 31.0 | "inf" | null,  # > 1 fails (see below)
+                "figures": {                            # failing float outputs only (error_figures in report/plots.py)
+                  "shape": [1, 8, 64], "atol": 0.001, "rtol": 0.01,
+                  "histogram": {"log10_edges": [25 floats], "counts": [24 ints], "zero": n, "nonfinite": n,
+                                "atol_log10": -3.0},
+                  "grid": {"rows": 8, "cols": 48, "row_block": 1, "col_block": 2, "row_dims": [1, 8], "col_dim": 64,
+                           "max_abs": [[float | "inf"]], "mismatched": [[int]], "max": float, "worst_cell": [r, c]}}
+               }                                        # (the other output keys: CompareResult.to_json of compare.py)
+             ]}
+          ],
+          "precision": [                                # one per trt.assert_precision(pattern, precision)
+            {"pattern": "*/LayerNorm/*", "precision": "fp32", "passed": true,
+             "source": "inspector" | "network" | "emulation", "typing": "strong", "emulated": false,
+             "counts": {"pass": 9, "fail": 0, "unverifiable": 1, "not_applicable": 1},
+             "nodes": [                                 # the constrained nodes: planned vs observed
+               {"node": "/encoder/layer.0/.../LayerNorm/Pow", "op_type": "Pow", "planned": "fp32",
+                "observed": "fp32" | "fp16" | "mixed" | null,
+                "status": "pass" | "fail" | "unverifiable" | "not_applicable",   # verify.NodeVerdict
+                "cause": null | "plan" | "engine" | "probe",
+                "myelin": false, "myelin_region": null | "<region>", "layer": "<engine layer>", "detail": ""}
+             ],
+             "notes": [...]}
+          ],
+          "layerwise": [                                # records of kind "layerwise", as recorded (below)
+          ]
+        }
+      ]
+    }
+
+``tolerance_ratio``: with compare.py's rule (an element fails iff its error exceeds atol
+*and* rtol*|expected|), for a failing output ``min(needed_atol/atol, needed_rtol/rtol)``:
+the factor by which one tolerance would have to grow for it to pass (>= 1); for a passing
+output ``min(max_abs/atol, max_rel/rtol)`` capped at 1, an upper bound of the tolerance
+the worst element uses; ``"inf"`` for NaN/Inf mismatches and missing or misshapen
+outputs; null when the figures were not computed. The error grid views the output as
+rows = leading dims flattened (row-major) by columns = last dim, max-pooled in blocks.
+
+Records (what rides on each test report; the producer is :class:`~pytest_trt.case.TrtCase`)
+-------------------------------------------------------------------------------------------
+* ``{"kind": "engine", "model", "policy", "backend", "cache_hit": bool, "build_seconds": float, "key"}``
+* ``{"kind": "accuracy", "model", "backend", "policy", "seed", "result": CompareResult.to_json(),
+  "figures": {output: error_figures(...)}}`` (``figures`` only for failing float outputs)
+* ``{"kind": "precision", "pattern", "precision", "passed": bool (optional), "report":
+  PrecisionCheck.to_json()}`` (verify.py; a ``LayerReport.to_json()`` with every node is read too,
+  its statuses ``ok/mismatch/unverifiable/fixed``, the constrained nodes selected by the pattern)
+* ``{"kind": "layerwise", "model", "backend", "policy", "seed", "note", "threshold", "jump", "found",
+  "first": {tensor row} | null, "tensors": [{tensor row}, ...]}``: a layerwise comparison
+  (:func:`pytest_trt.report.plots.layerwise_record` of a ``Divergence``). Tensor rows, in
+  topological order: ``{"tensor", "node", "op_type", "index", "precision" (planned), "compute",
+  "available", "max_abs", "rel" (max abs error / max |reference|), "jump", "divergent", "nonfinite"}``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+from .summary import accuracy_rows, engine_counts, precision_rows, records_of, tolerance_ratio
+
+SCHEMA_VERSION = 1
+
+
+def session_metadata(session) -> dict[str, Any]:
+    """What produced the results: versions, GPU, backend and why, run-wide options."""
+    from .. import environment
+    from .._version import __version__
+
+    s = session.settings
+    try:
+        import pytest
+
+        pytest_version = pytest.__version__
+    except ImportError:  # pragma: no cover - the CLI may run without pytest one day
+        pytest_version = None
+    gpus = [{"name": g.name, "compute_capability": g.compute_capability, "driver": g.driver,
+             "memory_mib": g.memory_mib} for g in environment.gpus()]
+    return {
+        "pytest_trt": __version__,
+        "pytest": pytest_version,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "libraries": dict(environment.library_versions()),
+        "gpu": environment.gpu_summary(),
+        "gpus": gpus,
+        "gpu_assignment": getattr(session, "gpu_assignment", None),
+        "backend": session.backend.name,
+        "backend_reason": session.backend_reason,
+        "precision": "as-is" if s.as_is else s.precision,
+        "precision_source": s.precision_source,
+        "as_is": bool(s.as_is),
+        "typing": s.typing,
+        "seed": s.seed,
+        "baseline_provider": s.baseline_provider,
+        "atol": s.atol,
+        "rtol": s.rtol,
+        "keep_fp32": list(s.keep_fp32),
+        "cache_dir": str(s.cache_dir),
+        "rebuild": bool(s.rebuild),
+    }
+
+
+def _jsonable_ratio(x):
+    if x is None:
+        return None
+    return "inf" if x == float("inf") else round(x, 6)
+
+
+def entry_of_test(res: dict) -> dict[str, Any]:
+    """One test's entry of ``tests`` from its collected records."""
+    single = [res]
+    engines = [{k: rec.get(k) for k in ("model", "policy", "backend", "cache_hit", "build_seconds", "key")}
+               for _, rec in records_of(single, "engine")]
+    for eng in engines:
+        eng["cache_hit"] = bool(eng["cache_hit"])
+        eng["build_seconds"] = float(eng["build_seconds"] or 0.0)
+    accuracy = []
+    for _, rec in records_of(single, "accuracy"):
+        result = rec.get("result") or {}
+        figures = rec.get("figures") or {}
+        outputs = []
+        for name, out in (result.get("outputs") or {}).items():
+            entry = {"name": name, **{k: v for k, v in out.items() if k != "name"}}
+            entry["tolerance_ratio"] = _jsonable_ratio(tolerance_ratio(out))
+            if name in figures:
+                entry["figures"] = figures[name]
+            outputs.append(entry)
+        accuracy.append({
+            "model": rec.get("model"), "backend": rec.get("backend"), "policy": rec.get("policy"),
+            "seed": rec.get("seed"), "baseline": rec.get("baseline", "fp32"), "passed": bool(result.get("passed")),
+            "precision": result.get("precision"),
+            "outputs": outputs,
+        })
+    precision = []
+    for row in precision_rows(single):
+        precision.append({
+            "pattern": row["pattern"], "precision": row["precision"], "passed": row["passed"],
+            "source": row["source"], "typing": row["typing"], "emulated": row["emulated"],
+            "counts": row["counts"], "nodes": row["constrained"], "notes": row["notes"],
+        })
+    layerwise = [{k: v for k, v in rec.items() if k != "kind"} for _, rec in records_of(single, "layerwise")]
+    return {"nodeid": res["nodeid"], "outcome": res.get("outcome"), "engines": engines, "accuracy": accuracy,
+            "precision": precision, "layerwise": layerwise}
+
+
+def build_report(session, results, exitstatus=None) -> dict[str, Any]:
+    """The whole report as a dict (see the module docstring for the schema)."""
+    rows = accuracy_rows(results)
+    prec = precision_rows(results)
+    counts = engine_counts(results)
+    outcomes: dict[str, int] = {}
+    for res in results:
+        outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "exitstatus": None if exitstatus is None else int(exitstatus),
+        "session": session_metadata(session),
+        "summary": {
+            "tests": len(results), "outcomes": outcomes,
+            "outputs": len(rows), "outputs_failed": sum(1 for r in rows if not r["passed"]),
+            "precision_checks": len(prec), "precision_checks_failed": sum(1 for p in prec if not p["passed"]),
+            "engines_built": counts["built"], "engines_reused": counts["reused"], "engine_uses": counts["uses"],
+            "build_seconds": counts["build_seconds"],
+        },
+        "tests": [entry_of_test(res) for res in results],
+    }
+
+
+def _clean(value):
+    """Non-finite floats as strings, so the file is strict JSON whatever a record holds."""
+    if isinstance(value, float):
+        if value != value:
+            return "nan"
+        if value in (float("inf"), float("-inf")):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_json_report(path, session, results, exitstatus=None) -> Path:
+    """Write the report to ``path`` atomically (a reader never sees half a file); returns the path."""
+    path = Path(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    data = _clean(build_report(session, results, exitstatus))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1, allow_nan=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+__all__ = ["SCHEMA_VERSION", "build_report", "session_metadata", "entry_of_test", "write_json_report"]
