@@ -1,0 +1,88 @@
+"""``pytest-trt layers MODEL``: what the engine runs, per ONNX node: planned vs observed precision.
+
+Builds (or loads from the cache) the engine for MODEL under the policy and prints its
+:class:`~pytest_trt.layers.LayerReport`: one row per node with planned and observed
+precision, status (ok / mismatch / unverifiable / fixed) and the carrying layer
+(``[myelin]`` for Myelin regions). ``--json`` prints the report as JSON. On the
+``emulate`` backend the report is derived from the plan (observed = planned) and says so.
+
+Input shapes (``--input-shapes``) are needed for TensorRT's optimization profile when
+the model has symbolic dims; the ``emulate`` backend needs none.
+
+Exit 0 (a report, whatever it shows). With ``--expect PATTERN=PREC`` (repeatable) each
+expectation runs :func:`pytest_trt.assert_precision`; exit 1 if any fails.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from .common import (
+    add_engine_flags,
+    add_input_flags,
+    add_model_and_policy,
+    build_config_from_args,
+    emit_json,
+    feeds_from_args,
+    policy_from_args,
+    session_from_args,
+)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("layers", help="planned vs observed precision per node (the engine's layer report)",
+                       description="Build (or load from the cache) the engine for MODEL under the policy and print "
+                       "what it runs: per ONNX node the planned and the observed precision, the status "
+                       "(ok/mismatch/unverifiable/fixed) and the layer or Myelin region that carries it. Exit 0; "
+                       "with --expect, 1 when an expectation fails; 2 on usage or input errors.")
+    add_model_and_policy(p)
+    add_engine_flags(p)
+    add_input_flags(p)
+    p.add_argument("--status", action="append", default=[], metavar="STATUS",
+                   choices=("ok", "mismatch", "unverifiable", "fixed"),
+                   help="show only nodes with this status (repeatable; table only)")
+    p.add_argument("--expect", action="append", default=[], metavar="PATTERN=PREC",
+                   help="assert that the nodes matching PATTERN are shown running in PREC (repeatable); "
+                        "exit 1 if one fails")
+    p.add_argument("--allow-unverifiable", action="store_true",
+                   help="with --expect: list unverifiable nodes as warnings instead of failing")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..errors import PrecisionError
+    from ..policy import parse_rule
+    from ..verify import assert_precision
+
+    expectations = [parse_rule(text, source="--expect") for text in args.expect]
+    session = session_from_args(args)
+    model = session.model(args.model)
+    plan = session.plan(model, policy_from_args(args))
+    if session.backend.name == "emulate" and not (args.input_shapes or args.load_inputs):
+        config = session.build_config()  # emulation ignores shapes and profiles: no inputs needed
+    else:
+        config = build_config_from_args(args, model, feeds_from_args(args, model))
+    engine, event = session.engine(plan, config)
+    report = engine.layers()
+    checks, failed = [], []
+    for rule in expectations:
+        try:
+            checks.append(assert_precision(engine, rule.pattern, rule.precision,
+                                           allow_unverifiable=args.allow_unverifiable))
+        except PrecisionError as exc:
+            failed.append(exc)
+            checks.append(exc.findings)
+    if args.json:
+        emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
+                   "engine": event.to_json(), "report": report.to_json(),
+                   "expectations": [c.to_json() for c in checks if c is not None],
+                   "passed": not failed})
+    else:
+        print(f"{model.label}: {engine.describe()}")
+        print(report.table(statuses=set(args.status) or None))
+        for check in checks:
+            if check is not None and check.passed:
+                print(check.headline())
+        for exc in failed:
+            print(str(exc), file=sys.stderr)
+    return 1 if failed else 0

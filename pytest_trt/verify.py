@@ -1,0 +1,672 @@
+"""Verify what ran: precision assertions, Myelin-collapse checks, numeric probes.
+
+``assert_precision(engine_or_report, pattern, precision)``
+    The pattern is resolved with the plan (:meth:`PrecisionPlan.match`; a pattern that
+    matches nothing is a :class:`~pytest_trt.errors.PatternError`). Fixed nodes it
+    selects (Constants inside a ``/LayerNorm/`` scope, shape math) are listed as *not
+    applicable*, never as failures. Every matched **compute** node must be *shown*
+    running in ``precision``; otherwise :class:`~pytest_trt.errors.PrecisionError` (an
+    ``AssertionError``) lists each offender with the layer or Myelin region that carries
+    it and the dtype seen, plus the remedy. On success a :class:`PrecisionCheck` is
+    returned (per node: planned, observed, status, layer, Myelin), for tests and reports.
+
+    Per node (``method="inspect"``, the :class:`~pytest_trt.layers.LayerReport`):
+
+    * report status ``ok`` (the engine ran the node as planned): passes iff the plan's
+      precision is the asserted one; otherwise it fails with cause ``plan`` (the policy
+      lowered, or kept, it: fix the policy, not the engine);
+    * ``mismatch`` (the engine did not follow the plan): passes only if the single
+      observed dtype is the asserted one, else fails with cause ``engine``;
+    * ``unverifiable`` (in no layer's Metadata, a ``{ForeignNode[...]}`` without
+      per-node metadata, fused with nodes of other precisions): fails unless
+      ``allow_unverifiable=True``, which lists it under ``warnings`` instead.
+
+    ``method="probe"`` judges LayerNorm nodes by numeric probes (:mod:`pytest_trt.probes`):
+    the LayerNorm built alone with the same backend and plan precisions must *behave*
+    like ``precision`` (fp32 vs fp16/bf16). Matched compute nodes outside any LayerNorm
+    are unverifiable by probes. ``method="both"`` requires both: a node passes only if
+    the inspector shows it and the probe of its LayerNorm agrees; an inspector-
+    unverifiable node stays unverifiable (the probe measures a separate build, so it
+    cannot vouch for the engine under test). Probes need an engine, not a report, and
+    a pattern that selects a LayerNorm (else :class:`~pytest_trt.errors.UsageError`).
+
+    ``emulate`` engines: the report is derived from the emulation realization
+    (observed = planned by construction) and every message and report says
+    ``emulated: derived from the plan's realization, not read from a TensorRT engine``.
+    Such a check catches policy errors (a lowered node), never TensorRT ignoring a plan.
+
+``assert_no_collapse(engine_or_report, *, min_layers=None, max_myelin_share=None)``
+    Flags engines whose network was folded into a few Myelin layers (NVIDIA/TensorRT
+    #4157: an ONNX model of 11,329 layers became one Myelin layer), where per-node
+    precision cannot be seen and weak-typing constraints are not honoured. Defaults:
+
+    * ``min_layers = ceil(compute_nodes / 50)`` (:data:`DEFAULT_NODES_PER_LAYER`): on
+      average no engine layer may carry more than 50 ONNX compute nodes (ordinary
+      fusion gives a few per layer);
+    * ``max_myelin_share = 0.5`` (:data:`DEFAULT_MAX_MYELIN_SHARE`): no single Myelin
+      layer (a ``{ForeignNode[...]}`` region or one ``__myl_`` kernel) may carry more
+      than half of the ONNX compute nodes. A ForeignNode without per-node metadata is
+      counted by the span of its ``[first...last]`` names in graph order (approximate).
+
+    The result (:class:`CollapseCheck`) gives compute nodes vs engine layers, nodes in
+    Myelin, Myelin regions (kernels grouped by their ``_myl<N>_`` suffix) and the
+    largest Myelin layer. Small test models easily exceed the share (a 9-node LayerNorm
+    in one kernel of a 12-node model): pass ``max_myelin_share=1.0`` there.
+
+    ``emulate`` cannot observe fusion (it has no layers). Decision: the check **does not
+    raise** there; it returns a :class:`CollapseCheck` with ``checked=False`` whose
+    message says so, and warns :class:`NotObservableWarning` (shown in pytest's warnings
+    summary), so a suite that runs on CPU and on GPU runners keeps one code path and a
+    CPU run never reports a fusion check as done. Raising would fail every CPU run;
+    skipping the test would hide the assertions after it.
+
+``probe_precision(engine, pattern)`` -> ``list[ProbeResult]``: see :mod:`pytest_trt.probes`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .dtypes import FP32, normalize_precision
+from .errors import PatternError, PrecisionError, UsageError
+from .probes import DEFAULT_TOLERANCE, ProbeResult, probe_precision
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .layers import LayerReport, NodeObservation
+    from .plan import PrecisionPlan
+
+__all__ = [
+    "CollapseCheck",
+    "DEFAULT_MAX_MYELIN_SHARE",
+    "DEFAULT_NODES_PER_LAYER",
+    "EMULATED_NOTE",
+    "METHODS",
+    "NodeVerdict",
+    "NotObservableWarning",
+    "PrecisionCheck",
+    "ProbeResult",
+    "WEAK_TYPING_REMEDY",
+    "assert_no_collapse",
+    "assert_precision",
+    "probe_precision",
+]
+
+METHODS = ("inspect", "probe", "both")
+PASS, FAIL, UNVERIFIABLE, NOT_APPLICABLE = "pass", "fail", "unverifiable", "not_applicable"
+VERDICTS = (PASS, FAIL, UNVERIFIABLE, NOT_APPLICABLE)
+#: How many offenders a message lists (per kind); the rest are counted.
+MAX_LISTED = 20
+#: How many distinct explanations ("why:") a message lists per kind.
+MAX_DETAILS = 5
+EMULATED_NOTE = "emulated: derived from the plan's realization, not read from a TensorRT engine"
+WEAK_TYPING_REMEDY = (
+    "weak typing treats per-layer precision as a hint, and TensorRT is known to ignore it inside Myelin regions "
+    "(NVIDIA/TensorRT #4505, #3889). Remedies: switch to strong typing with graph-level Casts (the default "
+    "--trt-typing auto on TensorRT >= 10.0, or --trt-typing strong), split the model at the island, or mark the "
+    "island's output as a network output."
+)
+DEFAULT_NODES_PER_LAYER = 50
+DEFAULT_MAX_MYELIN_SHARE = 0.5
+_MYL_RE = re.compile(r"_myl(\d+)_\d+$")
+
+
+class NotObservableWarning(UserWarning):
+    """A verification could not observe what it checks on this backend (e.g. fusion on ``emulate``)."""
+
+
+# --------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------
+@dataclass
+class NodeVerdict:
+    """One matched node: planned vs observed precision and the verdict.
+
+    ``status``: ``pass`` | ``fail`` | ``unverifiable`` | ``not_applicable`` (fixed node).
+    ``cause`` of a failure: ``plan`` (the policy gave it another precision and the
+    engine followed), ``engine`` (the engine did not follow the plan), ``probe`` (the
+    numeric probes disagree). ``inspector_status`` is the LayerReport status
+    (ok/mismatch/unverifiable/fixed), None for ``method="probe"``.
+    """
+
+    node: str
+    op_type: str
+    planned: str | None
+    observed: str | None
+    status: str
+    layer: str | None = None
+    myelin: bool = False
+    detail: str = ""
+    rule: str | None = None
+    inspector_status: str | None = None
+    probe: str | None = None
+    cause: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "op_type": self.op_type, "planned": self.planned, "observed": self.observed,
+                "status": self.status, "layer": self.layer, "myelin": self.myelin,
+                "myelin_region": myelin_region(self.layer) if self.myelin else None, "detail": self.detail,
+                "rule": self.rule, "inspector_status": self.inspector_status, "probe": self.probe,
+                "cause": self.cause}
+
+
+@dataclass
+class PrecisionCheck:
+    """The result of :func:`assert_precision` (returned on success, ``PrecisionError.findings`` on failure)."""
+
+    pattern: str
+    precision: str
+    method: str
+    model: str
+    policy: str
+    backend: str
+    typing: str
+    source: str
+    emulated: bool
+    allow_unverifiable: bool
+    nodes: list[NodeVerdict]
+    probes: list[ProbeResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    # -- views ------------------------------------------------------------------------
+    @property
+    def statuses(self) -> dict[str, str]:
+        """``{node: pass|fail|unverifiable|not_applicable}``."""
+        return {v.node: v.status for v in self.nodes}
+
+    def by_status(self, status: str) -> list[NodeVerdict]:
+        return [v for v in self.nodes if v.status == status]
+
+    @property
+    def failures(self) -> list[NodeVerdict]:
+        return self.by_status(FAIL)
+
+    @property
+    def unverifiable(self) -> list[NodeVerdict]:
+        return self.by_status(UNVERIFIABLE)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures and (self.allow_unverifiable or not self.unverifiable)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Unverifiable nodes accepted with ``allow_unverifiable=True``."""
+        if not self.allow_unverifiable:
+            return []
+        return [f"{v.node} ({v.op_type}): unverifiable: {v.detail}" for v in self.unverifiable]
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(v.status for v in self.nodes)
+        out = {s: c.get(s, 0) for s in VERDICTS}
+        out["matched"] = len(self.nodes)
+        out["compute"] = len(self.nodes) - out[NOT_APPLICABLE]
+        return out
+
+    # -- output -----------------------------------------------------------------------
+    def headline(self) -> str:
+        c = self.counts()
+        what = f"assert_precision({self.pattern!r}, {self.precision!r}, method={self.method!r})"
+        if self.passed:
+            head = f"{what} passed: {c[PASS]} of {c['compute']} matched compute node(s) shown in {self.precision}"
+            if c[UNVERIFIABLE]:
+                head += f", {c[UNVERIFIABLE]} unverifiable (allowed)"
+        else:
+            bad = c[FAIL] + (0 if self.allow_unverifiable else c[UNVERIFIABLE])
+            head = (f"{what} failed: {bad} of {c['compute']} matched compute node(s) not shown in {self.precision} "
+                    f"({c[FAIL]} failed, {c[UNVERIFIABLE]} unverifiable"
+                    f"{' (allowed)' if self.allow_unverifiable and c[UNVERIFIABLE] else ''})")
+        if c[NOT_APPLICABLE]:
+            head += f"; {c[NOT_APPLICABLE]} fixed node(s) not applicable"
+        return head
+
+    def context(self) -> str:
+        return (f"{self.model} [{self.policy}] on {self.backend}, typing {self.typing}, "
+                f"source {self.source}")
+
+    def message(self) -> str:
+        lines = [self.headline(), f"  {self.context()}"]
+        if self.emulated:
+            lines.append(f"  {EMULATED_NOTE}")
+        for kind, rows in ((FAIL, self.failures), (UNVERIFIABLE, self.unverifiable)):
+            if not rows:
+                continue
+            label = "failed" if kind == FAIL else ("unverifiable (allowed)" if self.allow_unverifiable
+                                                  else "unverifiable")
+            lines.append(f"{label} ({len(rows)}):")
+            lines.extend(f"  {_offender_line(v)}" for v in rows[:MAX_LISTED])
+            if len(rows) > MAX_LISTED:
+                lines.append(f"  ... and {len(rows) - MAX_LISTED} more (PrecisionError.findings.to_json() lists all)")
+            details = list(dict.fromkeys(v.detail for v in rows if v.detail))
+            if details:
+                lines.append("  why:")
+                lines.extend(f"    {d}" for d in details[:MAX_DETAILS])
+                if len(details) > MAX_DETAILS:
+                    lines.append(f"    ... and {len(details) - MAX_DETAILS} more")
+        if self.probes:
+            lines.append("probes:")
+            lines.extend(f"  {p.line()}" for p in self.probes)
+        if not self.passed:
+            remedies = self.remedies()
+            if remedies:
+                lines.append("remedy:")
+                lines.extend(f"  - {r}" for r in remedies)
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def remedies(self) -> list[str]:
+        out: list[str] = []
+        causes = Counter(v.cause for v in self.failures)
+        if causes.get("plan"):
+            lowered = [v for v in self.failures if v.cause == "plan"]
+            if self.precision == FP32:
+                out.append(f"the plan lowers {len(lowered)} node(s) (rule: "
+                           f"{', '.join(sorted({v.rule or '?' for v in lowered}))}): keep them FP32 with "
+                           f"keep_fp32=[{self.pattern!r}] in the trt marker, or --trt-keep-fp32 '{self.pattern}'")
+            else:
+                out.append(f"the plan gives {len(lowered)} node(s) another precision than {self.precision} (rule: "
+                           f"{', '.join(sorted({v.rule or '?' for v in lowered}))}): change the policy or the assertion")
+        engine_side = causes.get("engine") or causes.get("probe") or (self.unverifiable and not self.allow_unverifiable)
+        if engine_side and self.typing == "weak":
+            out.append(WEAK_TYPING_REMEDY)
+        elif (causes.get("engine") or causes.get("probe")) and self.typing == "strong":
+            out.append("with strong typing TensorRT should run the types of the graph: check the realization "
+                       "(`pytest-trt plan`), and report the engine's layer information (`pytest-trt layers --json`) "
+                       "to NVIDIA if it persists")
+        elif causes.get("engine") or causes.get("probe"):
+            out.append(WEAK_TYPING_REMEDY)
+        if self.unverifiable and not self.allow_unverifiable:
+            out.append("unverifiable nodes are not shown by the engine's layer information: build with "
+                       "ProfilingVerbosity.DETAILED (pytest-trt's builds do), check LayerNorms numerically with "
+                       "method='probe', or accept them with allow_unverifiable=True (then listed as warnings)")
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": "precision_check",
+            "pattern": self.pattern,
+            "precision": self.precision,
+            "method": self.method,
+            "passed": self.passed,
+            "model": self.model,
+            "policy": self.policy,
+            "backend": self.backend,
+            "typing": self.typing,
+            "source": self.source,
+            "emulated": self.emulated,
+            "emulated_note": EMULATED_NOTE if self.emulated else None,
+            "allow_unverifiable": self.allow_unverifiable,
+            "counts": self.counts(),
+            "nodes": [v.to_json() for v in self.nodes],
+            "probes": [p.to_json() for p in self.probes],
+            "warnings": self.warnings,
+            "notes": list(self.notes),
+        }
+
+    def __str__(self) -> str:
+        return self.message()
+
+
+def myelin_region(layer: str | None) -> str | None:
+    """The Myelin region a layer belongs to: ``myl<N>`` for ``..._myl<N>_<M>`` kernels, else the layer name."""
+    if not layer:
+        return None
+    first = layer.split(" | ")[0]
+    m = _MYL_RE.search(first)
+    return f"myl{m.group(1)}" if m else first
+
+
+def _cut(text: str, width: int = 90) -> str:
+    return text if len(text) <= width else text[: width // 2 - 2] + " ... " + text[-(width // 2 - 3):]
+
+
+def _offender_line(v: NodeVerdict) -> str:
+    where = ""
+    if v.layer:
+        if v.myelin:
+            region = myelin_region(v.layer)
+            where = (f" in Myelin region {_cut(region)}" if region == v.layer.split(" | ")[0]
+                     else f" in Myelin region {region} (kernel {_cut(v.layer)})")
+        else:
+            where = f" in layer {_cut(v.layer)}"
+    if v.status == UNVERIFIABLE:
+        return f"{v.node} ({v.op_type}): planned {v.planned}, observed -{where}"
+    seen = f"observed {v.observed}" if v.observed else "observed -"
+    head = f"{v.node} ({v.op_type}): {seen}, planned {v.planned}"
+    if v.rule:
+        head += f" [{v.rule}]"
+    return f"{head}{where}"
+
+
+# --------------------------------------------------------------------------------------
+# Helpers
+# --------------------------------------------------------------------------------------
+def _split(engine_or_report, plan):
+    """``(engine | None, plan | None)`` from what the caller gave."""
+    from .layers import LayerReport
+
+    if isinstance(engine_or_report, LayerReport):
+        return None, plan
+    if hasattr(engine_or_report, "layers") and hasattr(engine_or_report, "plan"):
+        return engine_or_report, plan or engine_or_report.plan
+    raise UsageError(f"expected an engine or a LayerReport, got {type(engine_or_report).__name__}")
+
+
+def _match(report: LayerReport | None, plan: PrecisionPlan | None, pattern: str) -> list[str]:
+    """Node names ``pattern`` selects: with the plan when there is one, else over the report's nodes
+    (same glob / ``op:TYPE`` semantics and the same PatternError)."""
+    if plan is not None:
+        return plan.match(pattern)
+    import difflib
+
+    from .policy import Rule, validate_pattern
+
+    rule = Rule(validate_pattern(pattern), FP32)
+
+    class _N:
+        __slots__ = ("name", "op_type")
+
+        def __init__(self, name, op_type):
+            self.name, self.op_type = name, op_type
+
+    names = [n for n, o in report.nodes.items() if rule.matches(_N(n, o.op_type))]
+    if not names:
+        pool = sorted({f"op:{o.op_type}" for o in report.nodes.values()}) if rule.op_type else list(report.nodes)
+        close = difflib.get_close_matches(pattern, pool, n=3, cutoff=0.3)
+        raise PatternError(f"pattern {pattern!r} matches no node of the report ({len(report.nodes)} nodes); "
+                           f"closest: {', '.join(map(repr, close)) or '(none)'}")
+    return names
+
+
+def _context(engine, report, plan) -> dict[str, Any]:
+    model = plan.model.label if plan is not None else "?"
+    policy = plan.policy.describe() if plan is not None else "?"
+    if report is not None:
+        return {"model": model, "policy": policy, "backend": report.backend, "typing": report.typing,
+                "source": report.source, "emulated": report.emulated}
+    backend = getattr(engine, "backend_name", "?")
+    return {"model": model, "policy": policy, "backend": backend, "typing": getattr(engine, "typing", "?"),
+            "source": "probe", "emulated": backend == "emulate"}
+
+
+def _judge_inspected(name: str, obs: NodeObservation | None, decision, precision: str) -> NodeVerdict:
+    op = obs.op_type if obs is not None else (decision.op_type if decision is not None else "?")
+    rule = decision.rule if decision is not None else None
+    fixed = (obs is not None and obs.status == "fixed") or (decision is not None and decision.kind != "compute")
+    if obs is None:
+        if fixed:
+            return NodeVerdict(name, op, None, None, NOT_APPLICABLE, rule=rule, detail="fixed node")
+        return NodeVerdict(name, op, decision.precision if decision else None, None, UNVERIFIABLE, rule=rule,
+                           detail="not in the layer report (a report of another plan?)")
+    v = NodeVerdict(name, op, obs.planned, obs.observed, UNVERIFIABLE, obs.layer, obs.myelin, obs.detail, rule,
+                    obs.status)
+    if fixed:
+        v.status, v.detail = NOT_APPLICABLE, "fixed node (no float compute): not applicable"
+    elif obs.status == "unverifiable" or obs.observed is None:
+        v.status = UNVERIFIABLE
+    elif obs.status == "ok":
+        if obs.planned == precision:
+            v.status = PASS
+        else:
+            v.status, v.cause = FAIL, "plan"
+            v.detail = (f"the plan gives it {obs.planned} and the engine ran it so"
+                        + (f" ({obs.detail})" if obs.detail else ""))
+    elif obs.status == "mismatch":
+        if obs.observed == precision:
+            v.status = PASS
+            v.detail = f"ran in {precision} although planned {obs.planned}: {obs.detail}"
+        else:
+            v.status, v.cause = FAIL, "engine"
+    return v
+
+
+def _judge_probe(v: NodeVerdict, probe: ProbeResult | None, precision: str, method: str) -> None:
+    if v.status == NOT_APPLICABLE:
+        return
+    if probe is None:
+        if method == "probe":
+            v.status = UNVERIFIABLE
+            v.detail = f"no numeric probe for {v.op_type} outside a LayerNorm (probes exist for LayerNorm only)"
+        return
+    v.probe = f"{probe.label}: {probe.text}"
+    agrees = probe.behaves_like(precision)
+    figures = "; ".join(m.line() for m in probe.measurements if m.flagged) or "no probe flagged low precision"
+    if method == "probe":
+        v.inspector_status = None
+        v.observed = FP32 if probe.verdict == "fp32" else "fp16/bf16"
+        v.layer, v.myelin = None, False
+        if agrees:
+            v.status, v.cause, v.detail = PASS, None, f"probe: {probe.text}"
+        else:
+            v.status, v.cause = FAIL, "probe"
+            v.detail = f"probe of {probe.label} ({probe.backend} build of the LayerNorm alone): {probe.text} [{figures}]"
+        return
+    # both
+    if not agrees:
+        extra = f"probe of {probe.label}: {probe.text} [{figures}]"
+        if v.status == PASS:
+            v.status, v.cause, v.detail = FAIL, "probe", extra
+        else:
+            v.detail = f"{v.detail}; {extra}" if v.detail else extra
+    elif v.status == UNVERIFIABLE:
+        v.detail += f"; the probe of {probe.label} says it {probe.text} (a separate build: not proof for this engine)"
+
+
+# --------------------------------------------------------------------------------------
+# assert_precision
+# --------------------------------------------------------------------------------------
+def assert_precision(engine_or_report, pattern: str, precision: str, *, allow_unverifiable: bool = False,
+                     method: str = "inspect", plan: PrecisionPlan | None = None, cache=None,
+                     tolerance: float = DEFAULT_TOLERANCE, seed: int = 0) -> PrecisionCheck:
+    """Assert every compute node ``pattern`` selects is shown running in ``precision``.
+
+    Args:
+        engine_or_report: an engine (its ``layers()`` and ``plan`` are used) or a
+            :class:`~pytest_trt.layers.LayerReport` (pass ``plan=`` to resolve the pattern
+            with the plan; without it the pattern is matched over the report's nodes).
+        pattern: node-name glob or ``op:TYPE``.
+        precision: ``fp32`` / ``fp16`` / ``bf16`` (aliases accepted).
+        allow_unverifiable: list unverifiable nodes as warnings instead of failing.
+        method: ``inspect`` (layer report), ``probe`` (numeric LayerNorm probes) or ``both``.
+        cache: artifact cache for the probe builds (default: the engine's own).
+        tolerance, seed: probe settings (see :mod:`pytest_trt.probes`).
+
+    Returns:
+        :class:`PrecisionCheck` (``.nodes``, ``.statuses``, ``.to_json()``).
+
+    Raises:
+        PrecisionError: a node failed (or is unverifiable and not allowed); ``.findings``
+            is the :class:`PrecisionCheck`.
+        PatternError: the pattern matches nothing, or only fixed nodes.
+        UsageError: bad method, or probes asked for without an engine / LayerNorm.
+    """
+    precision = normalize_precision(precision, what="asserted precision")
+    if method not in METHODS:
+        raise UsageError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
+    engine, plan = _split(engine_or_report, plan)
+    report = None
+    if engine is None:
+        report = engine_or_report
+    elif method in ("inspect", "both"):
+        report = engine.layers()
+    if method != "inspect" and engine is None:
+        raise UsageError(f"method={method!r} builds the LayerNorm with the engine's backend: pass the engine, "
+                         f"not a LayerReport")
+    names = _match(report, plan, pattern)
+
+    decisions = plan.nodes if plan is not None else {}
+    verdicts: list[NodeVerdict] = []
+    for name in names:
+        d = decisions.get(name)
+        if report is not None:
+            verdicts.append(_judge_inspected(name, report.nodes.get(name), d, precision))
+        else:
+            fixed = d is None or d.kind != "compute" or d.precision is None
+            verdicts.append(NodeVerdict(name, d.op_type if d else "?", None if fixed else d.precision, None,
+                                        NOT_APPLICABLE if fixed else UNVERIFIABLE, rule=d.rule if d else None,
+                                        detail="fixed node (no float compute): not applicable" if fixed else ""))
+    if all(v.status == NOT_APPLICABLE for v in verdicts):
+        raise PatternError(
+            f"pattern {pattern!r} selects only fixed nodes ({', '.join(v.node for v in verdicts[:3])}"
+            f"{', ...' if len(verdicts) > 3 else ''}): there is no float compute to verify"
+        )
+
+    probes: list[ProbeResult] = []
+    if method in ("probe", "both"):
+        probes = probe_precision(engine, pattern, cache=cache, tolerance=tolerance, seed=seed)
+        owner = {n: p for p in probes for n in p.compute_nodes}
+        for v in verdicts:
+            _judge_probe(v, owner.get(v.node), precision, method)
+
+    ctx = _context(engine, report, plan)
+    notes = []
+    if report is not None:
+        notes.extend(report.notes)
+    check = PrecisionCheck(pattern=pattern, precision=precision, method=method, allow_unverifiable=allow_unverifiable,
+                           nodes=verdicts, probes=probes, notes=notes, **ctx)
+    if not check.passed:
+        raise PrecisionError(check.message(), check)
+    return check
+
+
+# --------------------------------------------------------------------------------------
+# assert_no_collapse
+# --------------------------------------------------------------------------------------
+@dataclass
+class CollapseCheck:
+    """Figures of :func:`assert_no_collapse`. ``checked=False`` when the backend cannot observe fusion."""
+
+    model: str
+    backend: str
+    source: str
+    checked: bool
+    compute_nodes: int
+    engine_layers: int
+    myelin_layers: int
+    myelin_nodes: int
+    regions: list[dict[str, Any]]
+    largest: dict[str, Any] | None
+    min_layers: int
+    max_myelin_share: float
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return not self.reasons
+
+    @property
+    def myelin_share(self) -> float:
+        return self.largest["share"] if self.largest else 0.0
+
+    def message(self) -> str:
+        if not self.checked:
+            return f"assert_no_collapse: not checked on {self.model} ({self.backend}): " + "; ".join(self.notes)
+        head = "failed" if self.reasons else "passed"
+        lines = [f"assert_no_collapse {head}: {self.model} on {self.backend}: {self.compute_nodes} ONNX compute "
+                 f"nodes in {self.engine_layers} engine layer(s) (min {self.min_layers}); {self.myelin_nodes} "
+                 f"node(s) in {self.myelin_layers} Myelin layer(s) of {len(self.regions)} region(s)"]
+        if self.largest:
+            lg = self.largest
+            lines.append(f"  largest Myelin layer: {_cut(lg['layer'])} (region {_cut(lg['region'])}) carries "
+                         f"{lg['nodes']} node(s) = {lg['share']:.0%} of compute nodes (max {self.max_myelin_share:.0%})"
+                         + (" [approximate: ForeignNode range]" if lg.get("approximate") else ""))
+        lines.extend(f"  - {r}" for r in self.reasons)
+        if self.reasons:
+            lines.append("  per-node precision inside such layers cannot be verified and weak-typing constraints are "
+                         "not honoured there; use strong typing, split the model, or mark island outputs as network "
+                         "outputs; loosen with min_layers= / max_myelin_share= if this is expected")
+        lines.extend(f"  note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "collapse_check", "model": self.model, "backend": self.backend, "source": self.source,
+                "checked": self.checked, "passed": self.passed, "compute_nodes": self.compute_nodes,
+                "engine_layers": self.engine_layers, "myelin_layers": self.myelin_layers,
+                "myelin_nodes": self.myelin_nodes, "regions": self.regions, "largest": self.largest,
+                "min_layers": self.min_layers, "max_myelin_share": self.max_myelin_share,
+                "reasons": list(self.reasons), "notes": list(self.notes)}
+
+    def __str__(self) -> str:
+        return self.message()
+
+
+def _layer_nodes(layer, order: list[str], compute: set[str]) -> tuple[set[str], bool]:
+    """Compute nodes a layer carries; a ForeignNode without metadata spans ``[first...last]`` in graph order."""
+    nodes = {n for n in layer.onnx_nodes if n in compute}
+    if nodes or layer.foreign_range is None:
+        return nodes, False
+    first, last = layer.foreign_range
+    if first in order and last in order:
+        i, j = sorted((order.index(first), order.index(last)))
+        return {n for n in order[i:j + 1] if n in compute}, True
+    return set(), True
+
+
+def assert_no_collapse(engine_or_report, *, min_layers: int | None = None,
+                       max_myelin_share: float | None = None) -> CollapseCheck:
+    """Fail (PrecisionError) when the engine folded the network into a few Myelin layers.
+
+    See the module docstring for the defaults and the ``emulate`` decision.
+    """
+    from .layers import LayerReport
+
+    report = engine_or_report if isinstance(engine_or_report, LayerReport) else engine_or_report.layers()
+    plan = getattr(engine_or_report, "plan", None)
+    model = plan.model.label if plan is not None else "model"
+    if max_myelin_share is None:
+        max_myelin_share = DEFAULT_MAX_MYELIN_SHARE
+    if not 0 < float(max_myelin_share) <= 1:
+        raise UsageError(f"max_myelin_share must be in (0, 1], got {max_myelin_share!r}")
+    order = list(report.nodes)
+    compute = {n for n, o in report.nodes.items() if o.status != "fixed"}
+    n_compute = len(compute)
+    if min_layers is None:
+        min_layers = max(1, math.ceil(n_compute / DEFAULT_NODES_PER_LAYER))
+    if report.emulated:
+        check = CollapseCheck(model, report.backend, report.source, False, n_compute, 0, 0, 0, [], None,
+                              int(min_layers), float(max_myelin_share),
+                              notes=["emulated: the emulate backend has no engine layers and cannot observe fusion "
+                                     "or Myelin; run with --trt-backend tensorrt for this check"])
+        warnings.warn(NotObservableWarning(check.message()), stacklevel=2)
+        return check
+    if not report.layers:
+        raise UsageError(f"the layer report of {model} has no layers: nothing to check for collapse")
+
+    regions: dict[str, dict[str, Any]] = {}
+    largest = None
+    myelin_nodes: set[str] = set()
+    n_myelin = 0
+    for layer in report.layers:
+        if not layer.myelin:
+            continue
+        n_myelin += 1
+        nodes, approx = _layer_nodes(layer, order, compute)
+        myelin_nodes |= nodes
+        region = myelin_region(layer.name)
+        r = regions.setdefault(region, {"region": region, "layers": 0, "nodes": set()})
+        r["layers"] += 1
+        r["nodes"] |= nodes
+        share = len(nodes) / n_compute if n_compute else 0.0
+        if largest is None or len(nodes) > largest["nodes"]:
+            largest = {"layer": layer.name, "region": region, "nodes": len(nodes), "share": round(share, 4),
+                       "approximate": approx}
+    region_list = [{"region": r["region"], "layers": r["layers"], "nodes": len(r["nodes"])}
+                   for r in sorted(regions.values(), key=lambda r: -len(r["nodes"]))]
+    reasons = []
+    if len(report.layers) < min_layers:
+        reasons.append(f"{len(report.layers)} engine layer(s) for {n_compute} ONNX compute nodes, fewer than "
+                       f"min_layers={min_layers}")
+    if largest and largest["share"] > max_myelin_share:
+        reasons.append(f"one Myelin layer carries {largest['nodes']} of {n_compute} compute nodes "
+                       f"({largest['share']:.0%} > max_myelin_share={max_myelin_share:.0%})")
+    check = CollapseCheck(model, report.backend, report.source, True, n_compute, len(report.layers), n_myelin,
+                          len(myelin_nodes), region_list, largest, int(min_layers), float(max_myelin_share),
+                          reasons, list(report.notes))
+    if reasons:
+        raise PrecisionError(check.message(), check)
+    return check
