@@ -195,3 +195,97 @@ def fp32_intermediates(model: Model, feeds: dict, *, names=None, provider: str =
         key, lambda: with_outputs(model.proto, names).SerializeToString(), provider=provider, label=model.label
     )
     return run_session(session, feeds, output_names=names, label=model.label)
+
+
+# --------------------------------------------------------------------------------------
+# Two references for models that arrive with their own precision (issue 12)
+# --------------------------------------------------------------------------------------
+#: Reference names, selectable per test (``@pytest.mark.trt(baseline=...)``) and in
+#: ``pytest-trt compare --baseline``. What each means and when to use which: see
+#: :mod:`pytest_trt.upcast`.
+BASELINES = ("fp32", "as-written")
+_BASELINE_ALIASES = {"fp32": "fp32", "float32": "fp32", "upcast": "fp32",
+                     "as-written": "as-written", "as_written": "as-written", "aswritten": "as-written"}
+
+
+def normalize_baseline(value) -> str:
+    """``"fp32"`` or ``"as-written"`` (``as_written`` accepted); UsageError otherwise."""
+    key = str(value).strip().lower() if value is not None else "fp32"
+    if key not in _BASELINE_ALIASES:
+        raise UsageError(
+            f"unknown baseline {value!r}: use 'fp32' (ONNX Runtime on the model upcast to FP32, Q/DQ removed; "
+            f"the default) or 'as-written' (ONNX Runtime on the model as written, fake-quant for Q/DQ models)"
+        )
+    return _BASELINE_ALIASES[key]
+
+
+def reference_model(model, baseline: str = "fp32") -> Model:
+    """The model a reference runs: the upcast FP32 model (``fp32``; the model itself when it
+    has no FP16/BF16 tensor and no Q/DQ) or the model as written (``as-written``).
+
+    Both are checked first (:func:`pytest_trt.plan.check_as_written`): a node binding one
+    type to FP16 and FP32, or a Q/DQ scale of the wrong shape, is a ModelError naming the
+    node rather than an ONNX Runtime message at load or run time.
+    """
+    from .model import load_model
+    from .upcast import fp32_reference_model
+
+    model = load_model(model)
+    baseline = normalize_baseline(baseline)
+    _checked(model)
+    if baseline == "as-written":
+        return model
+    return fp32_reference_model(model)
+
+
+_CHECKED: set[str] = set()
+
+
+def _checked(model: Model) -> None:
+    if model.sha256 in _CHECKED:
+        return
+    from .plan import check_as_written
+
+    check_as_written(model)
+    _CHECKED.add(model.sha256)
+
+
+def reference_label(model, baseline: str = "fp32", provider: str = "cpu") -> str:
+    """How messages name a reference: ``FP32 ONNX Runtime baseline`` for a plain FP32 model."""
+    from .model import load_model
+    from .upcast import fp32_reference_model, needs_upcast
+
+    model = load_model(model)
+    baseline = normalize_baseline(baseline)
+    if not needs_upcast(model):
+        return "FP32 ONNX Runtime baseline"
+    if baseline == "fp32":
+        return "FP32 ONNX Runtime reference (the model upcast to FP32, Q/DQ removed)"
+    quant = any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in model.graph.node)
+    low = fp32_reference_model(model) is not model and _has_low_types(model)
+    notes = ["the model as written"] + (["fake-quant"] if quant else [])
+    if low and provider == "cpu":
+        notes.append("ONNX Runtime CPU runs most FP16 nodes in FP32")
+    return f"as-written ONNX Runtime reference ({', '.join(notes)})"
+
+
+def _has_low_types(model: Model) -> bool:
+    from .plan import _infer_types
+
+    return any(e in (10, 16) for e in _infer_types(model)[1].values())
+
+
+def reference_outputs(
+    model,
+    feeds: dict,
+    *,
+    baseline: str = "fp32",
+    provider: str = "cpu",
+    cache: ArtifactCache | None = None,
+    rebuild: bool = False,
+) -> dict[str, np.ndarray]:
+    """Outputs of the ``baseline`` reference for ``feeds`` (cached like :func:`fp32_baseline`).
+
+    ``fp32`` of a plain FP32 model is exactly :func:`fp32_baseline` (same cache entry).
+    """
+    return fp32_baseline(reference_model(model, baseline), feeds, provider=provider, cache=cache, rebuild=rebuild)

@@ -14,6 +14,7 @@ FP32 baseline, compares, and records figures for the reports.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,25 @@ MARKER_KEYS = frozenset({
     "val_range", "seed", "inputs", "typing", "as_is", "expect_fp32", "baseline", "requires", "tf32",
     "locate_on_failure",
 })
+
+
+# Figures of *passing* outputs (max errors, for the summary and reports) cost an exact
+# second pass; above this many elements only failing outputs get them.
+DETAILS_MAX_ELEMENTS = 1 << 22
+
+
+@contextlib.contextmanager
+def skip_if_unavailable():
+    """A backend that turns out unable to run here (e.g. TensorRT-RTX deserializing on an
+    unsupported GPU, found only when the engine is loaded) skips the test with its reason."""
+    from .errors import BackendUnavailable
+
+    try:
+        yield
+    except BackendUnavailable as exc:
+        import pytest
+
+        pytest.skip(exc.reason)
 
 
 def marker_kwargs(node) -> dict[str, Any]:
@@ -102,6 +122,22 @@ class TrtCase:
         keep = list(self.options.get("keep_fp32") or ())
         if isinstance(self.options.get("keep_fp32"), str):
             keep = [self.options["keep_fp32"]]
+        expect = self.options.get("expect_fp32") or ()
+        expect = (expect,) if isinstance(expect, str) else tuple(expect)
+        # as_is: the marker decides; else --trt-as-is applies to every test whose marker
+        # does not pin a rewriting policy (precision/keep_fp32/rules), like --trt-fp16.
+        if self.options.get("as_is") is not None:
+            as_is = bool(self.options["as_is"])
+        else:
+            pinned = any(self.options.get(k) for k in ("precision", "keep_fp32", "rules"))
+            as_is = bool(self.session.settings.as_is) and not pinned
+        if as_is:
+            # The model's own types are the plan: the session's --trt-fp16/--trt-bf16 and
+            # --trt-keep-fp32 (rewrites meant for FP32 source models) do not apply. A
+            # marker that asks both is refused by PrecisionPolicy (UsageError).
+            default = self.options["precision"] if "precision" in self.options else "fp32"
+            return PrecisionPolicy(default=default, keep_fp32=tuple(keep), rules=tuple(self.options.get("rules") or ()),
+                                   as_is=True, expect_fp32=expect)
         # Patterns from the command line / ini apply to every test; one that matches
         # nothing in *this* model is skipped here (it is meant for other models).
         nodes = list(self.model.graph.node)
@@ -109,14 +145,11 @@ class TrtCase:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
             if pattern not in keep and any(rule.matches(n) for n in nodes):
                 keep.append(pattern)
-        as_is = bool(self.options.get("as_is", self.session.settings.as_is))
         kwargs = dict(
             default=self.precision, keep_fp32=tuple(keep), rules=tuple(self.options.get("rules") or ()),
         )
-        if as_is:
-            kwargs["as_is"] = True
-        if self.options.get("expect_fp32"):
-            kwargs["expect_fp32"] = tuple(self.options["expect_fp32"])
+        if expect:
+            kwargs["expect_fp32"] = expect
         return PrecisionPolicy(**kwargs)
 
     @property
@@ -194,7 +227,8 @@ class TrtCase:
             reason = self.skip_reason()
             if reason:
                 pytest.skip(reason)
-            self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
+            with skip_if_unavailable():
+                self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
             self.records.append({"kind": "engine", **self._build_event.to_json()})
         return self._engine
 
@@ -226,35 +260,62 @@ class TrtCase:
         return feeds
 
     # -- running and checking -----------------------------------------------------------------
-    def baseline(self, feeds: dict | None = None) -> dict:
-        """FP32 ONNX Runtime outputs of the model as written (cached)."""
+    def baseline(self, feeds: dict | None = None, *, baseline: str | None = None) -> dict:
+        """Reference outputs (ONNX Runtime, cached): ``baseline=`` argument > marker > ``"fp32"``.
+
+        ``"fp32"``: the model upcast to FP32 (Q/DQ removed), which for an FP32 source model
+        is the model itself; ``"as-written"``: the model as written (fake-quant for Q/DQ).
+        See :mod:`pytest_trt.upcast` for which to use when.
+        """
+        from .baseline import normalize_baseline, reference_model
+
         feeds = self.feeds() if feeds is None else feeds
-        return self.session.baseline(self.model, feeds)
+        which = normalize_baseline(baseline if baseline is not None else self.options.get("baseline", "fp32"))
+        return self.session.baseline(reference_model(self.model, which), feeds)
 
     def run(self, feeds: dict | None = None) -> dict:
         feeds = self.feeds() if feeds is None else feeds
-        return self.engine.run(feeds)
+        with skip_if_unavailable():
+            return self.engine.run(feeds)
 
     def check(self, feeds: dict | None = None, *, atol=None, rtol=None, min_cosine=None, min_snr_db=None,
-              locate: bool | None = None) -> CompareResult:
-        """Compare the engine with the FP32 baseline; raise AccuracyError with diagnostics when outside tolerance.
+              locate: bool | None = None, baseline: str | None = None) -> CompareResult:
+        """Compare the engine with the reference; raise AccuracyError with diagnostics when outside tolerance.
 
+        Reference: ``baseline=`` argument > marker ``baseline`` > ``"fp32"`` (see :meth:`baseline`).
         Tolerances: arguments > marker > ``--trt-atol/--trt-rtol`` > ini > per-precision defaults.
+        First the policy's ``expect_fp32`` assertions: a selected node that the plan (for an
+        as-is model: the model itself) computes in FP16/BF16 raises PrecisionError naming it.
         """
+        from .baseline import normalize_baseline, reference_label
         from .compare import compare_outputs
 
+        self.plan.assert_expectations()
+        which = normalize_baseline(baseline if baseline is not None else self.options.get("baseline", "fp32"))
         feeds = self.feeds() if feeds is None else feeds
         engine = self.engine
-        expected = self.baseline(feeds)
-        actual = engine.run(feeds)
+        expected = self.baseline(feeds, baseline=which)
+        with skip_if_unavailable():
+            actual = engine.run(feeds)
         rtol, atol = self.tolerances(atol, rtol)
         result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db,
-                                 precision=self.plan.low_precision or "fp32", details=True)
-        self.records.append({"kind": "accuracy", "model": self.model.label, "backend": engine.backend_name,
-                             "policy": self.plan.policy.describe(), "seed": self.seed,
-                             "result": result.to_json()})
+                                 precision=self.plan.low_precision or "fp32",
+                                 details=sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS)
+        record = {"kind": "accuracy", "model": self.model.label, "backend": engine.backend_name,
+                  "policy": self.plan.policy.describe(), "seed": self.seed, "baseline": which,
+                  "result": result.to_json()}
         if not result.passed:
-            raise AccuracyError(self._failure_message(result, feeds, locate), result)
+            from .report.plots import failing_output_figures
+
+            # small, JSON-able: error histogram + max-pooled error grid per failing output (HTML report)
+            record["figures"] = failing_output_figures(actual, expected, result)
+        self.records.append(record)
+        if not result.passed:
+            message = self._failure_message(result, feeds, locate)
+            label = reference_label(self.model, which, self.session.settings.baseline_provider)
+            if label != "FP32 ONNX Runtime baseline":  # _failure_message names the plain FP32 baseline
+                message = message.replace("the FP32 ONNX Runtime baseline", f"the {label}", 1)
+            raise AccuracyError(message, result)
         return result
 
     def _failure_message(self, result, feeds, locate) -> str:
@@ -272,6 +333,7 @@ class TrtCase:
                 from .layerwise import locate_divergence
 
                 found = locate_divergence(engine, feeds)
+                self._record_layerwise(found)
                 lines.append(found.message())
             except Exception as exc:  # the accuracy failure stays the headline
                 lines.append(f"(layerwise localisation failed: {exc})")
@@ -285,18 +347,34 @@ class TrtCase:
 
     def assert_precision(self, pattern: str, precision: str, **kwargs):
         """Assert every node matching ``pattern`` ran in ``precision`` (see pytest_trt.assert_precision)."""
+        from .errors import PrecisionError
         from .verify import assert_precision
 
-        report = assert_precision(self.engine, pattern, precision, **kwargs)
-        self.records.append({"kind": "precision", "pattern": pattern, "precision": precision,
-                             "report": getattr(report, "to_json", lambda: None)()})
+        def as_json(x):
+            return x.to_json() if hasattr(x, "to_json") else x
+
+        try:
+            report = assert_precision(self.engine, pattern, precision, **kwargs)
+        except PrecisionError as exc:  # a failed check is the one the reports must show
+            self.records.append({"kind": "precision", "pattern": pattern, "precision": precision, "passed": False,
+                                 "report": as_json(exc.findings)})
+            raise
+        self.records.append({"kind": "precision", "pattern": pattern, "precision": precision, "passed": True,
+                             "report": as_json(report)})
         return report
 
     def locate(self, feeds: dict | None = None, **kwargs):
         """Layerwise comparison: the first node whose error jumps (see pytest_trt.locate_divergence)."""
         from .layerwise import locate_divergence
 
-        return locate_divergence(self.engine, self.feeds() if feeds is None else feeds, **kwargs)
+        found = locate_divergence(self.engine, self.feeds() if feeds is None else feeds, **kwargs)
+        self._record_layerwise(found)
+        return found
+
+    def _record_layerwise(self, found) -> None:
+        from .report.plots import layerwise_record
+
+        self.records.append(layerwise_record(found, seed=self.seed))
 
     def suggest(self, feeds: dict | None = None, **kwargs):
         """FP32-fallback search: the patterns to keep in FP32 so the model passes (see pytest_trt.suggest_fp32_islands)."""

@@ -78,7 +78,10 @@ def trt_build(request, trt_session):
         reason = trt_session.backend.supports(plan, config)
         if reason:
             pytest.skip(reason)
-        engine, event = trt_session.engine(plan, config)
+        from .case import skip_if_unavailable
+
+        with skip_if_unavailable():
+            engine, event = trt_session.engine(plan, config)
         records.append({"kind": "engine", **event.to_json()})
         return engine
 

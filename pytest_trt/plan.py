@@ -47,7 +47,7 @@ from .dtypes import (
     PRECISION_OF_ELEM,
     PRECISIONS,
 )
-from .errors import ModelError, PatternError
+from .errors import ModelError, PatternError, PrecisionError
 from .policy import PrecisionPolicy, Rule, validate_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,6 +110,34 @@ class NodeIO:
     implicit: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class ExpectationFailure:
+    """A node an ``expect_fp32`` pattern selects that the plan computes in low precision.
+
+    Only compute nodes other than Casts are checked (a Cast is an island boundary).
+
+    Attributes:
+        node: node name.
+        op_type: its op type.
+        precision: the precision it computes in (``fp16``/``bf16``).
+        pattern: the ``expect_fp32`` pattern that selected it.
+        fix: what would make it FP32 (the Cast to insert, or the rule to add).
+    """
+
+    node: str
+    op_type: str
+    precision: str
+    pattern: str
+    fix: str
+
+    def line(self) -> str:
+        return f"{self.node!r} ({self.op_type}) computes in {self.precision} [expect_fp32 {self.pattern!r}]: {self.fix}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "op_type": self.op_type, "precision": self.precision,
+                "pattern": self.pattern, "fix": self.fix}
+
+
 class UnsupportedPrecisionError(ModelError):
     """Compute nodes were planned in a precision their op (at the model's opset) does not allow.
 
@@ -144,6 +172,18 @@ class PrecisionPlan:
       realizations' value_info).
     * ``constant_tensors``: float initializers and float Constant outputs, which
       realizations store per reader precision instead of casting.
+    * ``notes``: what a reader of the plan should know (a mixed-precision source model
+      re-typed by a policy, Q/DQ nodes kept as written, ...).
+    * ``expectation_failures``: nodes the policy's ``expect_fp32`` patterns select that
+      the plan computes in low precision. Resolution records them and never raises for
+      them; :meth:`assert_expectations` (called by ``trt.check()``) turns them into a
+      :class:`~pytest_trt.errors.PrecisionError`.
+
+    An **as-is** plan (``PrecisionPolicy(as_is=True)``) is read from the model instead of
+    decided by rules: every compute node computes in the type the model gives its
+    outputs (its own Casts decide), with rule ``"as written"``; ``tensor_precision`` is
+    the model's own storage types and ``boundaries`` is empty (a realization inserts no
+    Cast: the strong realization is the model itself).
     """
 
     model: Model
@@ -155,6 +195,8 @@ class PrecisionPlan:
     elem_types: dict[str, int]
     value_info: dict[str, Any] = field(default_factory=dict, repr=False)
     constant_tensors: frozenset[str] = frozenset()
+    notes: list[str] = field(default_factory=list)
+    expectation_failures: list[ExpectationFailure] = field(default_factory=list)
 
     # -- queries ---------------------------------------------------------------------------
     def precision_of(self, node_name: str) -> str | None:
@@ -178,6 +220,30 @@ class PrecisionPlan:
         if not names:
             raise PatternError(_no_match_message(rule, self.model, list(self.nodes.values())))
         return names
+
+    @property
+    def as_is(self) -> bool:
+        """True when the plan was read from the model's own types (``as_is`` policy)."""
+        return bool(self.policy.as_is)
+
+    @property
+    def quantized(self) -> bool:
+        """True when the model has QuantizeLinear/DequantizeLinear nodes (kept as written)."""
+        return any(d.op_type in QUANTIZATION_OPS for d in self.nodes.values())
+
+    def assert_expectations(self) -> None:
+        """Raise :class:`~pytest_trt.errors.PrecisionError` naming every node an ``expect_fp32``
+        pattern selects that the plan computes in low precision (no-op when there is none)."""
+        failures = self.expectation_failures
+        if not failures:
+            return
+        if self.as_is:
+            head = (f"{self.model.label} [{self.policy.describe()}]: the model itself computes {len(failures)} "
+                    f"node(s) expected to stay FP32 in low precision:")
+        else:
+            head = (f"{self.model.label} [{self.policy.describe()}]: the plan lowers {len(failures)} node(s) "
+                    f"expected to stay FP32:")
+        raise PrecisionError("\n".join([head, *(f"  {f.line()}" for f in failures)]), failures)
 
     @property
     def low_precision(self) -> str | None:
@@ -206,17 +272,25 @@ class PrecisionPlan:
             "model": self.model.sha256,
             "nodes": [[d.name, d.op_type, d.kind, d.precision] for d in self.nodes.values()],
         }
+        if self.as_is:
+            payload["as_is"] = True  # read from the model, not decided: never shares a key with a policy
         data = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
         return hashlib.sha256(data).hexdigest()
 
     def to_json(self) -> dict[str, Any]:
-        """``{"model", "policy", "nodes": [{"name","op_type","precision","rule"}], "counts"}``."""
-        return {
+        """``{"model", "policy", "nodes": [{"name","op_type","precision","rule"}], "counts"}``
+        (plus ``notes`` and ``expectation_failures`` when there are any)."""
+        data = {
             "model": self.model.label,
             "policy": self.policy.to_json(),
             "nodes": [d.to_json() for d in self.nodes.values()],
             "counts": self.counts(),
         }
+        if self.notes:
+            data["notes"] = list(self.notes)
+        if self.expectation_failures:
+            data["expectation_failures"] = [f.to_json() for f in self.expectation_failures]
+        return data
 
     def summary(self) -> str:
         """One line, e.g. ``bert.onnx [fp16; fp32: */LayerNorm/*]: 120 fp16, 18 fp32, 40 fixed; 12 casts``."""
@@ -234,10 +308,13 @@ class PrecisionPlan:
 # --------------------------------------------------------------------------------------
 def resolve_plan(model: Model, policy: PrecisionPolicy) -> PrecisionPlan:
     """Resolve ``policy`` against ``model`` (``policy.resolve(model)`` calls this)."""
+    if policy.as_is:
+        return resolve_as_is(model, policy)
     graph = model.proto.graph
     known, elem_types, value_info = _infer_types(model)
-    graph_ctx = _GraphContext(model, known, elem_types)
+    graph_ctx = _GraphContext(model, known, elem_types, value_info)
     graph_ctx.check_types()
+    _check_quantization(graph_ctx)
 
     rules = policy.rules_in_order()
     deciding = _match_rules(rules, graph.node, model)
@@ -258,7 +335,271 @@ def resolve_plan(model: Model, policy: PrecisionPolicy) -> PrecisionPlan:
         elem_types=elem_types,
         value_info=value_info,
         constant_tensors=frozenset(graph_ctx.constants),
+        notes=_source_notes(graph_ctx, policy),
+        expectation_failures=_expectations(policy, decisions, node_io, graph_ctx),
     )
+
+
+# --------------------------------------------------------------------------------------
+# as-is plans: read from the model's own types
+# --------------------------------------------------------------------------------------
+AS_WRITTEN = "as written"
+
+
+def resolve_as_is(model: Model, policy: PrecisionPolicy) -> PrecisionPlan:
+    """The plan of a model that arrives with its own precision (``PrecisionPolicy(as_is=True)``).
+
+    Nothing is decided: every compute node computes in the type of its primary float
+    output as the model (after ONNX type inference) writes it, so the model's own Casts
+    decide; rule ``"as written"``. Fixed nodes (Q/DQ, shape math, ...) are fixed as in
+    any plan. Every tensor is read and stored in its own type, so there are no
+    boundaries and the strong realization is the model itself.
+
+    Raises :class:`~pytest_trt.errors.ModelError` naming the node when the model binds
+    one type variable to different types (``Add(fp16, fp32)``: ONNX Runtime and
+    TensorRT reject it) or a Q/DQ node's scale / zero point has the wrong shape.
+    """
+    if policy.default != FP32 or policy.rules_in_order():
+        raise ModelError(  # PrecisionPolicy refuses this at construction; kept for hand-made policies
+            f"as-is policy {policy.describe()!r} also rewrites precision; see PrecisionPolicy(as_is=True)")
+    known, elem_types, value_info = _infer_types(model)
+    ctx = _GraphContext(model, known, elem_types, value_info)
+    ctx.check_types()
+    _check_as_written(ctx)
+    _check_quantization(ctx)
+
+    decisions: dict[str, NodeDecision] = {}
+    node_io: dict[str, NodeIO] = {}
+    for node in ctx.graph.node:
+        reason = _fixed_reason(node, ctx)
+        if reason is not None:
+            decisions[node.name] = NodeDecision(node.name, node.op_type, None, f"fixed: {reason}", FIXED)
+        else:
+            decisions[node.name] = NodeDecision(node.name, node.op_type, _written_precision(node, ctx),
+                                                AS_WRITTEN, COMPUTE)
+        node_io[node.name] = NodeIO(
+            tuple(ctx.original(n) if ctx.is_float(n) else None for n in node.input),
+            tuple(ctx.original(o) if ctx.is_float(o) else None for o in node.output),
+            tuple((n, ctx.original(n)) for n in ctx.outer_refs.get(node.name, ()) if ctx.is_float(n)),
+        )
+    tensor_precision, boundaries = _storage(ctx, node_io)
+    assert not boundaries, f"as-is plan needs Casts: {boundaries}"  # every read is as stored
+    return PrecisionPlan(
+        model=model,
+        policy=policy,
+        nodes=decisions,
+        tensor_precision=tensor_precision,
+        boundaries=boundaries,
+        node_io=node_io,
+        elem_types=elem_types,
+        value_info=value_info,
+        constant_tensors=frozenset(ctx.constants),
+        notes=_source_notes(ctx, policy),
+        expectation_failures=_expectations(policy, decisions, node_io, ctx),
+    )
+
+
+def check_as_written(model: Model) -> None:
+    """The checks an as-is plan runs, without a plan: every type variable bound to one
+    allowed type, Q/DQ scale and zero-point shapes. ModelError naming the node. (Unlike
+    planning, unknown and DOUBLE tensor types are fine here: references run them.)"""
+    known, elem_types, value_info = _infer_types(model)
+    ctx = _GraphContext(model, known, elem_types, value_info)
+    _check_as_written(ctx)
+    _check_quantization(ctx)
+
+
+def _written_precision(node, ctx: _GraphContext) -> str:
+    """The precision a node computes in as written: the type of its primary float output."""
+    schema = ctx.schemas[node.name]
+    primary = _primary_type_var(node, schema, ctx)
+    for index, out in enumerate(node.output):
+        formal = _formal(schema.outputs, index)
+        if ctx.is_float(out) and formal is not None and formal.type_str == primary:
+            return ctx.original(out)
+    return next(ctx.original(o) for o in node.output if ctx.is_float(o))
+
+
+def _check_as_written(ctx: _GraphContext) -> None:
+    """Every type variable of every node is bound to one allowed type (what ONNX Runtime checks on load).
+
+    ONNX type inference (run without type checking so that every model gets a plan) does
+    not catch ``Add(fp16, fp32)``; an as-is plan takes the types as they are, so they must
+    be consistent.
+    """
+    from .dtypes import elem_type_name
+
+    for node in ctx.graph.node:
+        schema = ctx.schemas[node.name]
+        if schema is None:
+            continue
+        bound: dict[str, list[tuple[str, int]]] = {}
+        slots = [(name, _formal(schema.inputs, i)) for i, name in enumerate(node.input)]
+        slots += [(name, _formal(schema.outputs, i)) for i, name in enumerate(node.output)]
+        for name, formal in slots:
+            if not name or formal is None or name not in ctx.elem_types or not formal.is_homogeneous:
+                continue  # heterogeneous variadics (Loop/Scan/If values) may mix types
+            bound.setdefault(formal.type_str, []).append((name, ctx.elem_types[name]))
+        for type_str, tensors in bound.items():
+            elems = {e for _, e in tensors}
+            listing = ", ".join(f"{n!r} {elem_type_name(e)}" for n, e in tensors)
+            if len(elems) > 1 and _is_type_var(schema, type_str):
+                low = [n for n, e in tensors if e in (10, 16)]
+                hint = (f"insert a Cast so they agree (e.g. Cast {low[0]!r} to FLOAT, or the FLOAT tensor to "
+                        f"{elem_type_name(next(e for _, e in tensors if e in (10, 16)))})" if low else
+                        "insert a Cast so they agree")
+                raise ModelError(
+                    f"{ctx.model.label}: node {node.name!r} ({_qualified(node)}) binds its type {type_str} to "
+                    f"different types: {listing}. ONNX Runtime and TensorRT reject such a model; {hint}, "
+                    f"or re-export it."
+                )
+            elem = next(iter(elems))
+            allowed = _allowed(schema, type_str)
+            wanted = f"tensor({_TYPE_NAME.get(elem, '?')})"
+            if elem in FLOAT_ELEM_TYPES and wanted not in allowed and any(t in _ELEM_OF_TYPE_STR for t in allowed):
+                raise ModelError(
+                    f"{ctx.model.label}: node {node.name!r} ({_qualified(node)}, opset {ctx.opset_of(node)}) reads or "
+                    f"writes {listing}, but its {type_str} allows only {', '.join(allowed)}. Cast around the node "
+                    f"or re-export at an opset that has that type."
+                )
+
+
+_TYPE_NAME = {1: "float", 10: "float16", 11: "double", 16: "bfloat16"}
+
+
+def _check_quantization(ctx: _GraphContext) -> None:
+    """QuantizeLinear/DequantizeLinear scale and zero-point shapes (ONNX inference does not check them).
+
+    Per-tensor: scale is a scalar (or a 1-element vector); per-axis (opset >= 13): a 1-D
+    scale as long as the input's dimension ``axis``; block quantization (``block_size``,
+    opset >= 21): scale has the input's rank. A zero point has the scale's shape.
+    """
+    for node in ctx.graph.node:
+        if _domain(node) != "" or node.op_type not in ("QuantizeLinear", "DequantizeLinear") or len(node.input) < 2:
+            continue
+        x, scale = node.input[0], node.input[1]
+        zero = node.input[2] if len(node.input) > 2 and node.input[2] else None
+        x_shape, s_shape = ctx.shape(x), ctx.shape(scale)
+        where = f"{ctx.model.label}: {node.op_type} node {node.name!r}"
+        if s_shape is None:
+            continue
+        attrs = {a.name: a for a in node.attribute}
+        block = attrs["block_size"].i if "block_size" in attrs else 0
+        axis = attrs["axis"].i if "axis" in attrs else 1
+        opset = ctx.opset_of(node)
+        if block:
+            if x_shape is not None and len(s_shape) != len(x_shape):
+                raise ModelError(f"{where}: block quantization (block_size {block}) needs a scale of the input's rank "
+                                 f"{len(x_shape)}; scale {scale!r} has shape {list(s_shape)}.")
+        elif len(s_shape) > 1 or (opset < 13 and s_shape not in ((), (1,))):
+            raise ModelError(
+                f"{where}: scale {scale!r} has shape {list(s_shape)}; it must be a scalar (per-tensor)"
+                + (" or a 1-D tensor with one value per channel of axis `axis` (per-axis)" if opset >= 13 else
+                   f" at opset {opset} (per-axis quantization needs opset >= 13)")
+                + ". Fix the scale (or the quantization export).")
+        elif len(s_shape) == 1 and s_shape[0] not in (1, None) and x_shape is not None:
+            rank = len(x_shape)
+            ax = axis + rank if axis < 0 else axis
+            if not 0 <= ax < rank:
+                raise ModelError(f"{where}: axis {axis} is out of range for input {x!r} of rank {rank}.")
+            dim = x_shape[ax]
+            if isinstance(dim, int) and dim != s_shape[0]:
+                raise ModelError(
+                    f"{where}: per-axis scale {scale!r} has {s_shape[0]} values but input {x!r} has {dim} on axis "
+                    f"{axis} (shape {list(x_shape)}). One scale per channel of that axis is needed; for per-tensor "
+                    f"quantization use a scalar scale.")
+        if zero is not None:
+            z_shape = ctx.shape(zero)
+            if z_shape is not None and tuple(z_shape) != tuple(s_shape) and not (
+                    {tuple(z_shape), tuple(s_shape)} <= {(), (1,)}):
+                raise ModelError(f"{where}: zero point {zero!r} has shape {list(z_shape)} but scale {scale!r} has "
+                                 f"shape {list(s_shape)}; they must match.")
+
+
+def _source_notes(ctx: _GraphContext, policy: PrecisionPolicy) -> list[str]:
+    """What the plan should say about a source model that is not plain FP32."""
+    low: dict[str, list[str]] = {}
+    names = [*ctx.inputs, *ctx.initializers]
+    names += [o for n in ctx.graph.node for o in n.output if o]
+    for name in dict.fromkeys(names):
+        elem = ctx.elem_types.get(name)
+        if elem in (10, 16):
+            low.setdefault(PRECISION_OF_ELEM[elem], []).append(name)
+    quant = [n.name for n in ctx.graph.node if n.op_type in QUANTIZATION_OPS and _domain(n) == ""]
+    notes = []
+    if low:
+        what = "; ".join(f"{len(v)} tensor(s) in {p} (e.g. {', '.join(map(repr, v[:3]))})" for p, v in sorted(low.items()))
+        if policy.as_is:
+            notes.append(f"source model is mixed precision: {what}; planned as written (as_is)")
+        else:
+            notes.append(
+                f"source model is mixed precision: {what}. This policy re-types every node, the model's own "
+                f"Casts included: realizations start from the model's values (low-precision initializers widen "
+                f"exactly) and lower them per the plan, so the model's FP16/BF16 choices are replaced. To test the "
+                f"model in its own precision use as_is=True (--trt-as-is); to apply a policy, an FP32 source "
+                f"model is the better input.")
+    if quant:
+        notes.append(f"model has {len(quant)} Q/DQ node(s) (explicit quantization): kept as written by every plan")
+    return notes
+
+
+def _expectations(policy: PrecisionPolicy, decisions: dict[str, NodeDecision], node_io: dict[str, NodeIO],
+                  ctx: _GraphContext) -> list[ExpectationFailure]:
+    """Nodes ``expect_fp32`` patterns select that compute in low precision (PatternError: a pattern matches nothing).
+
+    Fixed nodes (Q/DQ, shape math) and Cast nodes are not checked: ``expect_fp32=["/norm/*"]``
+    must not fail on the island's own exit Cast to FP16.
+    """
+    if not policy.expect_fp32:
+        return []
+    rules = tuple(Rule(p, FP32, source="expect_fp32") for p in policy.expect_fp32)
+    selected: dict[str, list[str]] = {}
+    matched = [False] * len(rules)
+    for node in ctx.graph.node:
+        for index, rule in enumerate(rules):
+            if rule.matches(node):
+                matched[index] = True
+                selected.setdefault(node.name, []).append(rule.pattern)
+    for index, rule in enumerate(rules):
+        if not matched[index]:
+            raise PatternError(_no_match_message(rule, ctx.model, list(ctx.graph.node)))
+    producers = {o: n.name for n in ctx.graph.node for o in n.output if o}
+    failures = []
+    for node in ctx.graph.node:
+        decision = decisions[node.name]
+        if node.name not in selected or decision.kind != COMPUTE or decision.precision not in LOW_PRECISIONS:
+            continue
+        if node.op_type == "Cast" and _domain(node) == "":
+            continue  # a boundary, not a computation: an island's exit Cast to FP16 is how a model keeps it FP32
+        if policy.as_is:
+            fix = _cast_fix(node, node_io[node.name], ctx, producers)
+        else:
+            fix = (f"decided by rule {decision.rule!r}; keep it FP32 with keep_fp32=[{node.name!r}] "
+                   f"(or a later rule '{node.name}=fp32')")
+        failures.append(ExpectationFailure(node.name, node.op_type, decision.precision,
+                                           selected[node.name][0], fix))
+    return failures
+
+
+def _cast_fix(node, io: NodeIO, ctx: _GraphContext, producers: dict[str, str]) -> str:
+    """The Casts that would make an as-written low-precision node compute in FP32."""
+    steps = []
+    for name, precision in zip(node.input, io.inputs, strict=True):
+        if precision not in LOW_PRECISIONS:
+            continue
+        if name in ctx.constants:
+            steps.append(f"store {name!r} as FLOAT (it is {precision})")
+        else:
+            src = f" (from {producers[name]!r})" if name in producers else " (a graph input)"
+            steps.append(f"Cast {name!r}{src} to FLOAT before it")
+    low_out = [o for o, p in zip(node.output, io.outputs, strict=True) if p in LOW_PRECISIONS]
+    if low_out:
+        back = {"fp16": "FLOAT16", "bf16": "BFLOAT16"}[io.outputs[list(node.output).index(low_out[0])]]
+        steps.append(f"let it write {', '.join(map(repr, low_out))} as FLOAT, with a Cast back to {back} "
+                     f"where low-precision readers need it")
+    text = "; ".join(steps) or "its inputs and outputs are FLOAT already"
+    return (f"to keep it FP32 the model needs: {text} (i.e. move it inside the FP32 island, e.g. put it on "
+            f"the exporter's FP32 block list)")
 
 
 def _infer_types(model: Model) -> tuple[set[str], dict[str, int], dict[str, Any]]:
@@ -329,8 +670,9 @@ def _numel(dims) -> int:
 class _GraphContext:
     """Facts about the main graph every resolution step needs."""
 
-    def __init__(self, model: Model, known: set[str], elem_types: dict[str, int]):
+    def __init__(self, model: Model, known: set[str], elem_types: dict[str, int], infos: dict | None = None):
         self.model = model
+        self.infos = infos or {}
         self.graph = model.proto.graph
         self.known = known
         self.elem_types = elem_types
@@ -371,6 +713,13 @@ class _GraphContext:
 
     def original(self, name: str) -> str:
         return PRECISION_OF_ELEM[self.elem_types[name]]
+
+    def shape(self, name: str) -> tuple | None:
+        """Inferred shape of a tensor (ints, symbolic dims as None), None when unknown."""
+        vi = self.infos.get(name)
+        if vi is None or not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+            return None
+        return tuple(d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim)
 
     def _constant_tensors(self) -> set[str]:
         """Float tensors whose values are known before running: initializers and float Constants.
@@ -841,11 +1190,15 @@ def _constant_storage(original: str, reads, pinned: bool = False) -> str:
 
 
 __all__ = [
+    "AS_WRITTEN",
     "COMPUTE",
+    "ExpectationFailure",
     "FIXED",
     "NodeDecision",
     "NodeIO",
     "PrecisionPlan",
     "UnsupportedPrecisionError",
+    "check_as_written",
+    "resolve_as_is",
     "resolve_plan",
 ]

@@ -40,8 +40,11 @@ def pytest_configure(config):
     config.pluginmanager.register(ResultsCollector(config.stash[RESULTS_KEY]), "pytest-trt-results")
     if config.option.help or getattr(config.option, "markers", False) or getattr(config.option, "fixtures", False):
         return
+    from . import xdist_gpus
     from .session import TrtSession
 
+    # --trt-gpus: on a worker this sets CUDA_VISIBLE_DEVICES, so it runs before the session probes any GPU
+    xdist_gpus.configure(config)
     try:
         session_settings = _settings.resolve_settings(config)
         session = TrtSession.create(session_settings)
@@ -95,9 +98,10 @@ def pytest_runtest_makereport(item, call):
     report = yield
     records = item.stash.get(RECORDS_KEY, None)
     if records and call.when == "call":
+        # The blob rides on the call report only (ResultsCollector reads it there; it stays out of
+        # JUnit XML, which takes properties from the teardown report = item.user_properties).
         report.user_properties.append((PROPERTY, json.dumps(records, default=str)))
-        for name, value in _junit_properties(records):
-            report.user_properties.append((name, value))
+        item.user_properties.extend(_junit_properties(records))
     excinfo = call.excinfo
     if excinfo is not None and excinfo.errisinstance((AccuracyError, PrecisionError, PytestTrtError)):
         if item.config.option.tbstyle in ("auto", "short", "line", "no"):
@@ -107,21 +111,9 @@ def pytest_runtest_makereport(item, call):
 
 def _junit_properties(records):
     """Flat per-test properties for JUnit XML (GitHub test reporters show them)."""
-    props = []
-    for rec in records:
-        if rec.get("kind") == "engine":
-            props += [("trt_backend", rec["backend"]), ("trt_cache_hit", str(rec["cache_hit"]).lower()),
-                      ("trt_build_seconds", f"{rec['build_seconds']:.3f}"), ("trt_policy", rec["policy"])]
-        elif rec.get("kind") == "accuracy":
-            outputs = rec["result"].get("outputs", {})
-            if outputs:
-                props.append(("trt_max_abs_error", f"{max(o.get('max_abs') or 0.0 for o in outputs.values()):.6g}"))
-                props.append(("trt_max_rel_error", f"{max(o.get('max_rel') or 0.0 for o in outputs.values()):.6g}"))
-                first = next(iter(outputs.values()))
-                props.append(("trt_atol", f"{first.get('atol')}"))
-                props.append(("trt_rtol", f"{first.get('rtol')}"))
-            props.append(("trt_passed", str(rec["result"].get("passed")).lower()))
-    return props
+    from .report.summary import junit_properties
+
+    return junit_properties(records)
 
 
 class ResultsCollector:

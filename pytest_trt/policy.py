@@ -192,8 +192,14 @@ class PrecisionPolicy:
         keep_fp32: patterns whose nodes stay FP32 (applied first, so later rules override them).
         rules: ordered rules, each a :class:`Rule`, a ``(pattern, precision)`` pair, a
             ``"PATTERN=PRECISION"`` string, or a mapping ``{pattern: precision}``.
-        as_is: run the model's own types as written, no policy (issue 12; stored only).
-        expect_fp32: patterns the model is expected to keep in FP32 (issue 12; stored only).
+        as_is: test a model that arrives with its own precision (mixed FP16/FP32 with
+            Casts, Q/DQ) as written: the plan is READ from the model's types, nothing is
+            rewritten. Cannot be combined with ``keep_fp32``, ``rules`` or a ``default``
+            other than fp32 (those rewrite precision): :class:`UsageError`.
+        expect_fp32: patterns the model (as_is) or the plan must keep in FP32. An
+            assertion, not a rewrite: a selected node computed in FP16/BF16 is recorded in
+            ``plan.expectation_failures`` and ``plan.assert_expectations()`` (called by
+            ``trt.check()``) fails naming it. A pattern matching no node is a PatternError.
 
     A policy may use fp16 or bf16 but not both: a plan has one low precision, which
     picks the comparison tolerances.
@@ -212,6 +218,21 @@ class PrecisionPolicy:
         set_(self, "rules", _as_rules(self.rules))
         set_(self, "as_is", bool(self.as_is))
         set_(self, "expect_fp32", _as_patterns(self.expect_fp32, "expect_fp32"))
+        if self.as_is and (self.default != FP32 or self.keep_fp32 or self.rules):
+            asked = []
+            if self.default != FP32:
+                asked.append(f"default={self.default!r}")
+            if self.keep_fp32:
+                asked.append(f"keep_fp32={list(self.keep_fp32)!r}")
+            if self.rules:
+                asked.append(f"rules={[r.text() for r in self.rules]!r}")
+            raise UsageError(
+                f"as_is=True tests the model in its own precision (its Casts and storage types, as written), "
+                f"but this policy also asks to rewrite it: {', '.join(asked)}. Either keep as_is and drop those "
+                f"(state what the model must keep FP32 with expect_fp32=[...], an assertion that rewrites "
+                f"nothing), or drop as_is and apply the policy to an FP32 source model (the export before "
+                f"autocast / quantization)."
+            )
         lows = sorted({p for p in (self.default, *(r.precision for r in self.rules)) if p in LOW_PRECISIONS})
         if len(lows) > 1:
             raise UsageError(
@@ -290,13 +311,10 @@ class PrecisionPolicy:
         """Resolve against ``model`` (a :class:`~pytest_trt.model.Model`, path or ModelProto).
 
         Raises :class:`PatternError` for a pattern that matches no node and
-        :class:`~pytest_trt.errors.ModelError` for a plan the model cannot carry.
+        :class:`~pytest_trt.errors.ModelError` for a plan the model cannot carry. An
+        ``as_is`` policy reads the plan from the model's own types
+        (:func:`pytest_trt.plan.resolve_as_is`).
         """
-        if self.as_is:
-            # Issue 12 replaces this with a plan that reads the model's own types.
-            raise UsageError(
-                "as_is policies arrive with issue 12: use a default precision and rules for now"
-            )
         from .model import load_model
         from .plan import resolve_plan
 

@@ -46,7 +46,7 @@ OPTIONS: tuple[Option, ...] = (
         "Default: auto.",
         "choice", "auto", BACKEND_CHOICES,
     ),
-    Option("trt-typing", "TensorRT network typing: auto = strong where available (TensorRT >= 10.12, 11.x, RTX), "
+    Option("trt-typing", "TensorRT network typing: auto = strong typing (TensorRT >= 10.0, the only typing in 11.x and RTX), "
            "weak = per-layer hints with OBEY_PRECISION_CONSTRAINTS (TensorRT <= 10.x). Default: auto.",
            "choice", "auto", TYPING_CHOICES),
     Option("trt-keep-fp32", "Keep nodes matching PATTERN in FP32 (shell glob over ONNX node names, or op:TYPE); "

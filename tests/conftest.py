@@ -9,6 +9,7 @@ the plugin itself still imports them lazily (see test_import_leaves_tensorrt_and
 
 import numpy  # noqa: F401
 import onnx  # noqa: F401
+import hypothesis  # noqa: F401  (its pytest plugin would otherwise import it in every inner run)
 
 try:
     import onnxruntime  # noqa: F401

@@ -701,6 +701,8 @@ class TensorRTBackend(Backend):
         reason = version_typing_reason(self.name, version, typing)
         if reason:
             return reason
+        if typing == "weak" and getattr(plan, "as_is", False):
+            return "weak typing reinterprets the model's own types; as-is models need strong typing"
         if typing == "weak" and getattr(plan, "low_precision", None) == "bf16":
             try:
                 compat = self.compat()

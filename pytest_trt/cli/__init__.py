@@ -15,7 +15,7 @@ from ..errors import AccuracyError, PrecisionError, PytestTrtError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
-SUBCOMMANDS = ("plan", "compare")
+SUBCOMMANDS = ("plan", "compare", "layers", "locate", "suggest")
 
 
 class _Parser(argparse.ArgumentParser):

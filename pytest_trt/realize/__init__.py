@@ -1,7 +1,7 @@
 """Realizations of a :class:`~pytest_trt.plan.PrecisionPlan`: one plan, three forms.
 
 * :func:`realize_strong` - an ONNX model whose element types and Casts state the plan
-  (TensorRT strong typing: >= 10.12, 11.x, TensorRT-RTX);
+  (TensorRT strong typing, the default from TensorRT 10.0 on; the only typing in 11.x and TensorRT-RTX);
 * :func:`realize_emulation` - an all-FP32 ONNX model that rounds every low-precision
   tensor explicitly (backend ``emulate`` on ONNX Runtime CPU), derived from the strong one;
 * :func:`weak_hints` - per-layer precision hints (TensorRT <= 10.x weak typing).

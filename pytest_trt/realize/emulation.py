@@ -17,10 +17,18 @@ so the two realizations agree on which tensor is rounded where:
   and the rounded value carries the ORIGINAL name ``<t>``, so a run with every tensor
   as an output maps 1:1 onto the FP32 baseline's tensors;
 * Casts to a low type become round trips; Casts from a low type to FP32 become Identity;
-* low-precision initializers become FP32 initializers holding the rounded values.
+* low-precision initializers become FP32 initializers holding the rounded values;
+* graph inputs and outputs keep the model's types: an FP16 input is widened on entry,
+  an FP16 output is the rounded FP32 value Cast back under its own name (both exact).
 
 Run it with graph optimizations disabled (``ORT_DISABLE_ALL``): optimizers may remove
 Cast pairs.
+
+An **as-is** plan (a model that arrives with its own FP16/BF16 tensors and Casts) has the
+model itself as its strong realization, so its emulation is the model upcast to FP32
+(low-precision initializers widened exactly, Casts between float types made Identity or
+round trips) with a round trip at every tensor the model stores in low precision. Q/DQ
+nodes are kept as written: ONNX Runtime executes QuantizeLinear/DequantizeLinear exactly.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import json
 from typing import TYPE_CHECKING
 
 from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, PRECISION_OF_ELEM
+from ..upcast import widen_attribute_types
 from .strong import NOTES_KEY, PLAN_KEY, REALIZATION_KEY, build_strong, tensor_to_fp32, write_value_info
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,9 +64,11 @@ def realize_emulation(plan: PrecisionPlan) -> onnx.ModelProto:
     graph.node.extend(nodes)
 
     _widen_initializers(graph, types)
+    initializers = {i.name for i in graph.initializer}
     for vi in graph.input:  # IR < 4 lists initializers as inputs
-        if vi.type.tensor_type.elem_type in _LOW:
+        if vi.name in initializers and vi.type.tensor_type.elem_type in _LOW:
             vi.type.tensor_type.elem_type = ELEM_FLOAT
+    _keep_low_io(graph, types, names, origin, initializers)
     write_value_info(graph, types, plan.value_info, origin)
     _set_meta(model, "emulation")
     return model
@@ -75,6 +86,9 @@ def _emulate_node(node, strong: dict[str, int], types: dict[str, int], names: _N
             identity = helper.make_node("Identity", list(node.input), list(node.output), name=node.name)
             types[node.output[0]] = ELEM_FLOAT
             return [identity]
+    # Ops whose attribute picks a low output type (ConstantOfShape's value, EyeLike/Random*
+    # dtype) compute in FP32 like every other node; their outputs are rounded below.
+    widen_attribute_types(node)
     out_nodes = [node]
     for slot, out in enumerate(node.output):
         elem = strong.get(out)
@@ -101,6 +115,53 @@ def _emulate_node(node, strong: dict[str, int], types: dict[str, int], names: _N
                                           to=ELEM_FLOAT))
         types[out] = ELEM_FLOAT
     return out_nodes
+
+
+def _keep_low_io(graph, types: dict[str, int], names: _Names, origin: dict[str, str], initializers) -> None:
+    """Graph inputs and outputs keep the model's FP16/BF16 types (the same feeds run every
+    backend and reference): a low input is widened by a Cast on entry (exact), a low output
+    is the FP32-computed, already rounded value Cast back under its own name (exact)."""
+    from onnx import helper
+
+    from .strong import _rename_outer_refs
+
+    renames: dict[str, str] = {}
+    entry = []
+    for vi in graph.input:
+        elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
+        if vi.name in initializers or elem not in _LOW:
+            continue
+        wide = names.tensor(f"{vi.name}__fp32")
+        entry.append(helper.make_node("Cast", [vi.name], [wide], name=names.node(f"{vi.name}/Widen_fp32"),
+                                      to=ELEM_FLOAT))
+        types[vi.name], types[wide] = elem, ELEM_FLOAT
+        origin[wide] = vi.name
+        renames[vi.name] = wide
+    exits = []
+    for vi in graph.output:
+        elem = vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0
+        if elem not in _LOW or vi.name in renames or vi.name in initializers:
+            continue
+        wide = names.tensor(f"{vi.name}__fp32")
+        for node in graph.node:
+            for slot, out in enumerate(node.output):
+                if out == vi.name:
+                    node.output[slot] = wide
+        exits.append(helper.make_node("Cast", [wide], [vi.name], name=names.node(f"{vi.name}/Cast_to_output_type"),
+                                      to=elem))
+        types[wide], types[vi.name] = ELEM_FLOAT, elem
+        origin[wide] = vi.name
+        renames[vi.name] = wide
+    if not renames:
+        return
+    for node in graph.node:
+        for slot, name in enumerate(node.input):
+            if name in renames:
+                node.input[slot] = renames[name]
+        _rename_outer_refs(node, renames)
+    nodes = entry + list(graph.node) + exits
+    del graph.node[:]
+    graph.node.extend(nodes)
 
 
 def _widen_initializers(graph, types: dict[str, int]) -> None:

@@ -1,6 +1,6 @@
 """Strongly typed realization: the plan written into the ONNX graph as element types and Casts.
 
-TensorRT >= 10.12 (strong typing), 11.x and TensorRT-RTX build exactly the types the
+TensorRT 10.x with strong typing (the default from 10.0), 11.x and TensorRT-RTX build exactly the types the
 graph states, so this is the realization that is honoured inside fused (Myelin)
 regions. The algorithm is plan-driven and owned here (not onnxconverter-common, whose
 ``convert_float_to_float16`` breaks tied weights, clamps initializers at 1e4 and

@@ -205,15 +205,15 @@ def test_low_precision_and_mixing_is_refused():
         PrecisionPolicy(rules=["op:MatMul=fp16"]).with_default("bf16")
 
 
-def test_as_is_is_stored_and_not_resolved_yet():
+def test_as_is_is_stored_and_resolved_from_the_model():
     from pytest_trt.testing_models import layernorm17_block
 
     policy = PrecisionPolicy(as_is=True, expect_fp32=["op:LayerNormalization"])
     assert policy.to_json()["as_is"] is True
     assert policy.to_json()["expect_fp32"] == ["op:LayerNormalization"]
     assert policy.describe().startswith("as-is")
-    with pytest.raises(UsageError, match="issue 12"):
-        policy.resolve(layernorm17_block())
+    plan = policy.resolve(layernorm17_block())  # issue 12: read from the model (details: test_as_is.py)
+    assert plan.as_is and plan.expectation_failures == []
 
 
 def test_policy_module_imports_no_onnx():
