@@ -252,6 +252,9 @@ class ArtifactCache:
         self.read_only = bool(read_only)
         self.lock_timeout = lock_timeout
         self.stale_seconds = stale_seconds
+        #: default ``fresh_after`` of :meth:`get_or_build`: set by a test session to its start
+        #: time (shared with xdist workers) so ``--trt-rebuild`` rebuilds each key once per run
+        self.fresh_after: float | None = None
         if self.read_only:
             if not self.root.is_dir():
                 raise CacheError(
@@ -333,6 +336,8 @@ class ArtifactCache:
         worker.
         """
         _check_kind(kind)
+        if fresh_after is None:
+            fresh_after = self.fresh_after
         key = self.key(parts)
         entry = self.root / kind / key
         if self.read_only:

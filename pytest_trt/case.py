@@ -34,6 +34,20 @@ MARKER_KEYS = frozenset({
 # Figures of *passing* outputs (max errors, for the summary and reports) cost an exact
 # second pass; above this many elements only failing outputs get them.
 DETAILS_MAX_ELEMENTS = 1 << 22
+#: where feeds that failed and that no seed can regenerate are saved (next to --trt-report, else in rootdir)
+ARTIFACTS_DIRNAME = "trt-artifacts"
+
+
+class Feeds(dict):
+    """Input feeds ``{name: array}`` that remember how they were made, for replay messages.
+
+    ``seed`` is set for feeds generated from the declared specs; ``source`` names a file
+    they were loaded from. Feeds a test builds itself (Hypothesis, its own arrays) are plain
+    dicts: on failure they are saved as ``.npz`` with a replay command.
+    """
+
+    seed: int | None = None
+    source: str | None = None
 
 
 @contextlib.contextmanager
@@ -245,16 +259,23 @@ class TrtCase:
         shapes = overrides.pop("shapes", self.options.get("shapes"))
         dims = overrides.pop("dims", self.options.get("dims"))
         if inputs is not None:
-            feeds = load_feeds(self.resolve_path(inputs)) if isinstance(inputs, (str, Path)) else dict(inputs)
+            if isinstance(inputs, (str, Path)):
+                feeds = Feeds(load_feeds(self.resolve_path(inputs)))
+                feeds.source = str(self.resolve_path(inputs))
+            else:
+                feeds = Feeds(inputs)
+                feeds.source = "the marker's inputs="
             check_feeds(self.model, feeds, shapes=shapes, dims=dims)
             return feeds
         if seed is None and not overrides and self._default_feeds is not None:
             return self._default_feeds
-        feeds = make_feeds(
+        used_seed = self.seed if seed is None else seed
+        feeds = Feeds(make_feeds(
             self.model, shapes=shapes, dims=dims,
             val_range=overrides.pop("val_range", self.options.get("val_range")),
-            seed=self.seed if seed is None else seed, **overrides,
-        )
+            seed=used_seed, **overrides,
+        ))
+        feeds.seed = used_seed
         if seed is None and not overrides:
             self._default_feeds = feeds
         return feeds
@@ -311,22 +332,78 @@ class TrtCase:
             record["figures"] = failing_output_figures(actual, expected, result)
         self.records.append(record)
         if not result.passed:
-            message = self._failure_message(result, feeds, locate)
             label = reference_label(self.model, which, self.session.settings.baseline_provider)
-            if label != "FP32 ONNX Runtime baseline":  # _failure_message names the plain FP32 baseline
-                message = message.replace("the FP32 ONNX Runtime baseline", f"the {label}", 1)
-            raise AccuracyError(message, result)
+            raise AccuracyError(self._failure_message(result, feeds, locate, label, which, (rtol, atol)), result)
         return result
 
-    def _failure_message(self, result, feeds, locate) -> str:
+    def _inputs_line(self, feeds, which: str, tolerances=None) -> str:
+        """Where the inputs came from and how to replay them."""
+        seed = getattr(feeds, "seed", None)
+        if seed is not None:
+            return f"  inputs: generated with seed {seed} (replay with --trt-seed {seed})"
+        source = getattr(feeds, "source", None)
+        if source:
+            return f"  inputs: from {source}"
+        try:
+            path, command = self._save_failing_feeds(feeds, which, tolerances)
+        except Exception as exc:  # saving is a courtesy; the failure stays the headline
+            return f"  inputs: given by the test (could not save them for replay: {exc})"
+        return f"  inputs: given by the test, saved to {path}\n  replay: {command}"
+
+    def _save_failing_feeds(self, feeds, which: str, tolerances=None):
+        """Save feeds the test built itself (e.g. a Hypothesis example) with a replay command.
+
+        Hypothesis replays the shrunk example last, so the file ends up holding it.
+        """
+        import re
+        import shlex
+
+        from .inputs import save_feeds
+
+        s = self.session.settings
+        base = s.report_json.resolve().parent if s.report_json else s.rootdir
+        stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.node.nodeid).strip("_")[:150]
+        path = save_feeds(base / ARTIFACTS_DIRNAME / f"{stem}.npz", feeds)
+        command = self.replay_command(shlex.quote(str(path)), which, tolerances)
+        script = path.with_suffix(".sh")
+        script.write_text(f"#!/bin/sh\n# replays the failing inputs of {self.node.nodeid}\n{command}\n")
+        script.chmod(0o755)
+        return path, command
+
+    def replay_command(self, feeds_path: str, which: str = "fp32", tolerances=None) -> str:
+        """A ``pytest-trt compare`` command that replays this case on saved feeds."""
+        import shlex
+
+        policy = self.plan.policy
+        rtol, atol = tolerances or self.tolerances()
+        parts = ["pytest-trt", "compare", shlex.quote(str(self.model.path or self.model.label))]
+        if policy.as_is:
+            parts.append("--as-is")
+        elif policy.default != "fp32":
+            parts.append(f"--{policy.default}")
+        for pattern in policy.keep_fp32:
+            parts += ["--keep-fp32", shlex.quote(pattern)]
+        for rule in policy.rules:
+            parts += ["--precision", shlex.quote(rule.text())]
+        if which != "fp32":
+            parts += ["--baseline", which]
+        for flag, values in (("--rtol", rtol), ("--atol", atol)):
+            distinct = set(values.values())
+            if len(distinct) == 1:
+                parts += [flag, repr(float(distinct.pop()))]
+        parts += ["--backend", self.session.backend.name, "--load-inputs", feeds_path]
+        return " ".join(parts)
+
+    def _failure_message(self, result, feeds, locate, reference: str = "FP32 ONNX Runtime baseline",
+                         which: str = "fp32", tolerances=None) -> str:
         engine = self.engine
         lines = [
             f"{self.model.label}: {engine.backend_name} engine [{self.plan.policy.describe()}] differs from the "
-            f"FP32 ONNX Runtime baseline",
+            f"{reference}",
         ]
         if engine.backend_name == "emulate":
             lines.append("  (backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
-        lines.append(f"  inputs: seed {self.seed} (replay with --trt-seed {self.seed})")
+        lines.append(self._inputs_line(feeds, which, tolerances))
         lines.append(result.message())
         if locate if locate is not None else self.options.get("locate_on_failure", self.session.settings.locate_on_failure):
             try:
@@ -381,6 +458,7 @@ class TrtCase:
         from .suggest import suggest_fp32_islands
 
         rtol, atol = self.tolerances(kwargs.pop("atol", None), kwargs.pop("rtol", None))
-        return suggest_fp32_islands(self.engine.plan.model, self.plan.policy, self.feeds() if feeds is None else feeds,
+        kwargs.setdefault("baseline_provider", self.session.settings.baseline_provider)
+        return suggest_fp32_islands(self.model, self.plan.policy, self.feeds() if feeds is None else feeds,
                                     backend=self.session.backend, cache=self.session.cache, rtol=rtol, atol=atol,
                                     config=self.build_config, **kwargs)

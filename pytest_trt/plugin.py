@@ -47,7 +47,8 @@ def pytest_configure(config):
     xdist_gpus.configure(config)
     try:
         session_settings = _settings.resolve_settings(config)
-        session = TrtSession.create(session_settings)
+        started_at = getattr(config, "workerinput", {}).get("trt_session_start")
+        session = TrtSession.create(session_settings, started_at=started_at)
     except BackendUnavailable as exc:
         raise pytest.UsageError(f"pytest-trt: {exc}") from None
     except PytestTrtError as exc:
@@ -56,6 +57,15 @@ def pytest_configure(config):
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and config.option.verbose > 0 and not hasattr(config, "workerinput"):
         session.progress = lambda line: reporter.write_line(line)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist (controller): workers share the run's start time, so --trt-rebuild
+    rebuilds each cache key once per run, not once per worker."""
+    session = node.config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        node.workerinput["trt_session_start"] = session.started_at
 
 
 def pytest_report_header(config):
@@ -90,7 +100,8 @@ def _short_longrepr(item, excinfo) -> str:
             location = f"{item.path}:{entry.lineno + 1}: "
             break
     kind = excinfo.type.__name__
-    return f"{location}{kind}\n{excinfo.value}"
+    notes = "".join(f"\n{note}" for note in getattr(excinfo.value, "__notes__", ()))  # e.g. Hypothesis's example
+    return f"{location}{kind}\n{excinfo.value}{notes}"
 
 
 @pytest.hookimpl(wrapper=True)

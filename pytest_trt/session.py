@@ -48,6 +48,9 @@ class TrtSession:
     backend: Backend
     backend_reason: str
     _cache: Any = None
+    #: time.time() of the test run's start (the controller's, under xdist): with
+    #: --trt-rebuild, entries built after it are fresh and not rebuilt again
+    started_at: float = field(default_factory=time.time)
     _models: dict = field(default_factory=dict)
     _plans: dict = field(default_factory=dict)
     _engines: dict = field(default_factory=dict)
@@ -56,11 +59,13 @@ class TrtSession:
     progress: Any = None
 
     @classmethod
-    def create(cls, settings: Settings) -> TrtSession:
+    def create(cls, settings: Settings, *, started_at: float | None = None) -> TrtSession:
         from .backends.base import select_backend
 
         backend, reason = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
         session = cls(settings=settings, backend=backend, backend_reason=reason)
+        if started_at is not None:
+            session.started_at = started_at
         if settings.sources.get("trt_cache_dir", "default") != "default" or settings.cache_dir.exists():
             # An explicitly chosen (or existing) cache directory is checked now, so an
             # unwritable one is a clear error at session start rather than mid-run.
@@ -75,6 +80,8 @@ class TrtSession:
         with self._lock:
             if self._cache is None:
                 self._cache = ArtifactCache(self.settings.cache_dir, max_bytes=self.settings.cache_max_bytes)
+                if self.settings.rebuild:
+                    self._cache.fresh_after = self.started_at
             return self._cache
 
     # -- pipeline steps, memoized per process ---------------------------------------

@@ -165,6 +165,7 @@ class Settings:
     report_json: Path | None = None
     report_html: Path | None = None
     gpus: str | None = None
+    rootdir: Path = field(default_factory=Path.cwd)
     sources: dict = field(default_factory=dict)
 
 
@@ -190,8 +191,11 @@ def resolve_settings(config) -> Settings:
     if not cache_path.is_absolute():
         cache_path = (Path(str(config.invocation_params.dir)) / cache_path).resolve()
 
-    def as_path(v):
-        return Path(v) if v else None
+    def as_path(v):  # report paths are relative to where pytest was invoked, like the cache directory
+        if not v:
+            return None
+        path = Path(v).expanduser()
+        return path if path.is_absolute() else Path(str(config.invocation_params.dir)) / path
 
     return Settings(
         precision=precision,
@@ -211,5 +215,6 @@ def resolve_settings(config) -> Settings:
         report_json=as_path(values["trt_report"]),
         report_html=as_path(values["trt_html"]),
         gpus=values["trt_gpus"],
+        rootdir=rootdir,
         sources=sources,
     )

@@ -118,12 +118,18 @@ def needs_upcast(model) -> bool:
     from .plan import _infer_types
 
     model = load_model(model)
+    if model.sha256 in _NEEDS_UPCAST:  # type inference is not free on large models: once per content
+        return _NEEDS_UPCAST[model.sha256]
     if any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in _all_nodes(model.graph)):
-        return True
-    _, elem_types, _ = _infer_types(model)
-    if any(e in _LOW for e in elem_types.values()):
-        return True
-    return any(_mentions_low(n) for n in _all_nodes(model.graph))
+        answer = True
+    else:
+        _, elem_types, _ = _infer_types(model)
+        answer = any(e in _LOW for e in elem_types.values()) or any(_mentions_low(n) for n in _all_nodes(model.graph))
+    _NEEDS_UPCAST[model.sha256] = answer
+    return answer
+
+
+_NEEDS_UPCAST: dict[str, bool] = {}
 
 
 def _mentions_low(node) -> bool:
@@ -179,12 +185,12 @@ def fp32_reference_model(model, *, remove_qdq: bool = True) -> Model:
             _CACHE.move_to_end(key)
             return _CACHE[key]
     if not needs_upcast(model):
-        result = model
-    else:
-        proto = upcast_to_fp32(model, remove_qdq=remove_qdq)
-        # An in-memory Model is labelled by its graph name: say what it is in messages.
-        proto.graph.name = f"{model.label} upcast to FP32{' (Q/DQ removed)' if remove_qdq else ''}"
-        result = load_model(proto)
+        # Not memoized: another Model with the same content may carry another path/label.
+        return model
+    proto = upcast_to_fp32(model, remove_qdq=remove_qdq)
+    # An in-memory Model is labelled by its graph name: say what it is in messages.
+    proto.graph.name = f"{model.label} upcast to FP32{' (Q/DQ removed)' if remove_qdq else ''}"
+    result = load_model(proto)
     with _CACHE_LOCK:
         _CACHE[key] = result
         while len(_CACHE) > 8:

@@ -130,6 +130,21 @@ def accuracy_rows(results) -> list[dict[str, Any]]:
     return rows
 
 
+def worst_per_test_output(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (test, output): its worst check, with ``checks`` = how many there were.
+
+    A Hypothesis test or a loop over input sets checks the same output many times; the
+    terminal shows its worst case (the JSON and HTML reports keep every check).
+    """
+    best: dict[tuple, dict] = {}
+    counts: dict[tuple, int] = {}
+    for row in rows:  # rows are sorted worst first, so the first seen is the worst
+        key = (row["test"], row["output"])
+        counts[key] = counts.get(key, 0) + 1
+        best.setdefault(key, row)
+    return [{**row, "checks": counts[key]} for key, row in best.items()]
+
+
 def _pattern_matches(pattern: str, node: dict) -> bool:
     if pattern.startswith("op:"):
         return node.get("op_type") == pattern[3:]
@@ -395,11 +410,13 @@ def write_terminal_summary(tr, session, results) -> None:
     tr.section("pytest-trt", sep="=")
     tr.write_line(backend_line(session))
     tr.write_line(engines_line(engine_counts(results)))
-    rows = accuracy_rows(results)
+    all_rows = accuracy_rows(results)
+    rows = worst_per_test_output(all_rows)
     if rows:
         failed = sum(1 for r in rows if not r["passed"])
         tests = len({r["test"] for r in rows})
-        tr.write_line(f"accuracy: {len(rows)} output(s) in {tests} test(s), {failed} outside tolerance; "
+        repeated = f" ({len(all_rows)} checks, the worst per test and output shown)" if len(all_rows) > len(rows) else ""
+        tr.write_line(f"accuracy: {len(rows)} output(s) in {tests} test(s){repeated}, {failed} outside tolerance; "
                       f"worst first (x tol > 1 fails)")
         verbose = getattr(getattr(tr, "config", None), "option", None)
         limit = None if verbose is not None and getattr(verbose, "verbose", 0) > 0 else TERMINAL_ROWS

@@ -97,6 +97,11 @@ def test_shared(trt, seed):
     pids = {e["pid"] for e in events(cache_dir, kind="emulate")}
     assert len(pids) == 2, "both workers should have asked for the engine"
 
+    # --trt-rebuild rebuilds each key once per run, not once per worker
+    again = pytester.runpytest_subprocess("-n", "2", "--trt-cache-dir", str(cache_dir), "--trt-rebuild")
+    again.assert_outcomes(passed=4)
+    assert len(events(cache_dir, kind="emulate", event="build")) == 2
+
 
 def test_corrupted_cache_entry_warns_and_rebuilds(pytester, cache_dir):
     pytester.makepyfile(HEADER + """

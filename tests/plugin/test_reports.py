@@ -155,7 +155,7 @@ def check_summary(result, *, built: int, reused: int):
         "FAIL *e+00   0.01  *   0.01  *test_all_fp16*last_hidden_state*encoder_opset14.onnx [[]fp16[]]",
         "ok *test_layernorm_fp32*last_hidden_state*encoder_opset14.onnx [[]fp16; fp32: [*]/LayerNorm/[*][]]",
         "ok *0.00e+00*1e-05*0.00e+00*1e-05*test_fp32*last_hidden_state*encoder_opset14.onnx [[]fp32[]]",
-        "reports: out/report.json, out/report.html",
+        "reports: */out/report.json, */out/report.html",  # resolved against the invocation directory
     ])
     engine = "cache hit" if built == 0 else "built *s"
     result.stdout.fnmatch_lines([f"FAIL *{engine}*test_all_fp16*"])
