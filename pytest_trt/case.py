@@ -14,7 +14,6 @@ FP32 baseline, compares, and records figures for the reports.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,20 +47,6 @@ class Feeds(dict):
 
     seed: int | None = None
     source: str | None = None
-
-
-@contextlib.contextmanager
-def skip_if_unavailable():
-    """A backend that turns out unable to run here (e.g. TensorRT-RTX deserializing on an
-    unsupported GPU, found only when the engine is loaded) skips the test with its reason."""
-    from .errors import BackendUnavailable
-
-    try:
-        yield
-    except BackendUnavailable as exc:
-        import pytest
-
-        pytest.skip(exc.reason)
 
 
 def marker_kwargs(node) -> dict[str, Any]:
@@ -241,8 +226,7 @@ class TrtCase:
             reason = self.skip_reason()
             if reason:
                 pytest.skip(reason)
-            with skip_if_unavailable():
-                self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
+            self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
             self.records.append({"kind": "engine", **self._build_event.to_json()})
         return self._engine
 
@@ -296,8 +280,7 @@ class TrtCase:
 
     def run(self, feeds: dict | None = None) -> dict:
         feeds = self.feeds() if feeds is None else feeds
-        with skip_if_unavailable():
-            return self.engine.run(feeds)
+        return self.engine.run(feeds)
 
     def check(self, feeds: dict | None = None, *, atol=None, rtol=None, min_cosine=None, min_snr_db=None,
               locate: bool | None = None, baseline: str | None = None) -> CompareResult:
@@ -316,8 +299,7 @@ class TrtCase:
         feeds = self.feeds() if feeds is None else feeds
         engine = self.engine
         expected = self.baseline(feeds, baseline=which)
-        with skip_if_unavailable():
-            actual = engine.run(feeds)
+        actual = engine.run(feeds)
         rtol, atol = self.tolerances(atol, rtol)
         result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db,
                                  precision=self.plan.low_precision or "fp32",

@@ -86,7 +86,9 @@ def network_check(trt, plan) -> dict:
 
 def polygraphy_build(plan) -> dict:
     """Independent cross-check: Polygraphy's RTX mode builds the same strong realization."""
-    from polygraphy.backend.trt import CreateConfigRTX, EngineBytesFromNetwork, NetworkFromOnnxBytes
+    # Polygraphy 0.53 keeps the RTX config in its own package (polygraphy/backend/tensorrt_rtx/config.py)
+    from polygraphy.backend.tensorrt_rtx import CreateConfigRTX
+    from polygraphy.backend.trt import EngineBytesFromNetwork, NetworkFromOnnxBytes
 
     from pytest_trt.realize import realize_strong
 

@@ -42,7 +42,7 @@ def test_everything_fp16(trt):
         "*test_fp16_layernorm_failure_message_says_what_and_where.py:*: AccuracyError",
         "encoder_opset14.onnx: emulate engine [[]fp16[]] differs from the FP32 ONNX Runtime baseline",
         "*backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT*",
-        "*inputs: seed 0 (replay with --trt-seed 0)*",
+        "*inputs: generated with seed 0 (replay with --trt-seed 0)*",
         "*last_hidden_state*",
         "*--trt-locate-on-failure*",
     ])
@@ -187,3 +187,36 @@ def test_pinned(trt):
     assert trt.plan.low_precision is None
 """)
     pytester.runpytest("--trt-bf16").assert_outcomes(passed=2)
+
+
+def test_backend_found_unable_to_run_at_load_time_skips_with_its_reason(pytester):
+    """TensorRT-RTX builds on a GPU it cannot run on and fails only at deserialization
+    (seen on an H200): wherever that surfaces, the test is skipped with the reason."""
+    pytester.makepyfile(HEADER + """
+from pytest_trt.errors import AccuracyError, BackendUnavailable
+
+REASON = "TensorRT-RTX does not support compute capability 9.0 (NVIDIA H200)"
+
+@pytest.fixture
+def unloadable(monkeypatch, trt):
+    def refuse(self, *args, **kwargs):
+        raise BackendUnavailable(REASON)
+    monkeypatch.setattr(type(trt.engine), "run", refuse)
+    monkeypatch.setattr(type(trt.engine), "layers", refuse)
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
+def test_check(trt, unloadable):
+    trt.check()
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
+def test_assert_precision(trt, unloadable):
+    trt.assert_precision("*/LayerNorm/*", "fp32")
+
+@pytest.mark.xfail(raises=AccuracyError, strict=True)
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
+def test_negative_control(trt, unloadable):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+""")
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(skipped=3)
+    result.stdout.fnmatch_lines(["*SKIPPED*TensorRT-RTX does not support compute capability 9.0*"])
