@@ -33,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pytest_trt.compare import compare_outputs, default_tolerances  # noqa: E402
 
-
 CLOCK = time.perf_counter
 
 
@@ -109,11 +108,13 @@ def main(argv=None) -> int:
         assert res.passed, res.message()
         np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol)
 
+        a, e = actual, expected
         floor, ours = best_of_interleaved(
-            [lambda: (np.add.reduce(actual), np.add.reduce(expected)),
-             lambda: compare_outputs(actual, expected, precision="fp16")], rep)
-        allc = best_of(lambda: np.allclose(actual, expected, rtol=rtol, atol=atol), slow_rep)
-        aac = best_of(lambda: np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol), slow_rep)
+            [lambda a=a, e=e: (np.add.reduce(a), np.add.reduce(e)),
+             lambda a=a, e=e: compare_outputs(a, e, precision="fp16")], rep)
+        allc = best_of(lambda a=a, e=e: np.allclose(a, e, rtol=rtol, atol=atol), slow_rep)
+        aac = best_of(lambda a=a, e=e: np.testing.assert_allclose(a, e, rtol=rtol, atol=atol), slow_rep)
+        del a, e
         print(f"{size:>8.0e} {floor * 1e3:>9.1f} {ours * 1e3:>9.1f} {allc * 1e3:>9.1f} {aac * 1e3:>10.1f} "
               f"{ours / floor:>10.2f}x {aac / ours:>14.1f}x {allc / ours:>13.1f}x", flush=True)
         del actual, expected

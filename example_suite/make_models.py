@@ -61,7 +61,6 @@ from __future__ import annotations
 
 import fnmatch
 import io
-import os
 import sys
 from collections import Counter
 from pathlib import Path

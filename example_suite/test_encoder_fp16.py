@@ -5,6 +5,7 @@ session's (FP16 here). LayerNorm and Softmax stay FP32, as deployed.
 """
 
 import pytest
+
 from conftest import ENCODER_DIMS, NORMAL, OUTLIERS
 
 KEEP = ["*/LayerNorm/*", "op:Softmax"]

@@ -6,8 +6,8 @@ FP16, and `assert_precision` independently checks what the engine says it ran.
 """
 
 import pytest
-from conftest import ENCODER_DIMS, NORMAL, OUTLIERS
 
+from conftest import ENCODER_DIMS, NORMAL, OUTLIERS
 from pytest_trt import AccuracyError
 
 

@@ -96,7 +96,7 @@ def run_session(session, feeds: dict, *, output_names=None, label: str = "model"
     except Exception as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         raise InputError(f"ONNX Runtime failed to run {label}: {first}") from exc
-    return dict(zip(names, values))
+    return dict(zip(names, values, strict=True))
 
 
 def feeds_digest(feeds: dict) -> str:

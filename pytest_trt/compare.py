@@ -371,8 +371,8 @@ class OutputComparison:
             for el in self.table
         ]
         widths = [max(len(header[i]), *(len(r[i]) for r in rows)) for i in range(5)]
-        out = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
-        out += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+        out = ["  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True))]
+        out += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
         if self.mismatched > len(self.table):
             out.append(f"... {self.mismatched - len(self.table)} more mismatched element(s)")
         return out

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
-    import onnx
+    pass
 
 
 @dataclass(eq=False)

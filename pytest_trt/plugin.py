@@ -166,9 +166,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
-    trt_session = config.stash.get(SESSION_KEY, None)
-    if trt_session is None or hasattr(config, "workerinput"):
+    run = config.stash.get(SESSION_KEY, None)
+    if run is None or hasattr(config, "workerinput"):
         return
     from .report import write_reports
 
-    write_reports(trt_session, list(config.stash[RESULTS_KEY]), exitstatus)
+    write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BackendUnavailable, UsageError
@@ -18,7 +18,7 @@ from ..errors import BackendUnavailable, UsageError
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
-    from ..cache import ArtifactCache, CacheResult
+    from ..cache import ArtifactCache
     from ..layers import LayerReport
     from ..plan import PrecisionPlan
 

@@ -30,7 +30,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import torch
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto
 
 OUT_DIR = Path(__file__).resolve().parent
 SEED = 0
