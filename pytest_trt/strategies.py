@@ -1,4 +1,4 @@
-"""Hypothesis strategies for model feeds (optional: ``pip install 'pytest-trt[hypothesis]'``).
+"""Hypothesis strategies for model feeds (Hypothesis is a dependency of pytest-trt).
 
 :func:`feeds` draws feed dicts that :func:`pytest_trt.inputs.check_feeds` accepts:
 shapes inside the TensorRT profile (one size per symbolic dim across inputs), values
@@ -55,7 +55,7 @@ try:
     from hypothesis.extra.numpy import arrays
 except ImportError as exc:  # pragma: no cover - exercised only without hypothesis
     raise ImportError(
-        "pytest_trt.strategies needs Hypothesis: pip install 'pytest-trt[hypothesis]'"
+        "pytest_trt.strategies needs Hypothesis (a dependency of pytest-trt): pip install hypothesis"
     ) from exc
 
 from .errors import InputError, UsageError
