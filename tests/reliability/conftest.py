@@ -15,17 +15,16 @@ Speed matters here (the whole directory runs in CI in about a minute on 2 cores)
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
+
 
 # Pre-import what inner pytester runs use (see the module docstring): every pytest-trt
 # module (some keep module-level caches of Model objects, which must not outlive the

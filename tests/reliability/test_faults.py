@@ -19,7 +19,6 @@ A slow, interruptible build without touching pytest-trt: the test projects get
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import shutil
