@@ -285,7 +285,8 @@ class ArtifactCache:
         except OSError as exc:
             raise CacheError(
                 f"the pytest-trt cache directory {self.root} is not writable: {_why(exc)}. {_HINT_DIR}, "
-                f"or open it read-only (ArtifactCache(..., read_only=True)) to use the entries it holds."
+                f"or use the entries it holds read-only (pytest --trt-cache-read-only; "
+                f"in Python ArtifactCache(..., read_only=True))."
             ) from exc
         self.collect_garbage()
 

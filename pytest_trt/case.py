@@ -14,6 +14,7 @@ FP32 baseline, compares, and records figures for the reports.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
 MARKER_KEYS = frozenset({
     "model", "precision", "policy", "keep_fp32", "rules", "atol", "rtol", "shapes", "dims", "profile",
     "val_range", "seed", "inputs", "typing", "as_is", "expect_fp32", "baseline", "requires", "tf32",
-    "locate_on_failure",
+    "locate_on_failure", "allow_nonfinite",
 })
 
 
@@ -66,6 +67,53 @@ def marker_kwargs(node) -> dict[str, Any]:
     return merged
 
 
+def _patterns(value, key: str, where: str) -> tuple:
+    """A pattern list keyword: one string or an iterable of strings."""
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise UsageError(f"{where}: @pytest.mark.trt({key}=...) takes a pattern or a list of patterns, got {value!r}")
+
+
+def _validate_options(options: dict, where: str) -> None:
+    """Marker keywords of the wrong type are usage errors naming the keyword (not TypeErrors later)."""
+    from pathlib import PurePath
+
+    from .inputs import _check_seed
+
+    for key in ("keep_fp32", "expect_fp32"):
+        if options.get(key) is not None:
+            options[key] = _patterns(options[key], key, where)
+    rules = options.get("rules")
+    if rules is not None and not isinstance(rules, (list, tuple, dict)):
+        raise UsageError(f"{where}: @pytest.mark.trt(rules=...) takes a list of rules ('PATTERN=fp32', "
+                         f"(pattern, precision) pairs) or a dict, got {rules!r}")
+    requires = options.get("requires")
+    if requires is not None:
+        from .backends.base import BACKEND_CHOICES
+
+        wanted = (requires,) if isinstance(requires, str) else requires
+        if not isinstance(wanted, (list, tuple)) or not all(w in BACKEND_CHOICES[1:] for w in wanted):
+            raise UsageError(f"{where}: @pytest.mark.trt(requires=...) takes a backend name or a list of them "
+                             f"({', '.join(BACKEND_CHOICES[1:])}), got {requires!r}")
+    inputs = options.get("inputs")
+    if inputs is not None and not isinstance(inputs, (str, PurePath, dict)):
+        from .errors import InputError
+
+        raise InputError(f"{where}: @pytest.mark.trt(inputs=...) takes a path to an .npz file or a dict of arrays, "
+                         f"got {inputs!r}")
+    if options.get("seed") is not None:
+        options["seed"] = _check_seed(options["seed"])
+    for key in ("as_is", "tf32", "locate_on_failure", "allow_nonfinite"):
+        if options.get(key) is not None and not isinstance(options[key], bool):
+            raise UsageError(f"{where}: @pytest.mark.trt({key}=...) takes True or False, got {options[key]!r}")
+    for key in ("shapes", "dims", "val_range", "profile"):
+        if options.get(key) is not None and not isinstance(options[key], dict):
+            raise UsageError(f"{where}: @pytest.mark.trt({key}=...) takes a dict keyed by input or dim name, "
+                             f"got {options[key]!r}")
+
+
 class TrtCase:
     """One model + precision policy + tolerances + inputs, ready to build, run and check."""
 
@@ -73,6 +121,7 @@ class TrtCase:
         self.session = session
         self.node = node
         self.options = {**marker_kwargs(node), **{k: v for k, v in overrides.items() if v is not None}}
+        _validate_options(self.options, node.nodeid)
         self.records: list[dict[str, Any]] = []
         self._engine = None
         self._build_event = None
@@ -89,7 +138,7 @@ class TrtCase:
         path = Path(value)
         return path if path.is_absolute() else self.base_dir / path
 
-    @property
+    @functools.cached_property
     def model(self):
         source = self.options.get("model")
         if source is None:
@@ -101,7 +150,7 @@ class TrtCase:
             source = self.resolve_path(source)
         return self.session.model(source)
 
-    @property
+    @functools.cached_property
     def precision(self) -> str:
         from .dtypes import normalize_precision
 
@@ -109,7 +158,7 @@ class TrtCase:
             return normalize_precision(self.options["precision"])
         return self.session.settings.precision
 
-    @property
+    @functools.cached_property
     def policy(self):
         from .policy import PrecisionPolicy, Rule
 
@@ -151,7 +200,7 @@ class TrtCase:
             kwargs["expect_fp32"] = expect
         return PrecisionPolicy(**kwargs)
 
-    @property
+    @functools.cached_property
     def plan(self):
         return self.session.plan(self.model, self.policy)
 
@@ -169,15 +218,18 @@ class TrtCase:
         outputs = self.model.output_names()
 
         def resolve(what, levels):
+            for level in levels:  # every level is checked, also those a higher one overrides
+                if isinstance(level, dict):
+                    unknown = [k for k in level if k not in outputs]
+                    if unknown:
+                        raise UsageError(f"{self.node.nodeid}: {what} names unknown output(s) "
+                                         f"{', '.join(map(str, unknown))}; {self.model.label} has outputs "
+                                         f"{', '.join(outputs)}")
             resolved = {}
             for name in outputs:
                 for level in levels:
                     if isinstance(level, dict):
-                        unknown = sorted(set(level) - set(outputs))
-                        if unknown:
-                            raise UsageError(f"{self.node.nodeid}: {what} names unknown output(s) {', '.join(unknown)}; "
-                                             f"{self.model.label} has outputs {', '.join(outputs)}")
-                        if name in level:
+                        if level.get(name) is not None:  # None: fall through to the next level
                             resolved[name] = level[name]
                             break
                     elif level is not None:
@@ -233,7 +285,8 @@ class TrtCase:
     # -- inputs -------------------------------------------------------------------------
     @property
     def seed(self) -> int:
-        return int(self.options.get("seed", self.session.settings.seed))
+        seed = self.options.get("seed")
+        return self.session.settings.seed if seed is None else int(seed)
 
     def feeds(self, seed: int | None = None, **overrides) -> dict:
         """Input feeds: the marker's ``inputs`` (npz path or dict), else generated from the declared specs."""
@@ -264,6 +317,21 @@ class TrtCase:
             self._default_feeds = feeds
         return feeds
 
+    def _feeds_or_default(self, feeds):
+        """The case's default feeds, or the test's own, checked against the model first.
+
+        Feeds a test builds itself get the same checks as loaded ones (names, dtypes,
+        static dims, NaN/Inf unless ``allow_nonfinite=True``), so a typo or a NaN is an
+        InputError naming the input rather than ONNX Runtime's message or a silent drop.
+        """
+        if feeds is None:
+            return self.feeds()
+        if getattr(feeds, "seed", None) is None and getattr(feeds, "source", None) is None:
+            from .inputs import check_feeds
+
+            check_feeds(self.model, feeds, allow_nonfinite=bool(self.options.get("allow_nonfinite", False)))
+        return feeds
+
     # -- running and checking -----------------------------------------------------------------
     def baseline(self, feeds: dict | None = None, *, baseline: str | None = None) -> dict:
         """Reference outputs (ONNX Runtime, cached): ``baseline=`` argument > marker > ``"fp32"``.
@@ -274,12 +342,12 @@ class TrtCase:
         """
         from .baseline import normalize_baseline, reference_model
 
-        feeds = self.feeds() if feeds is None else feeds
+        feeds = self._feeds_or_default(feeds)
         which = normalize_baseline(baseline if baseline is not None else self.options.get("baseline", "fp32"))
         return self.session.baseline(reference_model(self.model, which), feeds)
 
     def run(self, feeds: dict | None = None) -> dict:
-        feeds = self.feeds() if feeds is None else feeds
+        feeds = self._feeds_or_default(feeds)
         return self.engine.run(feeds)
 
     def check(self, feeds: dict | None = None, *, atol=None, rtol=None, min_cosine=None, min_snr_db=None,
@@ -291,14 +359,14 @@ class TrtCase:
         First the policy's ``expect_fp32`` assertions: a selected node that the plan (for an
         as-is model: the model itself) computes in FP16/BF16 raises PrecisionError naming it.
         """
-        from .baseline import normalize_baseline, reference_label
+        from .baseline import normalize_baseline, reference_label, reference_model
         from .compare import compare_outputs
 
         self.plan.assert_expectations()
         which = normalize_baseline(baseline if baseline is not None else self.options.get("baseline", "fp32"))
-        feeds = self.feeds() if feeds is None else feeds
+        feeds = self._feeds_or_default(feeds)
         engine = self.engine
-        expected = self.baseline(feeds, baseline=which)
+        expected = self.session.baseline(reference_model(self.model, which), feeds)
         actual = engine.run(feeds)
         rtol, atol = self.tolerances(atol, rtol)
         result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db,

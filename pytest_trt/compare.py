@@ -673,11 +673,14 @@ def _per_output(what: str, value, default, names: list[str], *, tolerance: bool 
                 f"{what} names {_names(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not "
                 f"compared; outputs compared: {_names(names)}"
             )
-        out = {n: value.get(n, default) for n in names}
+        # None for a name means "the default", like leaving the name out
+        out = {n: (default if value.get(n) is None else value[n]) for n in names}
     else:
         out = {n: (default if value is None else value) for n in names}
     for n, v in out.items():
         if v is None:
+            if tolerance:  # a tolerance always has a value: None here would compare against NaN
+                raise UsageError(f"{what} for output {n!r} is missing (None): give a number")
             continue
         if isinstance(v, bool) or not isinstance(v, numbers.Real):
             raise UsageError(f"{what} for output {n!r} must be a number, got {v!r}")

@@ -146,9 +146,12 @@ def load_model(source, *, check: bool = True) -> Model:
 
             if any(uses_external_data(t) for t in proto.graph.initializer):
                 load_external_data_for_model(proto, str(path.parent))
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, onnx.checker.ValidationError) as exc:
+            # onnx raises ValidationError ("... should be stored in ..., but it is not regular file")
+            # for a missing data file, FileNotFoundError in older versions
+            missing = getattr(exc, "filename", None) or str(exc).strip().splitlines()[0]
             raise ModelError(
-                f"{path} stores weights as external data, but a data file is missing: {exc.filename or exc}. "
+                f"{path} stores weights as external data, but a data file is missing: {missing}. "
                 f"Keep the external data files next to the model."
             ) from exc
         except OSError as exc:

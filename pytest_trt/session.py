@@ -79,7 +79,8 @@ class TrtSession:
 
         with self._lock:
             if self._cache is None:
-                self._cache = ArtifactCache(self.settings.cache_dir, max_bytes=self.settings.cache_max_bytes)
+                self._cache = ArtifactCache(self.settings.cache_dir, max_bytes=self.settings.cache_max_bytes,
+                                            read_only=self.settings.cache_read_only)
                 if self.settings.rebuild:
                     self._cache.fresh_after = self.started_at
             return self._cache

@@ -55,6 +55,9 @@ OPTIONS: tuple[Option, ...] = (
            f"(default: $PYTEST_TRT_CACHE_DIR or <rootdir>/{DEFAULT_CACHE_DIRNAME}).", "str", None, metavar="DIR"),
     Option("trt-cache-max-size", "Evict least-recently-used cache entries beyond this size, e.g. 20G, 500M "
            "(default: no limit).", "str", None, metavar="SIZE"),
+    Option("trt-cache-read-only", "Use the cache directory read-only (e.g. a pre-populated cache shared by CI "
+           "runners): valid entries are used, a missing or corrupt one is an error, nothing is written "
+           "(default: off).", "bool", False),
     Option("trt-rebuild", "Ignore cached engines and baselines and rebuild them (default: off).", "bool", False),
     Option("trt-atol", "Absolute tolerance for every output (default: per precision: fp32 1e-5, fp16 1e-3, bf16 1e-2).",
            "float", None, metavar="ATOL"),
@@ -156,6 +159,7 @@ class Settings:
     keep_fp32: tuple = ()
     cache_dir: Path = Path(DEFAULT_CACHE_DIRNAME)
     cache_max_bytes: int | None = None
+    cache_read_only: bool = False
     rebuild: bool = False
     atol: float | None = None
     rtol: float | None = None
@@ -174,6 +178,9 @@ def resolve_settings(config) -> Settings:
     values, sources = {}, {}
     for opt in OPTIONS:
         values[opt.dest], sources[opt.dest] = _lookup(config, opt)
+    if values["trt_cache_read_only"] and values["trt_rebuild"]:
+        raise UsageError("--trt-cache-read-only and --trt-rebuild contradict each other: a read-only cache "
+                         "cannot be rebuilt")
     if values["trt_fp16"] and values["trt_bf16"]:
         raise UsageError("--trt-fp16 and --trt-bf16 both given (from "
                          f"{sources['trt_fp16']} and {sources['trt_bf16']}): choose one default precision")
@@ -206,6 +213,7 @@ def resolve_settings(config) -> Settings:
         keep_fp32=tuple(values["trt_keep_fp32"] or ()),
         cache_dir=cache_path,
         cache_max_bytes=parse_size(values["trt_cache_max_size"]),
+        cache_read_only=bool(values["trt_cache_read_only"]),
         rebuild=bool(values["trt_rebuild"]),
         atol=values["trt_atol"],
         rtol=values["trt_rtol"],

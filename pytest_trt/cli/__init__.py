@@ -2,7 +2,7 @@
 
 Subcommands share the compare flags (spelled like Polygraphy's where they overlap):
 ``plan``, ``compare``, ``layers``, ``locate``, ``suggest``. Exit status: 0 pass,
-1 accuracy or precision failure, 2 usage or input error.
+1 accuracy or precision failure, 2 usage or input error, 3 internal error.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 from .._version import __version__
 from ..errors import AccuracyError, PrecisionError, PytestTrtError
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 SUBCOMMANDS = ("plan", "compare", "layers", "locate", "suggest")
 
@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pytest-trt",
         description="TensorRT engine accuracy testing outside pytest: precision plans, engine vs FP32 "
         "baseline comparison, layer reports, divergence localisation and FP32-island suggestions.",
-        epilog="Exit status: 0 pass, 1 accuracy or precision failure, 2 usage or input error.",
+        epilog="Exit status: 0 pass, 1 accuracy or precision failure, 2 usage or input error, "
+        "3 internal error (a bug in pytest-trt: please report it with the traceback).",
     )
     parser.add_argument("--version", action="version", version=f"pytest-trt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -58,6 +59,13 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("pytest-trt: interrupted", file=sys.stderr)
         return 130
+    except Exception:  # never exit 1 (= "accuracy failure") because of our own bug
+        import traceback
+
+        traceback.print_exc()
+        print(f"pytest-trt {args.command}: internal error (exit {EXIT_INTERNAL}); please report it with the "
+              f"traceback above", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -66,7 +66,7 @@ def session_from_args(args):
         precision="fp16" if getattr(args, "fp16", False) else "bf16" if getattr(args, "bf16", False) else "fp32",
         backend=args.backend, typing=args.typing, cache_dir=Path(cache_dir).expanduser().resolve(),
         rebuild=args.rebuild, seed=getattr(args, "seed", 0),
-        sources={"trt_cache_dir": "--cache-dir" if args.cache_dir else "default"},
+        sources={"trt_cache_dir": "--cache-dir" if args.cache_dir else "default", "trt_backend": "--backend"},
     )
     return TrtSession.create(settings)
 

@@ -144,3 +144,17 @@ def test_locate_on_failure_names_the_layernorm_node(pytester):
     assert f"first divergent node: {LN0}/Pow" in out
     assert "layerwise localisation failed" not in out
 
+
+
+def test_an_internal_error_is_exit_3_never_1(monkeypatch, capsys):
+    """Exit 1 means "accuracy failure": a bug of ours must not masquerade as one."""
+    from pytest_trt import cli
+    from pytest_trt.cli import plan as plan_cmd
+
+    def broken(args):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(plan_cmd, "run", broken)
+    assert cli.main(["plan", "whatever.onnx"]) == 3
+    err = capsys.readouterr().err
+    assert "RuntimeError: boom" in err and "internal error (exit 3)" in err

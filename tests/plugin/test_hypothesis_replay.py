@@ -32,7 +32,7 @@ def test_fp16_layernorm_for_all_inputs(trt, feeds):
 def test_property_test_finds_shrinks_saves_and_replays(pytester):
     model_path = pytester.path / "layernorm.onnx"
     onnx.save(tm.decomposed_layernorm_block(hidden=64, seq=8), model_path)
-    pytester.makepyfile(test_property=TEST_FILE.format(model=str(model_path)))
+    pytester.makepyfile(test_planted_property=TEST_FILE.format(model=str(model_path)))
 
     result = pytester.runpytest("--trt-cache-dir", str(pytester.path / "cache"))
     result.assert_outcomes(failed=1)

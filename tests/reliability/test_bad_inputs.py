@@ -111,11 +111,6 @@ def _marker_check(models, **kwargs):
     return TrtCase(_SESSIONS["session"], node).check(atol=1e-2)
 
 
-MARKER_TYPE_BUG = (
-    "a marker keyword of the wrong type reaches tuple()/list()/int() in case.py and escapes as a bare "
-    "TypeError/ValueError (TrtCase.policy: keep_fp32/rules/expect_fp32; TrtCase.feeds: dict(inputs); "
-    "TrtCase.skip_reason: tuple(requires); TrtCase.seed: int(seed))"
-)
 
 
 @dataclass(frozen=True)
@@ -131,11 +126,6 @@ class Row:
         return pytest.param(self, id=self.id, marks=marks)
 
 
-EXTERNAL_DATA_BUG = (
-    "load_model() lets onnx's ValidationError escape when a model's external data file is missing "
-    "(model.py catches only FileNotFoundError/OSError around load_external_data_for_model; onnx 1.23 "
-    "raises onnx.checker.ValidationError 'should be stored in ..., but it is not regular file')"
-)
 
 API_ROWS = [
     # --- the model file --------------------------------------------------------------------------
@@ -150,7 +140,7 @@ API_ROWS = [
     Row("model-truncated", lambda m: load_model(m.truncated), ModelError,
         ("truncated.onnx is not a valid ONNX model (protobuf parse failed", "it may be truncated")),
     Row("model-external-data-missing", lambda m: load_model(m.external), ModelError,
-        ("model.onnx", "external data", "weights.bin"), bug=EXTERNAL_DATA_BUG),
+        ("model.onnx", "external data", "weights.bin")),
     Row("model-fails-onnx-checker", lambda m: load_model(m.unchecked), ModelError,
         ("dangling_input.onnx fails onnx.checker:", "Fix or re-export the model")),
     Row("model-wrong-type", lambda m: load_model(42), ModelError,
@@ -251,33 +241,21 @@ API_ROWS = [
         AccuracyError, ("'z'", "missing from actual")),
     Row("tolerance-none-in-a-dict-means-the-default", lambda m: assert_close(
         {"y": np.zeros(4, np.float32)}, {"y": np.full(4, 1e6, np.float32)}, atol={"y": None}), AccuracyError,
-        ("1 of 1 output(s) differ", "'y'"), bug=(
-            "a None tolerance inside a per-output dict (atol={'y': None}) becomes NaN and every finite error "
-            "PASSES (compare.py _per_output skips validation of None, _fast_float/_detail_float compare "
-            "against NaN); CompareResult.message() then raises TypeError in _fmt_tol(None)")),
-    Row("tolerance-none-in-a-dict-message", lambda m: compare_outputs(
-        {"y": np.ones(2)}, {"y": np.ones(2)}, rtol={"y": None}).message() and None, AccuracyError, (),
-        bug="see tolerance-none-in-a-dict-means-the-default; this row only shows message() raising TypeError "
-            "(after the fix it returns a str, so nothing raises: replace this row by a passing assertion)"),
+        ("1 of 1 output(s) differ", "'y'")),
     Row("marker-tolerance-dict-with-int-key", lambda m: _marker_check(m, atol={0: 1e-3}), UsageError,
-        ("atol names unknown output(s) 0",), bug=(
-            "TrtCase.tolerances() does sorted(set(level) - set(outputs)) and ', '.join(unknown) on the "
-            "marker's dict keys: a non-str key raises TypeError")),
+        ("atol names unknown output(s) 0",)),
     # --- markers, backends ------------------------------------------------------------------------------------
     Row("marker-unknown-keyword", lambda m: marker_kwargs(_Node(model="m.onnx", atoll=1e-3)), UsageError,
         ("test_x.py::test_x: unknown @pytest.mark.trt argument 'atoll'; known: ", "atol,")),
     Row("marker-keep-fp32-not-iterable", lambda m: _marker_check(m, keep_fp32=5), UsageError,
-        ("keep_fp32", "5"), bug=MARKER_TYPE_BUG),
-    Row("marker-rules-not-iterable", lambda m: _marker_check(m, rules=5), UsageError, ("rules", "5"),
-        bug=MARKER_TYPE_BUG),
+        ("keep_fp32", "5")),
+    Row("marker-rules-not-iterable", lambda m: _marker_check(m, rules=5), UsageError, ("rules", "5")),
     Row("marker-expect-fp32-not-iterable", lambda m: _marker_check(m, expect_fp32=5), UsageError,
-        ("expect_fp32", "5"), bug=MARKER_TYPE_BUG),
-    Row("marker-requires-not-iterable", lambda m: _marker_check(m, requires=5), UsageError, ("requires", "5"),
-        bug=MARKER_TYPE_BUG),
-    Row("marker-inputs-not-a-dict-or-path", lambda m: _marker_check(m, inputs=5), InputError, ("inputs", "5"),
-        bug=MARKER_TYPE_BUG),
+        ("expect_fp32", "5")),
+    Row("marker-requires-not-iterable", lambda m: _marker_check(m, requires=5), UsageError, ("requires", "5")),
+    Row("marker-inputs-not-a-dict-or-path", lambda m: _marker_check(m, inputs=5), InputError, ("inputs", "5")),
     Row("marker-seed-not-a-number", lambda m: _marker_check(m, seed="seven"), InputError,
-        ("seed must be a non-negative integer, got 'seven'",), bug=MARKER_TYPE_BUG),
+        ("seed must be a non-negative integer, got 'seven'",)),
     Row("marker-inputs-missing-file", lambda m: _marker_check(m, inputs="nope.npz"), InputError,
         ("feeds file not found:", "nope.npz")),
     Row("marker-typing-unknown", lambda m: _marker_check(m, typing="strongly"), UsageError,
@@ -338,9 +316,8 @@ def test_overlapping_rules_later_wins_and_the_plan_names_the_deciding_rule():
     assert rows[pow_]["rule"] == "*/LayerNorm/Pow=fp16" and rows[sqrt0]["rule"].endswith("Sqrt=fp32")
 
 
-@pytest.mark.xfail(strict=True, reason=f"BUG: {MARKER_TYPE_BUG}")
 def test_marker_seed_none_means_the_session_seed(models):
-    """Every other marker keyword treats None as "not given"; seed=None raises TypeError from int(None)."""
+    """Like every other marker keyword, seed=None means "not given" (the session's seed)."""
     assert _marker_check(models, seed=None).passed
 
 
@@ -383,7 +360,7 @@ CLI_ROWS = [
            ("pytest-trt plan: error: ", "garbage.onnx is not a valid ONNX model")),
     CliRow("plan-truncated-model", lambda m: ["plan", str(m.truncated)], 2, ("truncated.onnx is not a valid ONNX",)),
     CliRow("plan-external-data-missing", lambda m: ["plan", str(m.external)], 2,
-           ("pytest-trt plan: error: ", "weights.bin"), bug=EXTERNAL_DATA_BUG),
+           ("pytest-trt plan: error: ", "weights.bin")),
     CliRow("plan-pattern-matches-nothing", lambda m: ["plan", ENC, "--fp16", "--keep-fp32", "*/LayerNrom/*"], 2,
            ("pytest-trt plan: error: precision pattern '*/LayerNrom/*' (from keep_fp32) matches no node",)),
     CliRow("plan-rule-unknown-precision", lambda m: ["plan", ENC, "--precision", "op:Softmax=fp8"], 2,
@@ -415,10 +392,7 @@ CLI_ROWS = [
            ("tensorrt cannot run here", "TensorRT not installed")),
     CliRow("compare-unavailable-backend-names-the-cli-flag", lambda m: ["compare", ENC, *SHAPES, "--backend",
                                                                         "tensorrt"], 2,
-           ("--backend tensorrt cannot run here",),
-           bug="the CLI's error names the pytest option: '--trt-backend tensorrt cannot run here' after "
-               "`pytest-trt compare --backend tensorrt` (cli/common.py session_from_args does not set "
-               "sources['trt_backend'] = '--backend')"),
+           ("--backend tensorrt cannot run here",)),
     CliRow("compare-unknown-subcommand", lambda m: ["comapre", ENC], 2, ("invalid choice: 'comapre'",)),
     CliRow("compare-nan-model-fails", lambda m: ["compare", str(m.nan), "--val-range", "x:[-1,1]"], 1,
            ("NaN",)),
@@ -494,8 +468,7 @@ PYTEST_ROWS = [
     PytestRow("malformed-model", "model=GARBAGE", "trt.check()", "ModelError",
               ("garbage.onnx is not a valid ONNX model",)),
     PytestRow("truncated-model", "model=TRUNCATED", "trt.check()", "ModelError", ("truncated.onnx is not a valid",)),
-    PytestRow("external-data-missing", "model=EXTERNAL", "trt.check()", "ModelError", ("weights.bin",),
-              bug=EXTERNAL_DATA_BUG),
+    PytestRow("external-data-missing", "model=EXTERNAL", "trt.check()", "ModelError", ("weights.bin",)),
     PytestRow("custom-op", "model=CUSTOM, precision='fp16'", "trt.check()", "ModelError",
               ("ONNX Runtime cannot load", "com.example:MyOp")),
     PytestRow("pattern-matches-nothing", "model=ENCODER, precision='fp16', keep_fp32=['*/LayerNrom/*'], dims=DIMS",
@@ -507,13 +480,9 @@ PYTEST_ROWS = [
     PytestRow("nan-in-marker-inputs", "model=ENCODER, inputs=NAN_FEEDS", "trt.check()", "InputError",
               ("holds 1 NaN and 0 Inf value(s)",)),
     PytestRow("nan-in-feeds-given-to-check", "model=ENCODER, dims=DIMS", "trt.check(NAN_FEEDS)", "InputError",
-              ("holds 1 NaN and 0 Inf value(s)",),
-              bug="trt.check(feeds)/trt.run(feeds)/trt.baseline(feeds) never call check_feeds(): NaN inputs give "
-                  "an AccuracyError (NaN in both outputs) instead of InputError; wrong names/dtypes give ONNX "
-                  "Runtime's message, and an extra misspelt feed is silently dropped (case.py TrtCase.check)"),
+              ("holds 1 NaN and 0 Inf value(s)",)),
     PytestRow("wrong-dtype-in-feeds-given-to-check", "model=ENCODER, dims=DIMS", "trt.check(F64_FEEDS)", "InputError",
-              ("input 'hidden_states' expects float32, got float64",),
-              bug="trt.check(feeds) does not call check_feeds() (see nan-in-feeds-given-to-check)"),
+              ("input 'hidden_states' expects float32, got float64",)),
     PytestRow("model-producing-nan", "model=NAN, val_range={'x': (-1, 1)}", "trt.check(atol=1e9, rtol=1e9)",
               "AccuracyError", ("NaN",)),
     PytestRow("negative-atol-in-marker", "model=ENCODER, dims=DIMS, atol=-1e-3", "trt.check()", "UsageError",
@@ -523,12 +492,11 @@ PYTEST_ROWS = [
     PytestRow("unknown-marker-keyword", "model=ENCODER, dims=DIMS, atoll=1e-3", "trt.check()", "UsageError",
               ("unknown @pytest.mark.trt argument 'atoll'",)),
     PytestRow("keep-fp32-not-a-list-in-marker", "model=ENCODER, dims=DIMS, keep_fp32=5", "trt.check()", "UsageError",
-              ("keep_fp32",), bug=MARKER_TYPE_BUG),
+              ("keep_fp32",)),
     PytestRow("tolerance-none-in-marker-dict-must-not-pass",
               "model=ENCODER, precision='fp16', dims={'batch': 2, 'sequence': 16}, atol={'last_hidden_state': None}",
               "trt.check(trt.feeds(outliers={'hidden_states': {'count': 2, 'magnitude': 400.0}}))", "AccuracyError",
-              ("last_hidden_state",), bug="atol={'output': None} in a marker disables the check: an FP16 LayerNorm "
-                                          "overflow (max abs error 9.4) PASSES (compare.py _per_output)"),
+              ("last_hidden_state",)),
     PytestRow("unknown-precision-in-marker", "model=ENCODER, dims=DIMS, precision='fp8'", "trt.check()",
               "UsageError", ("unknown precision 'fp8'",)),
 ]

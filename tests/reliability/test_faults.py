@@ -599,9 +599,6 @@ def test_read_only_cache_directory_is_a_usage_error_at_session_start_and_is_left
     assert _snapshot(cache) == before, "a read-only cache must not be modified (not even events or LRU times)"
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: the plugin's read-only-cache error tells pytest users to call "
-                   "ArtifactCache(..., read_only=True), which they cannot do from pytest; there is no "
-                   "--trt-cache-read-only option (cache.py supports it, settings.py does not expose it)")
 def test_read_only_cache_error_offers_a_way_that_works_from_pytest(pytester, models, populated_cache, start_pytest):
     out = _READ_ONLY_OUTPUT.get("permission-denied")
     if out is None:  # run on its own: make the output here
@@ -615,4 +612,23 @@ def test_read_only_cache_error_offers_a_way_that_works_from_pytest(pytester, mod
             for d in [cache, *(p for p in cache.rglob("*") if p.is_dir())]:
                 d.chmod(0o755)
     assert "is not writable" in out, out
-    assert "ArtifactCache(" not in out, "a pytest user cannot pass read_only=True to ArtifactCache"
+    assert "pytest --trt-cache-read-only" in out, out
+
+
+@pytest.mark.parametrize("mode", ["permission-denied", "read-only-filesystem"])
+def test_read_only_cache_is_usable_with_trt_cache_read_only(mode, pytester, models, populated_cache, start_pytest):
+    """A pre-populated cache shared read-only by CI runners: hits are served, nothing is written."""
+    cache = pytester.path / "cache"
+    shutil.copytree(populated_cache, cache)
+    (pytester.path / "test_model.py").write_text(module_text(models.layernorm))
+    before = _snapshot(cache)
+    try:
+        prefix, _ = _unwritable(mode, cache)
+        run = start_pytest(pytester.path, "--trt-cache-dir", str(cache), "--trt-cache-read-only",
+                           prefix=tuple(prefix)).finish()
+    finally:
+        for d in [cache, *(p for p in cache.rglob("*") if p.is_dir())]:
+            d.chmod(0o755)
+    assert run.rc == 0, run.out
+    assert "passed" in run.out and "Traceback" not in run.out
+    assert _snapshot(cache) == before, "a read-only cache must not be modified"
