@@ -2,6 +2,11 @@
 
 Public API (imported lazily: importing ``pytest_trt`` never imports TensorRT or
 ONNX Runtime).
+
+PYTEST_DONT_REWRITE: the plugin reports failures through its own exceptions, not bare
+asserts, so pytest's assertion rewriting has nothing to do here; the marker also keeps
+pytest from warning when the package was imported before a (nested, e.g. pytester) run
+configures its plugins.
 """
 
 from __future__ import annotations
