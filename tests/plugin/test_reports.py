@@ -331,7 +331,6 @@ def test_trt_gpus_warns_and_does_nothing(pytester, monkeypatch, args, gpus, mess
 
 
 def test_precision_checks_reach_every_report(pytester):
-    pytest.importorskip("pytest_trt.verify", reason="assert_precision (verify.py) is not in this tree yet")
     pytester.makepyfile(SUITE.split("@pytest.mark.trt")[0] + """
 @pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
 def test_layernorm_stays_fp32(trt):
