@@ -101,6 +101,7 @@ import numpy as np
 
 from .dtypes import BF16, FP16, FP32, normalize_precision
 from .errors import AccuracyError, UsageError
+from .jsonsafe import json_number
 
 __all__ = [
     "DEFAULT_TOLERANCES",
@@ -1239,15 +1240,4 @@ def _fmt_val(value, dtype_name: str | None) -> str:
 
 
 def _json_num(x):
-    if x is None:
-        return None
-    if isinstance(x, bool | np.bool_):
-        return bool(x)
-    if isinstance(x, numbers.Integral):
-        return int(x)
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
+    return json_number(x)

@@ -23,7 +23,7 @@ def module_available(name: str) -> bool:
         return False
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def dist_version(*names: str) -> str | None:
     """Installed version of the first distribution found among ``names``."""
     for name in names:

@@ -49,6 +49,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .jsonsafe import json_number
+
 if TYPE_CHECKING:  # pragma: no cover
     from .backends.base import Engine
 
@@ -466,11 +468,4 @@ def _finite(x: float) -> float:
 
 
 def _json(x: float):
-    if x is None:
-        return None
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
+    return json_number(x)

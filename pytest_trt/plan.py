@@ -324,20 +324,7 @@ def resolve_plan(model: Model, policy: PrecisionPolicy) -> PrecisionPlan:
     _check_supported(decisions, graph_ctx)
 
     node_io = _type_nodes(graph_ctx, decisions)
-    tensor_precision, boundaries = _storage(graph_ctx, node_io)
-    return PrecisionPlan(
-        model=model,
-        policy=policy,
-        nodes=decisions,
-        tensor_precision=tensor_precision,
-        boundaries=boundaries,
-        node_io=node_io,
-        elem_types=elem_types,
-        value_info=value_info,
-        constant_tensors=frozenset(graph_ctx.constants),
-        notes=_source_notes(graph_ctx, policy),
-        expectation_failures=_expectations(policy, decisions, node_io, graph_ctx),
-    )
+    return _assemble(model, policy, graph_ctx, decisions, node_io, elem_types, value_info)
 
 
 # --------------------------------------------------------------------------------------
@@ -382,8 +369,14 @@ def resolve_as_is(model: Model, policy: PrecisionPolicy) -> PrecisionPlan:
             tuple(ctx.original(o) if ctx.is_float(o) else None for o in node.output),
             tuple((n, ctx.original(n)) for n in ctx.outer_refs.get(node.name, ()) if ctx.is_float(n)),
         )
+    plan = _assemble(model, policy, ctx, decisions, node_io, elem_types, value_info)
+    assert not plan.boundaries, f"as-is plan needs Casts: {plan.boundaries}"  # every read is as stored
+    return plan
+
+
+def _assemble(model, policy, ctx, decisions, node_io, elem_types, value_info) -> PrecisionPlan:
+    """The plan from the decisions and what each node reads and writes (both resolutions end here)."""
     tensor_precision, boundaries = _storage(ctx, node_io)
-    assert not boundaries, f"as-is plan needs Casts: {boundaries}"  # every read is as stored
     return PrecisionPlan(
         model=model,
         policy=policy,

@@ -74,6 +74,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from .errors import UsageError
+from .jsonsafe import json_number
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backends.base import Backend, BuildConfig
@@ -719,14 +720,7 @@ def _accuracy(result) -> dict:
 
 
 def _jnum(x):
-    if x is None:
-        return None
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
+    return json_number(x)
 
 
 def _num(x) -> float:

@@ -30,6 +30,8 @@ import io
 import math
 from typing import Any
 
+from ..jsonsafe import json_number
+
 #: bumped when the layout of :func:`error_figures`' result changes
 FIGURES_VERSION = 1
 HIST_BINS = 24
@@ -40,15 +42,8 @@ GRID_COLS = 48
 
 
 def _num(x) -> float | str | None:
-    """A JSON-safe float (3 significant digits); non-finite as "inf"/"-inf"/"nan" (compare.py's convention)."""
-    if x is None:
-        return None
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return float(f"{x:.3g}")
+    """A JSON-safe float with 3 significant digits (see pytest_trt.jsonsafe)."""
+    return json_number(x, digits=3)
 
 
 def as_float(x) -> float | None:
