@@ -54,9 +54,16 @@ def pytest_configure(config):
     except PytestTrtError as exc:
         raise pytest.UsageError(f"pytest-trt: {exc}") from None
     config.stash[SESSION_KEY] = session
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and config.option.verbose > 0 and not hasattr(config, "workerinput"):
-        session.progress = lambda line: reporter.write_line(line)
+    if not hasattr(config, "workerinput"):
+        # engines that took over a second, and "still building" heartbeats; every engine with -v.
+        # The terminal reporter registers in its own pytest_configure: look it up when writing.
+        def progress(line: str) -> None:
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(line)
+
+        session.progress = progress
+        session.verbose = config.option.verbose > 0
 
 
 @pytest.hookimpl(optionalhook=True)

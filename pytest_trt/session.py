@@ -7,6 +7,7 @@ every code path.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import dataclass, field
@@ -57,6 +58,10 @@ class TrtSession:
     _lock: threading.RLock = field(default_factory=threading.RLock)
     #: callback(str) to show progress lines (set by the plugin to the terminal reporter)
     progress: Any = None
+    #: with ``progress``: announce every engine (``-v``), not only those that took over a second
+    verbose: bool = False
+    #: seconds between "still building" lines
+    heartbeat_seconds: float = 30.0
 
     @classmethod
     def create(cls, settings: Settings, *, started_at: float | None = None) -> TrtSession:
@@ -122,16 +127,38 @@ class TrtSession:
                 return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name, True, 0.0, info.key)
             label = f"{plan.model.label} [{plan.policy.describe()}] on {backend.name}"
             start = time.perf_counter()
-            if self.progress:
-                self.progress(f"pytest-trt: engine {label} ...")
-            engine = backend.build(plan, config, self.cache, rebuild=self.settings.rebuild)
+            with self._heartbeat(label, start):
+                engine = backend.build(plan, config, self.cache, rebuild=self.settings.rebuild)
             info = engine.build_info
-            if self.progress:
+            if self.progress and (self.verbose or time.perf_counter() - start > 1.0):
                 how = "cache hit" if info.cache_hit else f"built in {info.build_seconds:.2f}s"
                 self.progress(f"pytest-trt: engine {label}: {how} ({time.perf_counter() - start:.2f}s)")
             self._engines[key] = engine
             return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name,
                                       info.cache_hit, info.build_seconds, info.key)
+
+    @contextlib.contextmanager
+    def _heartbeat(self, label: str, start: float):
+        """While an engine is being obtained, say so every ``heartbeat_seconds`` (TensorRT
+        builds take minutes: a silent terminal looks like a hang)."""
+        if not self.progress:
+            yield
+            return
+        if self.verbose:
+            self.progress(f"pytest-trt: engine {label} ...")
+        done = threading.Event()
+
+        def beat():
+            while not done.wait(self.heartbeat_seconds):
+                self.progress(f"pytest-trt: still building {label} ({time.perf_counter() - start:.0f}s elapsed)")
+
+        thread = threading.Thread(target=beat, name="pytest-trt-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
 
     def baseline(self, model: Model, feeds: dict) -> dict:
         from .baseline import fp32_baseline

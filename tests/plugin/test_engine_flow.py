@@ -220,3 +220,34 @@ def test_negative_control(trt, unloadable):
     result = pytester.runpytest("-rs")
     result.assert_outcomes(skipped=3)
     result.stdout.fnmatch_lines(["*SKIPPED*TensorRT-RTX does not support compute capability 9.0*"])
+
+
+def test_long_builds_show_progress_with_elapsed_time(pytester):
+    pytester.makeconftest("""
+import time
+import pytest
+from pytest_trt.backends.emulate import EmulateBackend
+
+_build = EmulateBackend.build
+
+def slow_build(self, *args, **kwargs):   # stands in for a TensorRT build of minutes
+    time.sleep(1.3)
+    return _build(self, *args, **kwargs)
+
+EmulateBackend.build = slow_build
+
+@pytest.fixture(autouse=True)
+def quick_heartbeat(trt_session):
+    trt_session.heartbeat_seconds = 0.5
+""")
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
+def test_kept(trt):
+    trt.check(atol=1e-2)
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*pytest-trt: still building encoder_opset14.onnx [[]fp16; fp32: */LayerNorm/*[]] on emulate (*s elapsed)*",
+        "*pytest-trt: engine encoder_opset14.onnx [[]fp16; fp32: */LayerNorm/*[]] on emulate: built in *s*",
+    ])
