@@ -7,9 +7,9 @@ before any inner run, keeps them in the snapshot. This is about our test harness
 the plugin itself still imports them lazily (see test_import_leaves_tensorrt_and_onnxruntime_out).
 """
 
+import hypothesis  # noqa: F401  (its pytest plugin would otherwise import it in every inner run)
 import numpy  # noqa: F401
 import onnx  # noqa: F401
-import hypothesis  # noqa: F401  (its pytest plugin would otherwise import it in every inner run)
 
 try:
     import onnxruntime  # noqa: F401
