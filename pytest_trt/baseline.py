@@ -61,6 +61,10 @@ def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "mod
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 3
+    # ONNX Runtime's intra-op threads spin-wait after each run by default; with many cached
+    # sessions in one test process (one per engine and baseline) the spinning starves the
+    # CPU (measured: the test suite went from ~2 to ~5 minutes on 2 cores). Sleep instead.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     provider_entry = (name, {"use_tf32": "0"}) if provider == "cuda" else name
     try:
         return ort.InferenceSession(model_bytes, sess_options=options, providers=[provider_entry])

@@ -24,7 +24,13 @@ def run(args) -> int:
 
         from ..realize import realize_strong
 
-        onnx.save(realize_strong(plan), args.export_onnx)
+        from ..errors import UsageError
+
+        try:
+            onnx.save(realize_strong(plan), args.export_onnx)
+        except OSError as exc:
+            raise UsageError(f"--export-onnx {args.export_onnx}: cannot write it: {exc.strerror or exc}; "
+                             f"give a path in an existing, writable directory") from exc
     if args.json:
         emit_json(plan.to_json())
         return 0

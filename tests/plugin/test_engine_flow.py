@@ -223,22 +223,22 @@ def test_negative_control(trt, unloadable):
 
 
 def test_long_builds_show_progress_with_elapsed_time(pytester):
+    # (a fixture's monkeypatch, undone after the test: this inner run shares our process)
     pytester.makeconftest("""
 import time
 import pytest
 from pytest_trt.backends.emulate import EmulateBackend
 
-_build = EmulateBackend.build
-
-def slow_build(self, *args, **kwargs):   # stands in for a TensorRT build of minutes
-    time.sleep(1.3)
-    return _build(self, *args, **kwargs)
-
-EmulateBackend.build = slow_build
-
 @pytest.fixture(autouse=True)
-def quick_heartbeat(trt_session):
-    trt_session.heartbeat_seconds = 0.5
+def slow_builds_quick_heartbeat(trt_session, monkeypatch):
+    build = EmulateBackend.build
+
+    def slow_build(self, *args, **kwargs):   # stands in for a TensorRT build of minutes
+        time.sleep(1.3)
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(EmulateBackend, "build", slow_build)
+    monkeypatch.setattr(trt_session, "heartbeat_seconds", 0.5)
 """)
     pytester.makepyfile(HEADER + """
 @pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
