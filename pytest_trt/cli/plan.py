@@ -22,9 +22,8 @@ def run(args) -> int:
     if args.export_onnx:
         import onnx
 
-        from ..realize import realize_strong
-
         from ..errors import UsageError
+        from ..realize import realize_strong
 
         try:
             onnx.save(realize_strong(plan), args.export_onnx)
