@@ -21,16 +21,14 @@ ratio ``emul/fp32`` compares sessions with the same options, i.e. the cost of th
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from _machine import machine  # noqa: E402  (bench/ is run as scripts)
 
 from pytest_trt.baseline import make_session  # noqa: E402
 from pytest_trt.inputs import make_feeds  # noqa: E402
@@ -44,25 +42,6 @@ CASES = [
     ("encoder_opset17", "encoder_opset17.onnx", ["op:LayerNormalization", "op:Softmax"]),
     ("convnet", "convnet.onnx", []),
 ]
-
-
-def machine() -> str:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        mem = next(ln for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
-        mem_gib = int(mem.split()[1]) / 2**20
-    except (OSError, StopIteration):
-        mem_gib = float("nan")
-    import onnx
-    import onnxruntime as ort
-
-    return (f"{os.cpu_count()} CPUs ({cpu}), {mem_gib:.0f} GiB; python {platform.python_version()}, "
-            f"numpy {np.__version__}, onnx {onnx.__version__}, onnxruntime {ort.__version__}; "
-            f"load average {os.getloadavg()[0]:.2f} at start")
 
 
 def best_of_interleaved(fns, repeat: int) -> list[float]:

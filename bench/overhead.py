@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -41,7 +40,7 @@ import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
+from _machine import machine  # noqa: E402  (bench/ is run as scripts)
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -97,26 +96,6 @@ HANDWRITTEN = textwrap.dedent(
         return ok
     """
 )
-
-
-def machine() -> str:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        mem = next(ln for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
-        mem_gib = int(mem.split()[1]) / 2**20
-    except (OSError, StopIteration):
-        mem_gib = float("nan")
-    import onnx
-    import onnxruntime as ort
-    import pytest
-
-    return (f"{os.cpu_count()} CPUs ({cpu}), {mem_gib:.0f} GiB; python {platform.python_version()}, "
-            f"pytest {pytest.__version__}, numpy {np.__version__}, onnx {onnx.__version__}, "
-            f"onnxruntime {ort.__version__}; load average {os.getloadavg()[0]:.2f} at start")
 
 
 def write_project(root: Path, n: int, batch: int, seq: int, emulation: Path) -> None:

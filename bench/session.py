@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -37,30 +36,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from _machine import machine  # noqa: E402  (bench/ is run as scripts)
+
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "example_suite"
 #: Assumed TensorRT build and engine-load seconds per engine for the projection.
 T_BUILDS = (5.0, 30.0, 120.0)
 T_LOAD = 0.2
-
-
-def machine() -> str:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        mem = next(ln for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
-        mem_gib = int(mem.split()[1]) / 2**20
-    except (OSError, StopIteration):
-        mem_gib = float("nan")
-    from importlib.metadata import version
-
-    libs = ", ".join(f"{d} {version(d)}" for d in ("pytest", "numpy", "onnx", "onnxruntime", "hypothesis"))
-    return (f"{os.cpu_count()} CPUs ({cpu}), {mem_gib:.0f} GiB; python {platform.python_version()}, {libs}; "
-            f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')}; "
-            f"load average {os.getloadavg()[0]:.2f} at start")
 
 
 def timed(cmd: list[str], env: dict) -> tuple[float, str]:

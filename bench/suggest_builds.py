@@ -26,8 +26,6 @@ single divergent node, the case where the search is most expensive.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import tempfile
 import time
@@ -38,6 +36,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from _machine import machine  # noqa: E402  (bench/ is run as scripts)
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from pytest_trt.cache import ArtifactCache  # noqa: E402
@@ -50,24 +49,6 @@ from pytest_trt.testing_models import sample_feeds  # noqa: E402
 HIDDEN, SEQ = 64, 8
 OUTLIERS = {"*": {"count": 2, "magnitude": 400.0}}
 TIGHT = (1e-3, 1e-4)
-
-
-def machine() -> str:
-    cpu = "?"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        mem = next(ln for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
-        mem_gib = int(mem.split()[1]) / 2**20
-    except (OSError, StopIteration):
-        mem_gib = float("nan")
-    import onnx
-    import onnxruntime as ort
-
-    return (f"{os.cpu_count()} CPUs ({cpu}), {mem_gib:.0f} GiB; python {platform.python_version()}, "
-            f"numpy {np.__version__}, onnx {onnx.__version__}, onnxruntime {ort.__version__}")
 
 
 def synthetic_encoder(layers: int, seed: int = 0):
