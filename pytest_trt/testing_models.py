@@ -428,3 +428,24 @@ def sample_feeds(model: onnx.ModelProto, *, seed: int = 0, scale: float = 1.0) -
         else:
             raise UsageError(f"sample_feeds: input {vi.name!r} has element type {elem}; give feeds yourself")
     return feeds
+
+
+def export_feeds(model, *, seed: int = 0) -> dict[str, np.ndarray]:
+    """Deterministic inputs for the real exports in tests/data (symbolic dims: ``*seq*`` -> 8,
+    others -> 2). Float inputs standard normal; int64 ``*mask*`` inputs all ones; other
+    int64 inputs token ids below 100 (the tiny exports' vocabularies are larger).
+
+    ``model`` is a :class:`pytest_trt.model.Model`.
+    """
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in model.proto.graph.input:
+        tensor = vi.type.tensor_type
+        shape = [d.dim_value or (8 if "seq" in d.dim_param else 2) for d in tensor.shape.dim]
+        if tensor.elem_type == FLOAT:
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+        elif "mask" in vi.name:
+            feeds[vi.name] = np.ones(shape, np.int64)
+        else:
+            feeds[vi.name] = rng.integers(0, 100, shape).astype(np.int64)
+    return feeds

@@ -32,7 +32,7 @@ from pytest_trt.layers import LayerReport
 from pytest_trt.model import load_model
 from pytest_trt.plan import AS_WRITTEN
 from pytest_trt.realize import realize_emulation, realize_strong
-from pytest_trt.testing_models import graph_model
+from pytest_trt.testing_models import export_feeds, graph_model
 from pytest_trt.upcast import needs_upcast, upcast_notes, upcast_to_fp32
 
 ort = pytest.importorskip("onnxruntime")
@@ -473,21 +473,6 @@ REAL_EXPORTS = sorted((MODELS.parents[1] / "tests" / "data").glob("*.onnx"))
 _LN = ["*/LayerNorm/*", "*/ln_*/*", "*/layernorm*/*", "op:LayerNormalization"]
 
 
-def _export_feeds(model) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(0)
-    feeds = {}
-    for vi in model.proto.graph.input:
-        tensor = vi.type.tensor_type
-        shape = [d.dim_value or (8 if "seq" in d.dim_param else 2) for d in tensor.shape.dim]
-        if tensor.elem_type == F:
-            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
-        elif "mask" in vi.name:
-            feeds[vi.name] = np.ones(shape, np.int64)
-        else:
-            feeds[vi.name] = rng.integers(0, 100, shape).astype(np.int64)
-    return feeds
-
-
 @pytest.mark.skipif(not REAL_EXPORTS, reason="tests/data has no .onnx exports")
 @pytest.mark.parametrize("path", REAL_EXPORTS, ids=[p.stem for p in REAL_EXPORTS])
 def test_mixed_realization_of_a_real_export_reads_back_as_is(path):
@@ -507,7 +492,7 @@ def test_mixed_realization_of_a_real_export_reads_back_as_is(path):
             assert decision.op_type == "Constant", name
             continue
         assert as_is.nodes[name].precision == decision.precision, name
-    feeds = _export_feeds(model)
+    feeds = export_feeds(model)
     np.testing.assert_array_equal(run(realize_emulation(as_is), feeds)[0], run(realize_emulation(plan), feeds)[0])
     up = upcast_to_fp32(mixed)
     onnx.checker.check_model(up, full_check=True)

@@ -28,6 +28,7 @@ from pytest_trt.testing_models import (
     BUILDERS,
     attention_block,
     decomposed_layernorm_block,
+    export_feeds,
     graph_model,
     if_model,
     resize_model,
@@ -486,25 +487,10 @@ def test_random_rule_sets_always_realize_valid_graphs(case):
 _LN_PATTERNS = ("op:LayerNormalization", "*/LayerNorm/*", "*/ln_*/*", "*/layernorm*/*")
 
 
-def _export_feeds(model) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(0)
-    feeds = {}
-    for vi in model.proto.graph.input:
-        tensor = vi.type.tensor_type
-        shape = [d.dim_value or (8 if "seq" in d.dim_param else 2) for d in tensor.shape.dim]
-        if tensor.elem_type == F:
-            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
-        elif "mask" in vi.name:
-            feeds[vi.name] = np.ones(shape, np.int64)
-        else:
-            feeds[vi.name] = rng.integers(0, 100, shape).astype(np.int64)
-    return feeds
-
-
 @cache
 def _export(path: Path):
     model = load_model(path)
-    feeds = _export_feeds(model)
+    feeds = export_feeds(model)
     return model, feeds, run(model.proto, feeds)
 
 
