@@ -17,3 +17,44 @@ except ImportError:  # the suite needs it, but let collection report that clearl
     pass
 
 pytest_plugins = ["pytester"]
+
+
+import pytest  # noqa: E402
+
+from tiers import HEAVY_TIERS, NO_SKIP_ENV, NO_SKIP_TIERS, no_skip  # noqa: E402
+
+
+def pytest_configure(config):
+    for name, needs in NO_SKIP_TIERS.items():
+        config.addinivalue_line("markers", f"{name}: {needs}; a skip is a failure when {NO_SKIP_ENV}=1")
+
+
+def pytest_collection_modifyitems(config, items):
+    """A plain `pytest` leaves the heavy tiers out; `pytest -m TIER` (or any -m) decides itself."""
+    if config.option.markexpr:
+        return
+    keep, drop = [], []
+    for item in items:
+        (drop if any(item.get_closest_marker(t) for t in HEAVY_TIERS) else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Under PYTEST_TRT_CI_NO_SKIP=1 a skipped tier test fails, with the skip's reason."""
+    outcome = yield
+    report = outcome.get_result()
+    if not (report.skipped and no_skip()) or hasattr(report, "wasxfail"):
+        return
+    tiers = [t for t in NO_SKIP_TIERS if item.get_closest_marker(t)]
+    if not tiers:
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = (
+        f"{item.nodeid}: tier {', '.join(tiers)} would have skipped ({reason}), but {NO_SKIP_ENV}=1 "
+        f"says everything this tier needs is installed here (.ci/run installs it). Install what the "
+        f"reason names, or unset {NO_SKIP_ENV} outside CI."
+    )
