@@ -10,7 +10,7 @@ did the engine run it in the planned precision? Sources:
   type split, top-level ``I/O Tensors``); see :mod:`pytest_trt.backends.trt_compat`.
 * :meth:`LayerReport.from_network` -- a TensorRT network before building (layer output
   dtypes of a strongly typed network; used where no engine can be loaded).
-* :meth:`LayerReport.from_emulation` -- the ``emulate`` backend: observed = planned by
+* :meth:`LayerReport.from_emulation` -- the ``emulate`` backend: emulated = planned by
   construction. Such a report says so (``source="emulation"``) and proves nothing about
   TensorRT.
 
@@ -25,12 +25,28 @@ How a node's precision is observed (and what cannot be):
   carrying only ``*/LayerNorm/*`` nodes with ``Half`` outputs: the FP32 constraint was
   violated inside Myelin).
 * A layer fusing nodes of different planned precisions (or the realization's Cast
-  nodes) only shows its boundary: matching it is reported ``ok`` with that caveat,
-  differing from it is ``unverifiable``, never a verdict about the node.
-* A node named in no layer's ``Metadata`` is ``unverifiable``, never passed. A Myelin
-  region shown as one ``{ForeignNode[first...last]}`` layer without per-node metadata
-  (lower profiling verbosity) names only its first and last node: those, and every other
-  node it may contain, are unverifiable.
+  nodes) only shows its boundary; differing from it is ``unverifiable``, never a
+  verdict about the node.
+* A node named in no layer's ``Metadata`` is ``unverifiable``, never passed.
+
+How each node's precision is known (``NodeObservation.evidence``, the words of the
+project's verdicts):
+
+* ``observed``: read from the engine (or parsed network): one of the node's own ONNX
+  output tensors is an output of a carrying layer, or the layer carries this node alone.
+* ``inferred``: known only from the boundary of a fused kernel that carries it with
+  other nodes (a Myelin ``__myl_*`` kernel listing several nodes in its ``Metadata``, a
+  ``PWN(...)`` or ``MatMul + Add`` fusion, or a ``{ForeignNode[first...last]}`` region,
+  whose members are taken by graph order between ``first`` and ``last``). The kernel's
+  internal math is not visible. Under **weak typing** TensorRT treats precision as a hint
+  and is known to ignore it inside Myelin (NVIDIA/TensorRT #4505, #3889), so such a node
+  is ``unverifiable`` even when the boundary matches. Under **strong typing** the
+  network's types are the contract: a consistent boundary gives ``ok`` with the detail
+  "strong typing: typed in the network, boundary consistent"; an inconsistent one (a
+  planned FP32 node whose kernel outputs FP16) is a ``mismatch`` under either typing.
+* ``unverifiable``: no layer shows anything about it.
+* ``emulated``: the ``emulate`` backend; derived from the plan's realization, never
+  ``observed``.
 """
 
 from __future__ import annotations
@@ -64,6 +80,10 @@ __all__ = [
 ]
 
 STATUSES = ("ok", "mismatch", "unverifiable", "fixed")
+#: How a node's precision is known (see the module docstring); fixed nodes have none.
+EVIDENCE = ("observed", "inferred", "unverifiable", "emulated")
+#: The detail of an inferred node that passes under strong typing.
+STRONG_TYPING_CONSISTENT = "strong typing: typed in the network, boundary consistent"
 _FOREIGN_RE = re.compile(r"^\{ForeignNode\[(.*)\]\}$", re.DOTALL)
 
 
@@ -194,7 +214,9 @@ class NodeObservation:
     ``status``: ``ok`` | ``mismatch`` | ``unverifiable`` | ``fixed`` (a node the plan
     leaves as written: shape/index/int math). ``observed`` is a precision, ``mixed`` (see
     ``observed_dtypes``), or None. ``layer`` names the carrying layer(s); ``detail`` says
-    why when the status is not plainly ``ok``.
+    why when the status is not plainly ``ok``. ``evidence``: how the precision is known,
+    ``observed`` | ``inferred`` | ``unverifiable`` | ``emulated`` (None for fixed nodes);
+    see the module docstring.
     """
 
     node: str
@@ -207,12 +229,13 @@ class NodeObservation:
     detail: str = ""
     observed_dtypes: tuple[str, ...] = ()
     layers: tuple[str, ...] = ()
+    evidence: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "node": self.node, "op_type": self.op_type, "planned": self.planned, "observed": self.observed,
             "observed_dtypes": list(self.observed_dtypes), "layer": self.layer, "layers": list(self.layers),
-            "myelin": self.myelin, "status": self.status, "detail": self.detail,
+            "myelin": self.myelin, "status": self.status, "evidence": self.evidence, "detail": self.detail,
         }
 
 
@@ -344,7 +367,7 @@ class LayerReport:
         schema = inspector_schema(data)
         if isinstance(data, dict) and data.get("_pytest_trt_source"):
             source = str(data["_pytest_trt_source"])
-        nodes = _observe(plan, layers, notes)
+        nodes = _observe(plan, layers, notes, strong=typing == "strong")
         return cls(layers=layers, nodes=nodes, source=source, typing=typing, backend=backend, notes=notes,
                    schema=schema, io_tensors=inspector_io_tensors(data))
 
@@ -369,7 +392,7 @@ class LayerReport:
 
     @classmethod
     def from_emulation(cls, plan: PrecisionPlan) -> LayerReport:
-        """The emulate backend's report: each compute node observed = planned, by construction."""
+        """The emulate backend's report: each compute node emulated in its planned precision, by construction."""
         nodes = {}
         for name, d in plan.nodes.items():
             if d.precision is None or d.kind != "compute":
@@ -379,11 +402,12 @@ class LayerReport:
                 nodes[name] = NodeObservation(
                     name, d.op_type, d.precision, d.precision, None, False, "ok",
                     "emulated: the emulation graph rounds this node's outputs to the planned precision",
-                    (d.precision,), (),
+                    (d.precision,), (), "emulated",
                 )
         return cls(layers=[], nodes=nodes, source="emulation", typing="emulated", backend="emulate",
-                   notes=["EMULATED on ONNX Runtime CPU: observed = planned by construction; this says nothing "
-                          "about what TensorRT would run (fusion, Myelin, tactics)"])
+                   notes=["EMULATED on ONNX Runtime CPU: derived from the plan's realization (emulated = planned by "
+                          "construction), not observed; this says nothing about what TensorRT would run (fusion, "
+                          "Myelin, tactics)"])
 
     # -- queries ----------------------------------------------------------------------
     @property
@@ -419,6 +443,13 @@ class LayerReport:
         out["myelin_layers"] = len(self.myelin_layers())
         return out
 
+    def evidence_counts(self, names=None) -> dict[str, int]:
+        """How the precision of the compute nodes (or of ``names``) is known:
+        ``{"observed", "inferred", "unverifiable", "emulated"}`` (fixed nodes are not counted)."""
+        rows = self.nodes.values() if names is None else [self.nodes[n] for n in names if n in self.nodes]
+        counts = Counter(o.evidence for o in rows if o.status != "fixed")
+        return {e: counts.get(e, 0) for e in EVIDENCE}
+
     # -- output -----------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {
@@ -428,6 +459,7 @@ class LayerReport:
             "backend": self.backend,
             "schema": self.schema,
             "summary": self.summary(),
+            "evidence": self.evidence_counts(),
             "notes": list(self.notes),
             "nodes": [o.to_json() for o in self.nodes.values()],
             "layers": [layer.to_json() for layer in self.layers],
@@ -440,7 +472,8 @@ class LayerReport:
                 "emulation": "EMULATION (not TensorRT)"}.get(self.source, self.source)
         return (f"{what}, {self.backend}, typing {self.typing}: {s['nodes']} nodes: {s['ok']} ok, "
                 f"{s['mismatch']} mismatch, {s['unverifiable']} unverifiable, {s['fixed']} fixed; "
-                f"{s['layers']} layers ({s['myelin_layers']} Myelin)")
+                f"{s['layers']} layers ({s['myelin_layers']} Myelin); evidence: "
+                f"{evidence_text(self.evidence_counts())}")
 
     def table(self, *, statuses=None, max_width: int = 60) -> str:
         """A readable text table, one row per node (optionally only some statuses)."""
@@ -450,9 +483,9 @@ class LayerReport:
             text = text or ""
             return text if len(text) <= max_width else "..." + text[-(max_width - 3):]
 
-        header = ("node", "op", "planned", "observed", "status", "layer")
+        header = ("node", "op", "planned", "observed", "status", "evidence", "layer")
         body = [
-            (cut(o.node), o.op_type, o.planned or "-", o.observed or "-", o.status,
+            (cut(o.node), o.op_type, o.planned or "-", o.observed or "-", o.status, o.evidence or "-",
              cut((o.layer or "-") + (" [myelin]" if o.myelin else "")))
             for o in rows
         ]
@@ -473,14 +506,58 @@ class LayerReport:
         return self.table()
 
 
+def evidence_text(counts: dict[str, int]) -> str:
+    """``"5 observed, 4 inferred from a kernel boundary, 0 unverifiable"`` (emulated only when present)."""
+    parts = [f"{counts.get('observed', 0)} observed",
+             f"{counts.get('inferred', 0)} inferred from a kernel boundary",
+             f"{counts.get('unverifiable', 0)} unverifiable"]
+    if counts.get("emulated"):
+        parts.append(f"{counts['emulated']} emulated")
+    return ", ".join(parts)
+
+
 # --------------------------------------------------------------------------------------
 # Observation
 # --------------------------------------------------------------------------------------
-def _observe(plan: PrecisionPlan, layers: list[EngineLayer], notes: list[str]) -> dict[str, NodeObservation]:
+_REALIZED_RE = re.compile(r"__(?:cast_)?(fp32|fp16|bf16)$")
+
+
+def _realized_storage(tensor: str) -> str | None:
+    """Storage precision of a tensor the strong realization inserted (``<t>__cast_fp16``, ``<out>__fp16``)."""
+    m = _REALIZED_RE.search(tensor)
+    return m.group(1) if m else None
+
+
+def _observe(plan: PrecisionPlan, layers: list[EngineLayer], notes: list[str], *,
+             strong: bool = False) -> dict[str, NodeObservation]:
+    """Per plan node: status, evidence and detail (see the module docstring).
+
+    ``strong``: the engine was built strongly typed (the network's types are the contract),
+    so a node inferred from a consistent kernel boundary is ``ok``; otherwise it is
+    ``unverifiable``.
+    """
+    order = list(plan.nodes)
+    position = {n: i for i, n in enumerate(order)}
     carriers: dict[str, list[EngineLayer]] = {}
     for layer in layers:
         for n in layer.onnx_nodes:
             carriers.setdefault(n, []).append(layer)
+
+    foreign_layers = [layer for layer in layers if layer.foreign_range is not None and not layer.onnx_nodes]
+    # A {ForeignNode[first...last]} region without per-node metadata: its members are taken by graph
+    # order between first and last (TensorRT names a region by its extent), for nodes no layer names.
+    members: dict[int, list[str]] = {id(layer): list(layer.onnx_nodes) for layer in layers}
+    span: dict[str, EngineLayer] = {}
+    for layer in foreign_layers:
+        first, last = layer.foreign_range
+        if first in position and last in position:
+            i, j = sorted((position[first], position[last]))
+            inside = [n for n in order[i:j + 1] if n not in carriers]
+        else:
+            inside = [n for n in (first, last) if n in position and n not in carriers]
+        members[id(layer)] = inside
+        for n in inside:
+            span.setdefault(n, layer)
 
     def planned_of(name: str) -> str | None:
         d = plan.nodes.get(name)
@@ -495,7 +572,7 @@ def _observe(plan: PrecisionPlan, layers: list[EngineLayer], notes: list[str]) -
     for layer in layers:
         precs = set()
         foreign_nodes = False
-        for n in layer.onnx_nodes:
+        for n in members[id(layer)]:
             if n not in plan.nodes:
                 foreign_nodes = True
                 continue
@@ -504,12 +581,12 @@ def _observe(plan: PrecisionPlan, layers: list[EngineLayer], notes: list[str]) -
                 precs.add(p)
         uniform[id(layer)] = next(iter(precs)) if (len(precs) == 1 and not foreign_nodes) else None
 
-    foreign_layers = [layer for layer in layers if layer.foreign_range is not None and not layer.onnx_nodes]
     if foreign_layers:
         notes.append(
             f"{len(foreign_layers)} Myelin region(s) without per-node metadata "
             f"({', '.join(layer.name for layer in foreign_layers[:2])}{', ...' if len(foreign_layers) > 2 else ''}): "
-            f"the nodes inside cannot be verified; build with ProfilingVerbosity.DETAILED"
+            f"their nodes are known only from the region's boundary (taken by graph order between its first and "
+            f"last node); build with ProfilingVerbosity.DETAILED"
         )
     unknown = sorted({n for layer in layers for n in layer.onnx_nodes if n not in plan.nodes})
     if unknown:
@@ -524,6 +601,15 @@ def _observe(plan: PrecisionPlan, layers: list[EngineLayer], notes: list[str]) -
                 if o:
                     producer[o] = n.name
 
+    def expected_of(layer: EngineLayer, tensor: str) -> str | None:
+        """The plan's storage of a kernel-boundary tensor, when the plan or the realization says it."""
+        if tensor in tensor_precision:
+            return tensor_precision[tensor]
+        realized = _realized_storage(tensor)
+        if realized is not None:
+            return realized
+        return uniform[id(layer)]
+
     out: dict[str, NodeObservation] = {}
     for name, d in plan.nodes.items():
         op = d.op_type
@@ -536,62 +622,88 @@ def _observe(plan: PrecisionPlan, layers: list[EngineLayer], notes: list[str]) -
                                         "left as written by the plan (no float compute)", (), lnames)
             continue
         planned = d.precision
+        if not lays and name in span:
+            lays = [span[name]]
+            label, myelin = span[name].name, True
         if not lays:
-            in_range = [layer for layer in foreign_layers if name in layer.foreign_range]
-            if in_range:
-                detail = (f"named only by the range of Myelin region {in_range[0].name} (no per-node metadata): "
-                          f"its precision inside the region is not visible")
-                myelin = True
-                label = in_range[0].name
-            elif foreign_layers:
+            if foreign_layers:
                 detail = ("in no layer's Metadata; the engine has Myelin region(s) without per-node metadata "
                           "that may contain it")
             else:
                 detail = "in no layer's Metadata (fused away, or the engine lacks DETAILED layer information)"
-            out[name] = NodeObservation(name, op, planned, None, label, myelin, "unverifiable", detail, (), lnames)
+            out[name] = NodeObservation(name, op, planned, None, label, myelin, "unverifiable", detail, (), lnames,
+                                        "unverifiable")
             continue
         # Evidence per float output of each carrying layer:
-        #   exact    - the output is this node's own ONNX output: expected = its planned storage;
-        #   layer    - the layer carries only nodes planned like this one: expected = the tensor's
-        #              planned storage if it is an ONNX tensor, else the node's precision;
-        #   boundary - a layer fusing nodes of several precisions: says nothing definite.
-        checked: list[tuple[str, str, str, str]] = []  # (layer, tensor, dtype, expected)
-        boundary: list[tuple[str, str, str]] = []
+        #   own      - the output is this node's own ONNX output, or the layer carries this node alone:
+        #              the node's precision is read (observed); expected = its planned storage;
+        #   boundary - the output of a kernel fusing this node with others: the node's precision is
+        #              inferred; expected = the tensor's planned storage (plan or realization), or the
+        #              shared precision of a uniform kernel, else unknown.
+        own: list[tuple[str, str, str, str]] = []  # (layer, tensor, dtype, expected)
+        boundary: list[tuple[str, str, str, str | None, bool]] = []  # (layer, tensor, dtype, expected, uniform)
         for layer in lays:
+            alone = members[id(layer)] == [name]
             for t in layer.outputs:
                 if t.dtype not in FLOAT_PRECISIONS:
                     continue
-                if producer.get(t.name) == name or uniform[id(layer)] is not None:
-                    checked.append((layer.name, t.name, t.dtype, tensor_precision.get(t.name, planned)))
+                if producer.get(t.name) == name or alone:
+                    own.append((layer.name, t.name, t.dtype, tensor_precision.get(t.name)
+                                or _realized_storage(t.name) or planned))
                 else:
-                    boundary.append((layer.name, t.name, t.dtype))
-        all_dtypes = tuple(sorted({c[2] for c in checked} | {b[2] for b in boundary}))
-        observed = all_dtypes[0] if len(all_dtypes) == 1 else ("mixed" if all_dtypes else None)
-        bad = [c for c in checked if c[2] != c[3]]
+                    boundary.append((layer.name, t.name, t.dtype, expected_of(layer, t.name),
+                                     uniform[id(layer)] is not None))
+        all_dtypes = tuple(sorted({c[2] for c in own} | {b[2] for b in boundary}))
+        if own:
+            observed = tuple(sorted({c[2] for c in own}))
+            observed = observed[0] if len(observed) == 1 else "mixed"
+        else:
+            observed = all_dtypes[0] if len(all_dtypes) == 1 else ("mixed" if all_dtypes else None)
+        where = " inside a Myelin region" if myelin else ""
         if not all_dtypes:
-            status, detail = "unverifiable", "no float dtype at the boundary of its layer(s)"
-        elif bad:
-            lay, tensor, dt, exp = bad[0]
-            status = "mismatch"
-            if producer.get(tensor) == name:
-                detail = f"planned {exp}, but its output {tensor!r} is {dt} (layer {lay})"
+            out[name] = NodeObservation(name, op, planned, None, label, myelin, "unverifiable",
+                                        "no float dtype at the boundary of its layer(s)", (), lnames, "unverifiable")
+            continue
+        if own:
+            bad = [c for c in own if c[2] != c[3]]
+            if bad:
+                lay, tensor, dt, exp = bad[0]
+                status = "mismatch"
+                detail = f"planned {exp}, but its output {tensor!r} is {dt} (layer {lay}){where}"
+                if len(all_dtypes) > 1:
+                    detail += f"; boundary dtypes are mixed: {', '.join(all_dtypes)}"
             else:
-                detail = (f"planned {planned}, but layer {lay}, which carries only nodes planned {planned}, "
-                          f"outputs {tensor!r} in {dt}")
-            detail += " inside a Myelin region" if myelin else ""
+                status = "ok"
+                odd = [c for c in own if c[3] != planned]
+                detail = ("; ".join(f"output {c[1]!r} is planned {c[3]} (plan storage, e.g. a graph output)"
+                                    for c in odd[:2]))
+            out[name] = NodeObservation(name, op, planned, observed, label, myelin, status, detail, all_dtypes,
+                                        lnames, "observed")
+            continue
+        # Inferred from the boundary of a fused kernel.
+        kernel = boundary[0][0]
+        dts = ", ".join(sorted({b[2] for b in boundary}))
+        checkable = [b for b in boundary if b[3] is not None]
+        inconsistent = [b for b in checkable if b[2] != b[3]]
+        if inconsistent and all(b[4] for b in inconsistent):
+            lay, tensor, dt, exp, _ = inconsistent[0]
+            status = "mismatch"
+            detail = (f"planned {planned}, but layer {lay}, which carries only nodes planned {planned}, "
+                      f"outputs {tensor!r} in {dt}{where} (inferred from the kernel boundary)")
             if len(all_dtypes) > 1:
                 detail += f"; boundary dtypes are mixed: {', '.join(all_dtypes)}"
-        elif checked:
+        elif inconsistent or (not checkable and any(b[2] != planned for b in boundary)):
+            status = "unverifiable"
+            detail = (f"fused into {kernel} with nodes planned in other precisions (or Cast nodes of the "
+                      f"realization); its boundary dtypes ({dts}) cannot show this node's precision")
+        elif strong:
             status = "ok"
-            odd = [c for c in checked if c[3] != planned]
-            detail = ("; ".join(f"output {c[1]!r} is planned {c[3]} (plan storage, e.g. a graph output)"
-                                for c in odd[:2]))
-        elif all(b[2] == planned for b in boundary):
-            status, detail = "ok", "boundary dtype only: fused with nodes of other precisions"
+            detail = f"{STRONG_TYPING_CONSISTENT} (kernel {kernel}: {dts})"
         else:
             status = "unverifiable"
-            detail = (f"fused into {boundary[0][0]} with nodes planned in other precisions (or Cast nodes of the "
-                      f"realization); its boundary dtypes ({', '.join(sorted({b[2] for b in boundary}))}) cannot "
-                      f"show this node's precision")
-        out[name] = NodeObservation(name, op, planned, observed, label, myelin, status, detail, all_dtypes, lnames)
+            detail = (f"inferred from the kernel boundary: fused into {kernel}, whose outputs are {dts}; its "
+                      f"precision inside the kernel is not visible, and without strong typing TensorRT treats "
+                      f"precision as a hint that fused (Myelin) kernels are known to ignore")
+        out[name] = NodeObservation(name, op, planned, observed, label, myelin, status, detail, all_dtypes, lnames,
+                                    "inferred")
     return out

@@ -17,18 +17,35 @@
       lowered, or kept, it: fix the policy, not the engine);
     * ``mismatch`` (the engine did not follow the plan): passes only if the single
       observed dtype is the asserted one, else fails with cause ``engine``;
-    * ``unverifiable`` (in no layer's Metadata, a ``{ForeignNode[...]}`` without
-      per-node metadata, fused with nodes of other precisions): fails unless
-      ``allow_unverifiable=True``, which lists it under ``warnings`` instead.
+    * ``unverifiable`` (in no layer's Metadata; fused with nodes of other precisions; or
+      known only from a fused kernel's boundary under weak typing, see below): fails
+      unless ``allow_unverifiable=True``, which lists it under ``warnings`` instead.
 
-    ``method="probe"`` judges LayerNorm nodes by numeric probes (:mod:`pytest_trt.probes`):
-    the LayerNorm built alone with the same backend and plan precisions must *behave*
-    like ``precision`` (fp32 vs fp16/bf16). Matched compute nodes outside any LayerNorm
-    are unverifiable by probes. ``method="both"`` requires both: a node passes only if
-    the inspector shows it and the probe of its LayerNorm agrees; an inspector-
-    unverifiable node stays unverifiable (the probe measures a separate build, so it
-    cannot vouch for the engine under test). Probes need an engine, not a report, and
-    a pattern that selects a LayerNorm (else :class:`~pytest_trt.errors.UsageError`).
+    How each node's precision is known (``NodeVerdict.evidence``, counted per check by
+    :meth:`PrecisionCheck.evidence_counts` and shown in every message and report):
+    ``observed`` (its own output dtype read from the engine), ``inferred`` (only from the
+    boundary of a fused kernel: a Myelin ``__myl_*`` kernel carrying several nodes, a
+    ``{ForeignNode[...]}`` region, a ``PWN(...)`` fusion), ``unverifiable`` (nothing
+    shows it) or ``emulated`` (the ``emulate`` backend; never "observed"). An
+    *inferred* node never passes under weak typing (TensorRT treats precision as a hint
+    there and is known to ignore it inside Myelin); under strong typing the network's
+    types are the contract, and a consistent boundary passes with the detail "strong
+    typing: typed in the network, boundary consistent". An inconsistent boundary (a
+    planned FP32 node whose kernel outputs FP16) fails under either typing.
+
+    ``method="probe"`` runs numeric probes (:mod:`pytest_trt.probes`) on the LayerNorms
+    the pattern selects: the LayerNorm built alone with the same backend and plan
+    precisions must *behave* like ``precision`` (fp32 vs fp16/bf16). A probe measures a
+    **separate build**, fused differently from the engine under test, so its result is
+    evidence, never proof: a disagreeing probe fails the node; an agreeing one passes it
+    only where the engine's types are a contract (strong typing, where the plan's
+    precision must also be the asserted one) or on ``emulate`` (both builds are
+    emulations); under weak typing the node stays unverifiable with the probe's result as
+    evidence. Matched compute nodes outside any LayerNorm are unverifiable by probes.
+    ``method="both"`` requires both: a node passes only if the inspector shows it and
+    the probe of its LayerNorm agrees; an inspector-unverifiable node stays unverifiable
+    whatever the probe says. Probes need an engine, not a report, and a pattern that
+    selects a LayerNorm (else :class:`~pytest_trt.errors.UsageError`).
 
     ``emulate`` engines: the report is derived from the emulation realization
     (observed = planned by construction) and every message and report says
@@ -74,6 +91,7 @@ from typing import TYPE_CHECKING, Any
 
 from .dtypes import FP32, normalize_precision
 from .errors import PatternError, PrecisionError, UsageError
+from .layers import EVIDENCE, evidence_text
 from .probes import DEFAULT_TOLERANCE, ProbeResult, probe_precision
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -130,7 +148,9 @@ class NodeVerdict:
     ``cause`` of a failure: ``plan`` (the policy gave it another precision and the
     engine followed), ``engine`` (the engine did not follow the plan), ``probe`` (the
     numeric probes disagree). ``inspector_status`` is the LayerReport status
-    (ok/mismatch/unverifiable/fixed), None for ``method="probe"``.
+    (ok/mismatch/unverifiable/fixed), None for ``method="probe"``. ``evidence``: how
+    the precision is known: ``observed`` | ``inferred`` | ``unverifiable`` | ``emulated``
+    (None for fixed nodes).
     """
 
     node: str
@@ -145,10 +165,11 @@ class NodeVerdict:
     inspector_status: str | None = None
     probe: str | None = None
     cause: str | None = None
+    evidence: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "op_type": self.op_type, "planned": self.planned, "observed": self.observed,
-                "status": self.status, "layer": self.layer, "myelin": self.myelin,
+                "status": self.status, "evidence": self.evidence, "layer": self.layer, "myelin": self.myelin,
                 "myelin_region": myelin_region(self.layer) if self.myelin else None, "detail": self.detail,
                 "rule": self.rule, "inspector_status": self.inspector_status, "probe": self.probe,
                 "cause": self.cause}
@@ -207,6 +228,12 @@ class PrecisionCheck:
         out["compute"] = len(self.nodes) - out[NOT_APPLICABLE]
         return out
 
+    def evidence_counts(self) -> dict[str, int]:
+        """How the matched compute nodes' precision is known: ``{"observed", "inferred", "unverifiable",
+        "emulated"}`` (the verdict of each is in :meth:`counts`)."""
+        c = Counter(v.evidence or UNVERIFIABLE for v in self.nodes if v.status != NOT_APPLICABLE)
+        return {e: c.get(e, 0) for e in EVIDENCE}
+
     # -- output -----------------------------------------------------------------------
     def headline(self) -> str:
         c = self.counts()
@@ -228,8 +255,16 @@ class PrecisionCheck:
         return (f"{self.model} [{self.policy}] on {self.backend}, typing {self.typing}, "
                 f"source {self.source}")
 
+    def evidence_line(self) -> str:
+        ev = self.evidence_counts()
+        line = f"evidence: {evidence_text(ev)}"
+        if ev["inferred"]:
+            line += (" (strong typing: typed in the network, boundary consistent)" if self.typing == "strong"
+                     else " (not a pass without strong typing)")
+        return line
+
     def message(self) -> str:
-        lines = [self.headline(), f"  {self.context()}"]
+        lines = [self.headline(), f"  {self.context()}", f"  {self.evidence_line()}"]
         if self.emulated:
             lines.append(f"  {EMULATED_NOTE}")
         for kind, rows in ((FAIL, self.failures), (UNVERIFIABLE, self.unverifiable)):
@@ -280,9 +315,15 @@ class PrecisionCheck:
         elif causes.get("engine") or causes.get("probe"):
             out.append(WEAK_TYPING_REMEDY)
         if self.unverifiable and not self.allow_unverifiable:
+            inferred = [v for v in self.unverifiable if v.evidence == "inferred"]
+            if inferred and self.typing != "strong":
+                out.append(f"{len(inferred)} node(s) are known only from a fused kernel's boundary: under weak "
+                           f"typing that proves nothing about the precision inside the kernel; build strongly typed "
+                           f"(--trt-typing strong), where the network's types are the contract")
             out.append("unverifiable nodes are not shown by the engine's layer information: build with "
-                       "ProfilingVerbosity.DETAILED (pytest-trt's builds do), check LayerNorms numerically with "
-                       "method='probe', or accept them with allow_unverifiable=True (then listed as warnings)")
+                       "ProfilingVerbosity.DETAILED (pytest-trt's builds do); method='probe' or 'both' adds numeric "
+                       "LayerNorm probes as evidence (a separate build, fused differently: it can fail a node, "
+                       "never vouch for it); or accept them with allow_unverifiable=True (then listed as warnings)")
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -301,6 +342,7 @@ class PrecisionCheck:
             "emulated_note": EMULATED_NOTE if self.emulated else None,
             "allow_unverifiable": self.allow_unverifiable,
             "counts": self.counts(),
+            "evidence": self.evidence_counts(),
             "nodes": [v.to_json() for v in self.nodes],
             "probes": [p.to_json() for p in self.probes],
             "warnings": self.warnings,
@@ -333,9 +375,16 @@ def _offender_line(v: NodeVerdict) -> str:
                      else f" in Myelin region {region} (kernel {_cut(v.layer)})")
         else:
             where = f" in layer {_cut(v.layer)}"
+    if v.evidence == "inferred" and v.observed:
+        seen = f"{v.observed} inferred from the kernel boundary"
+    elif v.evidence == "emulated" and v.observed:
+        seen = f"emulated {v.observed}"
+    elif v.status == UNVERIFIABLE or not v.observed:
+        seen = "observed -"
+    else:
+        seen = f"observed {v.observed}"
     if v.status == UNVERIFIABLE:
-        return f"{v.node} ({v.op_type}): planned {v.planned}, observed -{where}"
-    seen = f"observed {v.observed}" if v.observed else "observed -"
+        return f"{v.node} ({v.op_type}): planned {v.planned}, {seen}{where}"
     head = f"{v.node} ({v.op_type}): {seen}, planned {v.planned}"
     if v.rule:
         head += f" [{v.rule}]"
@@ -393,6 +442,12 @@ def _context(engine, report, plan) -> dict[str, Any]:
             "source": "probe", "emulated": backend == "emulate"}
 
 
+def _typing(engine, report) -> str:
+    if report is not None:
+        return report.typing
+    return str(getattr(engine, "typing", "?"))
+
+
 def _judge_inspected(name: str, obs: NodeObservation | None, decision, precision: str) -> NodeVerdict:
     op = obs.op_type if obs is not None else (decision.op_type if decision is not None else "?")
     rule = decision.rule if decision is not None else None
@@ -403,11 +458,15 @@ def _judge_inspected(name: str, obs: NodeObservation | None, decision, precision
         return NodeVerdict(name, op, decision.precision if decision else None, None, UNVERIFIABLE, rule=rule,
                            detail="not in the layer report (a report of another plan?)")
     v = NodeVerdict(name, op, obs.planned, obs.observed, UNVERIFIABLE, obs.layer, obs.myelin, obs.detail, rule,
-                    obs.status)
+                    obs.status, evidence=obs.evidence)
     if fixed:
-        v.status, v.detail = NOT_APPLICABLE, "fixed node (no float compute): not applicable"
+        v.status, v.detail, v.evidence = NOT_APPLICABLE, "fixed node (no float compute): not applicable", None
     elif obs.status == "unverifiable" or obs.observed is None:
         v.status = UNVERIFIABLE
+    elif obs.status == "mismatch" and obs.evidence == "inferred" and obs.observed == precision:
+        # a kernel boundary in the asserted precision, inconsistent with the plan: it does not show the node
+        v.status = UNVERIFIABLE
+        v.detail = f"the kernel boundary is {precision}, but the node's own precision is only inferred: {obs.detail}"
     elif obs.status == "ok":
         if obs.planned == precision:
             v.status = PASS
@@ -424,26 +483,43 @@ def _judge_inspected(name: str, obs: NodeObservation | None, decision, precision
     return v
 
 
-def _judge_probe(v: NodeVerdict, probe: ProbeResult | None, precision: str, method: str) -> None:
+def _judge_probe(v: NodeVerdict, probe: ProbeResult | None, precision: str, method: str, typing: str) -> None:
+    """Fold a probe result into a verdict (see the module docstring: evidence, never proof)."""
     if v.status == NOT_APPLICABLE:
         return
     if probe is None:
         if method == "probe":
-            v.status = UNVERIFIABLE
+            v.status, v.evidence = UNVERIFIABLE, UNVERIFIABLE
             v.detail = f"no numeric probe for {v.op_type} outside a LayerNorm (probes exist for LayerNorm only)"
         return
     v.probe = f"{probe.label}: {probe.text}"
     agrees = probe.behaves_like(precision)
     figures = "; ".join(m.line() for m in probe.measurements if m.flagged) or "no probe flagged low precision"
+    separate = f"{probe.backend} build of the LayerNorm alone, fused differently from the engine under test"
     if method == "probe":
         v.inspector_status = None
         v.observed = FP32 if probe.verdict == "fp32" else "fp16/bf16"
         v.layer, v.myelin = None, False
-        if agrees:
-            v.status, v.cause, v.detail = PASS, None, f"probe: {probe.text}"
-        else:
+        if not agrees:
             v.status, v.cause = FAIL, "probe"
-            v.detail = f"probe of {probe.label} ({probe.backend} build of the LayerNorm alone): {probe.text} [{figures}]"
+            v.evidence = "emulated" if probe.emulated else "inferred"
+            v.detail = f"probe of {probe.label} ({separate}): {probe.text} [{figures}]"
+        elif probe.emulated:
+            v.status, v.cause, v.evidence = PASS, None, "emulated"
+            v.detail = f"probe (emulated): {probe.text}"
+        elif typing == "strong":
+            v.evidence = "inferred"
+            if v.planned == precision:
+                v.status, v.cause = PASS, None
+                v.detail = f"strong typing: typed in the network as {v.planned}; probe ({separate}): {probe.text}"
+            else:
+                v.status, v.cause = FAIL, "plan"
+                v.detail = (f"strong typing: typed in the network as {v.planned}, not {precision}; probe "
+                            f"({separate}): {probe.text}")
+        else:
+            v.status, v.cause, v.evidence = UNVERIFIABLE, None, "inferred"
+            v.detail = (f"probe ({separate}): {probe.text}; evidence, not proof for this engine: without strong "
+                        f"typing nothing shows what the engine under test ran")
         return
     # both
     if not agrees:
@@ -520,7 +596,7 @@ def assert_precision(engine_or_report, pattern: str, precision: str, *, allow_un
         probes = probe_precision(engine, pattern, cache=cache, tolerance=tolerance, seed=seed)
         owner = {n: p for p in probes for n in p.compute_nodes}
         for v in verdicts:
-            _judge_probe(v, owner.get(v.node), precision, method)
+            _judge_probe(v, owner.get(v.node), precision, method, _typing(engine, report))
 
     ctx = _context(engine, report, plan)
     notes = []

@@ -2,9 +2,11 @@
 
 Builds (or loads from the cache) the engine for MODEL under the policy and prints its
 :class:`~pytest_trt.layers.LayerReport`: one row per node with planned and observed
-precision, status (ok / mismatch / unverifiable / fixed) and the carrying layer
-(``[myelin]`` for Myelin regions). ``--json`` prints the report as JSON. On the
-``emulate`` backend the report is derived from the plan (observed = planned) and says so.
+precision, status (ok / mismatch / unverifiable / fixed), how it is known (evidence:
+observed / inferred from a fused kernel's boundary / unverifiable / emulated) and the
+carrying layer (``[myelin]`` for Myelin regions). ``--json`` prints the report as JSON,
+with ``evidence`` counts for the report and for each ``--expect`` check. On the
+``emulate`` backend the report is derived from the plan (emulated = planned) and says so.
 
 Input shapes (``--input-shapes``) are needed for TensorRT's optimization profile when
 the model has symbolic dims; the ``emulate`` backend needs none.

@@ -360,7 +360,7 @@ def _precision_card(p: dict) -> str:
     verdict = "passed" if p["passed"] else "FAILED"
     tags = ""
     if p["emulated"]:
-        tags += '<span class="tag emu">emulated: observed = planned by construction</span>'
+        tags += '<span class="tag emu">emulated: derived from the plan&#39;s realization</span>'
     out = [f'<div class="card{"" if p["passed"] else " fail"}"><h3><span class="mono">{_e(p["test"])}</span>: '
            f'<span class="mono">{_e(p["pattern"])}</span> &rarr; {_e(p["precision"])} {verdict}{tags}</h3>',
            f'<div class="note">source {_e(p["source"] or "?")}, typing {_e(p["typing"] or "?")}; constrained nodes: '

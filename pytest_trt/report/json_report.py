@@ -3,14 +3,16 @@
 Written once, by the controller under pytest-xdist, at the end of the session. Plain
 JSON (no NaN: non-finite numbers are the strings ``"inf"``, ``"-inf"``, ``"nan"``).
 Keys may be added in a minor release; ``schema_version`` changes when a key is removed
-or changes meaning.
+or changes meaning. Version 2 (issue 15): precision checks carry ``evidence`` (per node
+and counted per check), and a node known only from a fused kernel's boundary is no longer
+``pass`` under weak typing (it is ``unverifiable``).
 
-Schema (``schema_version`` 1)
+Schema (``schema_version`` 2)
 -----------------------------
 ::
 
     {
-      "schema_version": 1,
+      "schema_version": 2,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -62,10 +64,12 @@ Schema (``schema_version`` 1)
             {"pattern": "*/LayerNorm/*", "precision": "fp32", "passed": true,
              "source": "inspector" | "network" | "emulation", "typing": "strong", "emulated": false,
              "counts": {"pass": 9, "fail": 0, "unverifiable": 1, "not_applicable": 1},
+             "evidence": {"observed": 5, "inferred": 4, "unverifiable": 1, "emulated": 0},   # compute nodes
              "nodes": [                                 # the constrained nodes: planned vs observed
                {"node": "/encoder/layer.0/.../LayerNorm/Pow", "op_type": "Pow", "planned": "fp32",
                 "observed": "fp32" | "fp16" | "mixed" | null,
                 "status": "pass" | "fail" | "unverifiable" | "not_applicable",   # verify.NodeVerdict
+                "evidence": "observed" | "inferred" | "unverifiable" | "emulated" | null,  # how it is known (null: fixed)
                 "cause": null | "plan" | "engine" | "probe",
                 "myelin": false, "myelin_region": null | "<region>", "layer": "<engine layer>", "detail": ""}
              ],
@@ -111,7 +115,7 @@ from typing import Any
 
 from .summary import accuracy_rows, engine_counts, precision_rows, records_of, tolerance_ratio
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -189,7 +193,7 @@ def entry_of_test(res: dict) -> dict[str, Any]:
         precision.append({
             "pattern": row["pattern"], "precision": row["precision"], "passed": row["passed"],
             "source": row["source"], "typing": row["typing"], "emulated": row["emulated"],
-            "counts": row["counts"], "nodes": row["constrained"], "notes": row["notes"],
+            "counts": row["counts"], "evidence": row["evidence"], "nodes": row["constrained"], "notes": row["notes"],
         })
     layerwise = [{k: v for k, v in rec.items() if k != "kind"} for _, rec in records_of(single, "layerwise")]
     return {"nodeid": res["nodeid"], "outcome": res.get("outcome"), "engines": engines, "accuracy": accuracy,

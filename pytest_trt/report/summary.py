@@ -184,7 +184,7 @@ def precision_nodes(rec: dict) -> tuple[list[dict], list[dict]]:
             "node": n.get("node") or n.get("name"), "op_type": n.get("op_type"), "planned": n.get("planned"),
             "observed": n.get("observed"), "status": n.get("status"), "myelin": bool(n.get("myelin")),
             "myelin_region": n.get("myelin_region"), "layer": n.get("layer"), "detail": n.get("detail") or "",
-            "cause": n.get("cause"),
+            "cause": n.get("cause"), "evidence": n.get("evidence"),
         })
     if isinstance(report, dict) and report.get("kind") == "precision_check":
         return everything, everything
@@ -209,6 +209,22 @@ def precision_passed(rec: dict, constrained: list[dict]) -> bool:
     return True
 
 
+#: How a node's precision is known (layers.EVIDENCE); fixed nodes have none.
+EVIDENCE = ("observed", "inferred", "unverifiable", "emulated")
+
+
+def evidence_counts(nodes: list[dict]) -> dict[str, int]:
+    """``{"observed", "inferred", "unverifiable", "emulated"}`` over the compute nodes of a record
+    (a record written before evidence was reported counts its nodes as unverifiable: nothing says how)."""
+    out = dict.fromkeys(EVIDENCE, 0)
+    for n in nodes:
+        if n.get("status") in NEUTRAL_STATUSES:
+            continue
+        ev = n.get("evidence")
+        out[ev if ev in out else "unverifiable"] += 1
+    return out
+
+
 def precision_rows(results) -> list[dict[str, Any]]:
     """One row per ``precision`` record: pattern, asked precision, verdict, status counts, nodes."""
     rows = []
@@ -219,6 +235,7 @@ def precision_rows(results) -> list[dict[str, Any]]:
         for n in constrained:
             counts[n["status"] or "?"] = counts.get(n["status"] or "?", 0) + 1
         rows.append({
+            "evidence": evidence_counts(constrained),
             "test": res["nodeid"], "outcome": res.get("outcome"), "pattern": rec.get("pattern"),
             "precision": rec.get("precision"), "passed": precision_passed(rec, constrained),
             "source": report.get("source"), "typing": report.get("typing"), "backend": report.get("backend"),
@@ -439,16 +456,31 @@ def write_terminal_summary(tr, session, results) -> None:
             for status, n in p["counts"].items():
                 totals[status] = totals.get(status, 0) + n
         nodes = ", ".join(f"{n} {s}" for s, n in sorted(totals.items())) or "none"
-        emulated = " (emulated: observed = planned by construction)" if all(p["emulated"] for p in prec) else ""
+        evidence = dict.fromkeys(EVIDENCE, 0)
+        for p in prec:
+            for key, n in p["evidence"].items():
+                evidence[key] += n
+        how = ", ".join(f"{n} {key}" for key, n in evidence.items() if n) or "none"
+        emulated = " (emulated: derived from the plan's realization)" if all(p["emulated"] for p in prec) else ""
         tr.write_line(f"precision checks: {len(prec) - failed_p} passed, {failed_p} failed; constrained nodes: "
-                      f"{nodes}{emulated}", red=bool(failed_p))
+                      f"{nodes}; evidence: {how}{emulated}", red=bool(failed_p))
         for p in prec:
             if not p["passed"]:
                 bad = [n for n in p["constrained"] if n["status"] not in GOOD_STATUSES | NEUTRAL_STATUSES]
-                what = ", ".join(f"{n['node']} ({n['observed'] or '?'})" for n in bad[:3])
+                what = ", ".join(f"{n['node']} ({_seen(n)})" for n in bad[:3])
                 more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""
                 tr.write_line(f"  FAIL {p['test']}: {p['pattern']} -> {p['precision']}: {what}{more}", red=True)
     s = session.settings
     wanted = [str(p) for p in (s.report_json, s.report_html) if p]
     if wanted:
         tr.write_line("reports: " + ", ".join(wanted))
+
+
+def _seen(node: dict) -> str:
+    """What a failing node row shows: ``fp16``, ``unverifiable``, ``unverifiable, fp32 inferred``."""
+    seen = node.get("observed") or "?"
+    if node.get("evidence") == "inferred":
+        seen = f"{seen} inferred"
+    if node.get("status") == "unverifiable":
+        return "unverifiable" + (f", {seen}" if node.get("observed") else "")
+    return seen

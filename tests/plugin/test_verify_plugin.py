@@ -45,8 +45,9 @@ def test_layernorm_stays_fp32(trt):
         "assert_precision('[*]/LayerNorm/[*]', 'fp32', method='inspect') failed: 36 of 36 matched compute node(s) "
         "not shown in fp32 (36 failed, 0 unverifiable); 8 fixed node(s) not applicable",
         "*encoder_opset14.onnx [[]fp16; fp32: op:Softmax[]] on emulate, typing emulated, source emulation",
+        "*evidence: 0 observed, 0 inferred from a kernel boundary, 0 unverifiable, 36 emulated",
         "*emulated: derived from the plan's realization, not read from a TensorRT engine",
-        f"*{LN0}/ReduceMean (ReduceMean): observed fp16, planned fp16 [[]default[]]",
+        f"*{LN0}/ReduceMean (ReduceMean): emulated fp16, planned fp16 [[]default[]]",
         "*keep_fp32=[[]'[*]/LayerNorm/[*]'[]]*",
     ])
     assert "pytest_trt/verify.py" not in result.stdout.str()  # no internal frames
@@ -125,11 +126,14 @@ def test_cli_layers_json_and_expectations(capsys, tmp_path):
     assert data["report"]["source"] == "emulation" and data["report"]["summary"]["ok"] == 98
     node = next(n for n in data["report"]["nodes"] if n["node"] == f"{LN0}/Pow")
     assert (node["planned"], node["observed"], node["status"]) == ("fp16", "fp16", "ok")
+    assert node["evidence"] == "emulated"  # the emulate backend never says "observed"
+    assert data["report"]["evidence"] == {"observed": 0, "inferred": 0, "unverifiable": 0, "emulated": 98}
     assert data["expectations"][0]["counts"]["pass"] == 36
+    assert data["expectations"][0]["evidence"] == {"observed": 0, "inferred": 0, "unverifiable": 0, "emulated": 36}
 
     code, out, err = _cli(capsys, tmp_path, "--fp16", "--expect", "*/LayerNorm/*=fp32")
     assert code == 1
-    assert f"{LN0}/Pow (Pow): observed fp16, planned fp16" in err
+    assert f"{LN0}/Pow (Pow): emulated fp16, planned fp16" in err
 
     code, out, err = _cli(capsys, tmp_path, "--fp16", "--expect", "*/LayerNrom/*=fp32")
     assert code == 2 and "matches no node" in err

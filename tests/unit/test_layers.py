@@ -13,7 +13,13 @@ import pytest
 
 from pytest_trt import testing_models as tm
 from pytest_trt.backends.trt_compat import dtype_from_text, inspector_schema, split_tensor_entry
-from pytest_trt.layers import LayerReport, metadata_nodes, parse_layers, parse_metadata
+from pytest_trt.layers import (
+    STRONG_TYPING_CONSISTENT,
+    LayerReport,
+    metadata_nodes,
+    parse_layers,
+    parse_metadata,
+)
 from pytest_trt.model import load_model
 from pytest_trt.policy import PrecisionPolicy
 
@@ -143,40 +149,74 @@ def test_myelin_kgen_kernel_with_half_layernorm_is_mismatch(plan):
     assert "mismatch" in report.table()
 
 
-def test_foreignnode_without_metadata_is_unverifiable(plan):
-    report = LayerReport.from_inspector_json(load("trt10_foreignnode.json"), plan)
-    region = report.myelin_layers()
-    assert len(region) == 1 and region[0].foreign_range == (f"{LN}/ReduceMean", f"{LN}/Add_1")
-    for name in plan.match("*/LayerNorm/*"):
-        obs = report.nodes[name]
-        if obs.status == "fixed":
-            continue
-        assert obs.status == "unverifiable", name
-        assert obs.observed is None
-    assert "named only by the range" in report.nodes[f"{LN}/ReduceMean"].detail
-    assert "named only by the range" in report.nodes[f"{LN}/Add_1"].detail
-    assert "may contain it" in report.nodes[f"{LN}/Pow"].detail
-    assert report.nodes[f"{DENSE}/MatMul"].status == "ok"
-    assert any("without per-node metadata" in n for n in report.notes)
+def test_foreignnode_without_metadata_half_boundary_is_a_mismatch(plan):
+    # The region spans ReduceMean...Add_1 (all planned fp32) and outputs Half: an inconsistent
+    # kernel boundary fails whatever the typing; the members are taken by graph order.
+    for typing in ("weak", "strong"):
+        report = LayerReport.from_inspector_json(load("trt10_foreignnode.json"), plan, typing=typing)
+        region = report.myelin_layers()
+        assert len(region) == 1 and region[0].foreign_range == (f"{LN}/ReduceMean", f"{LN}/Add_1")
+        for name in plan.match("*/LayerNorm/*"):
+            obs = report.nodes[name]
+            if obs.status == "fixed":
+                continue
+            assert obs.status == "mismatch" and obs.observed == "fp16" and obs.myelin, name
+            assert obs.layer == region[0].name
+        # Add_1 writes the region's output: observed; the others only from the region's boundary
+        assert report.nodes[f"{LN}/Add_1"].evidence == "observed"
+        assert report.nodes[f"{LN}/Pow"].evidence == "inferred"
+        assert "inferred from the kernel boundary" in report.nodes[f"{LN}/Pow"].detail
+        assert report.nodes[f"{DENSE}/Add"].status == "ok"
+        assert any("without per-node metadata" in n for n in report.notes)
 
 
-def test_foreignnode_with_metadata_is_verified(plan):
+def _foreign_fp32(plan, *, metadata: bool) -> dict:
+    """The ForeignNode fixture with the region's output set to FP32 (what the plan asks)."""
     data = load("trt10_foreignnode.json")
     region = data["Layers"][1]
-    region["Metadata"] = "\x1e".join(f"[ONNX Layer: {n}]" for n in plan.match("*/LayerNorm/*"))
+    if metadata:
+        region["Metadata"] = "\x1e".join(f"[ONNX Layer: {n}]" for n in plan.match("*/LayerNorm/*"))
     region["Outputs"][0]["Format/Datatype"] = "Row major linear FP32"
-    report = LayerReport.from_inspector_json(data, plan)
-    assert report.nodes[f"{LN}/Pow"].status == "ok"
-    assert report.nodes[f"{LN}/Pow"].myelin
+    return data
+
+
+@pytest.mark.parametrize("metadata", [True, False])
+def test_foreignnode_fp32_boundary_is_inferred_unverifiable_under_weak_typing(plan, metadata):
+    # The false green of issue 15: the region's boundary is FP32, nothing shows the Pow inside.
+    report = LayerReport.from_inspector_json(_foreign_fp32(plan, metadata=metadata), plan, typing="weak")
+    pow_ = report.nodes[f"{LN}/Pow"]
+    assert pow_.status == "unverifiable" and pow_.evidence == "inferred" and pow_.myelin
+    assert "inferred from the kernel boundary" in pow_.detail and "not visible" in pow_.detail
+    assert report.nodes[f"{LN}/Add_1"].status == "ok" and report.nodes[f"{LN}/Add_1"].evidence == "observed"
+    assert report.evidence_counts(plan.match("*/LayerNorm/*")) == {
+        "observed": 1, "inferred": 8, "unverifiable": 0, "emulated": 0}
+    # an unknown typing is not strong typing
+    unknown = LayerReport.from_inspector_json(_foreign_fp32(plan, metadata=metadata), plan)
+    assert unknown.nodes[f"{LN}/Pow"].status == "unverifiable"
+
+
+def test_foreignnode_fp32_boundary_under_strong_typing_is_typed_in_the_network(plan):
+    report = LayerReport.from_inspector_json(_foreign_fp32(plan, metadata=True), plan, typing="strong")
+    pow_ = report.nodes[f"{LN}/Pow"]
+    assert pow_.status == "ok" and pow_.evidence == "inferred"
+    assert pow_.detail.startswith(STRONG_TYPING_CONSISTENT)
+    assert report.to_json()["evidence"]["inferred"] == 8 + 1  # + the dense MatMul fused with its Add
+    assert "inferred from a kernel boundary" in report.headline()
 
 
 def test_node_in_no_metadata_is_unverifiable_never_passed(plan):
-    report = LayerReport.from_inspector_json(load("trt10_unverifiable.json"), plan)
+    report = LayerReport.from_inspector_json(load("trt10_unverifiable.json"), plan, typing="strong")
     pow_ = report.nodes[f"{LN}/Pow"]
-    assert pow_.status == "unverifiable"
+    assert pow_.status == "unverifiable" and pow_.evidence == "unverifiable"
     assert "in no layer's Metadata" in pow_.detail
-    assert report.nodes[f"{LN}/Sub"].status == "ok"
+    assert report.nodes[f"{LN}/Sub"].status == "ok" and report.nodes[f"{LN}/Sub"].evidence == "observed"
     assert report.summary()["unverifiable"] == 1
+    # weak typing: the nodes fused inside PWN(Add, Sqrt, Div, Mul, Add_1) and the MatMul fused with
+    # its bias Add are known only from their kernels' boundaries, so unverifiable too
+    weak = LayerReport.from_inspector_json(load("trt10_unverifiable.json"), plan, typing="weak")
+    assert {n for n, o in weak.nodes.items() if o.status == "unverifiable"} == {
+        f"{LN}/Pow", f"{LN}/Add", f"{LN}/Sqrt", f"{LN}/Div", f"{LN}/Mul", f"{DENSE}/MatMul"}
+    assert weak.evidence_counts() == {"observed": 6, "inferred": 5, "unverifiable": 1, "emulated": 0}
 
 
 def test_fused_kernel_of_mixed_precisions_is_not_a_verdict(plan):
@@ -185,10 +225,12 @@ def test_fused_kernel_of_mixed_precisions_is_not_a_verdict(plan):
     # Myelin fused the fp16 residual Add into the LayerNorm kernel: boundaries say nothing definite
     layers[2]["Metadata"] = f"[ONNX Layer: {DENSE}/Add]\x1e" + layers[2]["Metadata"]
     layers[1]["Metadata"] = f"[ONNX Layer: {DENSE}/MatMul]"
-    report = LayerReport.from_inspector_json(data, plan)
-    sub = report.nodes[f"{LN}/Sub"]
-    assert sub.status == "unverifiable" and "other precisions" in sub.detail
-    assert report.nodes[f"{DENSE}/Add"].status == "ok"
+    for typing in ("weak", "strong"):
+        report = LayerReport.from_inspector_json(data, plan, typing=typing)
+        sub = report.nodes[f"{LN}/Sub"]
+        assert sub.status == "unverifiable" and "other precisions" in sub.detail and sub.evidence == "inferred"
+        # the fp16 Add fused with the fp32 LayerNorm: the kernel's (Half) boundary says nothing about it
+        assert report.nodes[f"{DENSE}/Add"].status == "unverifiable"
 
 
 def test_names_only_layers(plan):
@@ -216,6 +258,7 @@ def test_from_emulation_says_it_is_emulated(plan):
         obs = report.nodes[name]
         if d.kind == "compute":
             assert obs.status == "ok" and obs.observed == obs.planned == d.precision
+            assert obs.evidence == "emulated"  # never "observed"
         else:
             assert obs.status == "fixed"
     assert "EMULATION" in report.table()

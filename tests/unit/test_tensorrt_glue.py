@@ -268,11 +268,29 @@ def test_weak_myelin_ignoring_constraints_is_caught(use_fake, plan, cache):
     assert report.myelin_layers()[0].name.startswith("__myl_")
 
 
-def test_foreign_node_engine_is_unverifiable(use_fake, plan, cache):
+def test_foreign_node_engine_with_half_boundary_is_a_mismatch(use_fake, plan, cache):
     fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/", foreign_node=True)
     report = build(backend, plan, cache, typing="weak").layers()
     compute = [o for o in report.nodes_matching(plan.match("*/LayerNorm/*")) if o.status != "fixed"]
-    assert all(o.status == "unverifiable" for o in compute)
+    assert compute and all(o.status == "mismatch" and o.observed == "fp16" and o.myelin for o in compute)
+
+
+@pytest.mark.parametrize("foreign", [False, True])
+def test_weak_myelin_kernel_with_fp32_boundary_is_unverifiable_not_ok(use_fake, plan, cache, foreign):
+    # Myelin honoured the hints at the kernel's boundary (FP32): nothing shows the Pow inside.
+    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/", myelin_ignores_hints=False, foreign_node=foreign)
+    report = build(backend, plan, cache, typing="weak").layers()
+    pow_ = report.nodes[f"{LN}/Pow"]
+    assert pow_.status == "unverifiable" and pow_.evidence == "inferred" and pow_.observed == "fp32"
+    assert report.evidence_counts(plan.match("*/LayerNorm/*"))["inferred"] >= 8
+
+
+def test_strong_myelin_kernel_with_consistent_boundary_is_typed_in_the_network(use_fake, plan, cache):
+    fake, backend = use_fake("10.13.0.35", myelin_prefix=f"{LN}/")
+    report = build(backend, plan, cache, typing="strong").layers()
+    pow_ = report.nodes[f"{LN}/Pow"]
+    assert pow_.status == "ok" and pow_.evidence == "inferred"
+    assert pow_.detail.startswith("strong typing: typed in the network, boundary consistent")
 
 
 # -- failures ----------------------------------------------------------------------------
@@ -444,3 +462,29 @@ def test_rtx_unsupported_gpu_message_as_seen_on_h200():
     assert reason.startswith("TensorRT-RTX does not support compute capability 9.0 (NVIDIA H200); "
                              "it supports 8.0 8.6 8.9 12.0 12.1 >12.0. The engine was built and cached")
     assert compat.unsupported_gpu_reason(["Serialization assertion failed"]) is None
+
+
+@pytest.mark.parametrize("typing", ["weak", "strong"])
+def test_probe_is_evidence_never_a_pass_under_weak_typing(use_fake, plan, cache, typing, monkeypatch):
+    from pytest_trt.errors import PrecisionError
+    from pytest_trt.verify import assert_precision
+
+    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/", myelin_ignores_hints=False)
+    # the probe builds the LayerNorm alone through backend.build: run it on host memory too
+    monkeypatch.setattr(backend, "build", lambda p, c, k, *, rebuild=False: build(backend, p, k, typing=c.typing,
+                                                                                   profiles=c.profiles))
+    engine = build(backend, plan, cache, typing=typing)
+    if typing == "strong":
+        check = assert_precision(engine, "*/LayerNorm/*", "fp32", method="probe")
+        pow_ = next(v for v in check.nodes if v.node == f"{LN}/Pow")
+        assert pow_.status == "pass" and pow_.evidence == "inferred"
+        assert "strong typing: typed in the network as fp32" in pow_.detail and "fused differently" in pow_.detail
+        return
+    for method in ("probe", "both"):
+        with pytest.raises(PrecisionError) as exc:
+            assert_precision(engine, "*/LayerNorm/*", "fp32", method=method)
+        check = exc.value.findings
+        assert check.probes and check.probes[0].verdict == "fp32"  # the probe agrees ...
+        pow_ = next(v for v in check.nodes if v.node == f"{LN}/Pow")
+        assert pow_.status == "unverifiable" and pow_.probe.endswith("behaves like fp32")  # ... as evidence only
+        assert check.counts()["pass"] == (0 if method == "probe" else 1)

@@ -109,8 +109,11 @@ def test_violation_inside_myelin_names_node_region_and_dtype(plan):
     assert "2 fixed node(s) not applicable" in msg
     for n in LN_COMPUTE:
         assert f"{LN}/{n} (" in msg
-    assert (f"{LN}/Pow (Pow): observed fp16, planned fp32 [*/LayerNorm/*=fp32] in Myelin region myl0 "
-            f"(kernel __myl_ReduSubPowReduAddSqrtDivMulAdd_myl0_2)") in msg
+    # Pow is inside the kernel: its fp16 is inferred from the kernel boundary; Add_1 writes the boundary
+    assert (f"{LN}/Pow (Pow): fp16 inferred from the kernel boundary, planned fp32 [*/LayerNorm/*=fp32] in Myelin "
+            f"region myl0 (kernel __myl_ReduSubPowReduAddSqrtDivMulAdd_myl0_2)") in msg
+    assert f"{LN}/Add_1 (Add): observed fp16, planned fp32 [*/LayerNorm/*=fp32] in Myelin region myl0" in msg
+    assert "evidence: 1 observed, 8 inferred from a kernel boundary, 0 unverifiable" in msg
     assert "inside a Myelin region" in msg  # the why, once
     check = exc.value.findings
     assert {v.cause for v in check.failures} == {"engine"}
@@ -161,15 +164,84 @@ def test_unverifiable_allowed_is_a_warning_in_the_result(plan):
     assert "1 unverifiable (allowed)" in check.headline()
 
 
-def test_foreignnode_region_nodes_are_unverifiable_never_passed(plan):
+def test_foreignnode_region_with_half_boundary_fails_never_passed(plan):
     r = report("trt10_foreignnode", plan, typing="weak")
     with pytest.raises(PrecisionError) as exc:
         assert_precision(r, "*/LayerNorm/*", "fp32", plan=plan)
     check = exc.value.findings
-    assert check.counts()["unverifiable"] == 9 and check.counts()["pass"] == 0
+    assert check.counts()["fail"] == 9 and check.counts()["pass"] == 0
+    assert check.evidence_counts() == {"observed": 1, "inferred": 8, "unverifiable": 0, "emulated": 0}
     msg = str(exc.value)
     assert "in Myelin region {ForeignNode[" in msg
-    assert WEAK_TYPING_REMEDY in msg  # weak typing + Myelin: the remedy applies to unverifiable nodes too
+    assert WEAK_TYPING_REMEDY in msg
+
+
+# -- issue 15: a node known only from a fused kernel's boundary ----------------------------
+def _fp32_boundary(name: str) -> dict:
+    """An inspector fixture with every Myelin kernel output set to FP32 (the plan's LayerNorm storage)."""
+    data = json.loads((DATA / f"{name}.json").read_text())
+    for layer in data["Layers"]:
+        if layer["Name"].startswith(("__myl_Redu", "{ForeignNode[")):
+            for t in layer["Outputs"]:
+                t["Format/Datatype"] = "Float" if name.endswith("fp16") else "Row major linear FP32"
+    return data
+
+
+@pytest.mark.parametrize("fixture", ["trt10_myelin_layernorm_fp16", "trt10_foreignnode"])
+def test_fused_kernel_with_fp32_boundary_is_not_a_pass_under_weak_typing(plan, fixture):
+    # The false green of issue 15: the inner Pow was reported ok and the assertion passed.
+    r = LayerReport.from_inspector_json(_fp32_boundary(fixture), plan, typing="weak")
+    with pytest.raises(PrecisionError) as exc:
+        assert_precision(r, "*/LayerNorm/*", "fp32", plan=plan)
+    check = exc.value.findings
+    assert check.statuses[f"{LN}/Pow"] == "unverifiable"
+    assert check.statuses[f"{LN}/Add_1"] == "pass"  # writes the kernel's boundary: observed
+    assert check.counts()["unverifiable"] == 8 and check.counts()["fail"] == 0
+    assert check.evidence_counts() == {"observed": 1, "inferred": 8, "unverifiable": 0, "emulated": 0}
+    msg = str(exc.value)
+    assert "evidence: 1 observed, 8 inferred from a kernel boundary, 0 unverifiable (not a pass without strong " \
+           "typing)" in msg
+    assert f"{LN}/Pow (Pow): planned fp32, fp32 inferred from the kernel boundary in Myelin region" in msg
+    assert "inferred from the kernel boundary" in msg and "not visible" in msg
+    assert "8 node(s) are known only from a fused kernel's boundary" in msg and "--trt-typing strong" in msg
+    data = check.to_json()
+    assert data["evidence"] == check.evidence_counts()
+    pow_ = next(n for n in data["nodes"] if n["node"] == f"{LN}/Pow")
+    assert pow_["evidence"] == "inferred" and pow_["status"] == "unverifiable"
+    # accepted explicitly: passes, with the nodes listed as warnings
+    allowed = assert_precision(r, "*/LayerNorm/*", "fp32", plan=plan, allow_unverifiable=True)
+    assert allowed.passed and len(allowed.warnings) == 8
+
+
+@pytest.mark.parametrize("fixture", ["trt10_myelin_layernorm_fp16", "trt10_foreignnode"])
+def test_fused_kernel_with_fp32_boundary_under_strong_typing_is_typed_in_the_network(plan, fixture):
+    r = LayerReport.from_inspector_json(_fp32_boundary(fixture), plan, typing="strong")
+    check = assert_precision(r, "*/LayerNorm/*", "fp32", plan=plan)
+    assert check.passed and check.counts()["pass"] == 9
+    pow_ = next(v for v in check.nodes if v.node == f"{LN}/Pow")
+    assert pow_.evidence == "inferred"
+    assert pow_.detail.startswith("strong typing: typed in the network, boundary consistent")
+    assert "evidence: 1 observed, 8 inferred from a kernel boundary, 0 unverifiable (strong typing: typed in the " \
+           "network, boundary consistent)" in check.message()
+    assert check.to_json()["evidence"]["inferred"] == 8
+
+
+def test_strong_typing_with_an_inconsistent_boundary_still_fails(plan):
+    # planned FP32, kernel boundary FP16: strong typing is no excuse
+    with pytest.raises(PrecisionError) as exc:
+        assert_precision(report("trt10_myelin_layernorm_fp16", plan, typing="strong"), "*/LayerNorm/*", "fp32",
+                         plan=plan)
+    assert exc.value.findings.counts()["fail"] == 9
+
+
+def test_strong_fixture_counts_observed_and_inferred(plan):
+    check = assert_precision(report("trt10_detailed_strong", plan), "*/LayerNorm/*", "fp32", plan=plan)
+    # PWN(Add, Sqrt, Div, Mul, Add_1) shows only Add_1's output: the four inside are inferred
+    assert check.evidence_counts() == {"observed": 5, "inferred": 4, "unverifiable": 0, "emulated": 0}
+    weak = report("trt10_detailed_strong", plan, typing="weak")
+    with pytest.raises(PrecisionError) as exc:
+        assert_precision(weak, "*/LayerNorm/*", "fp32", plan=plan)
+    assert {v.node for v in exc.value.findings.unverifiable} == {f"{LN}/{n}" for n in ("Add", "Sqrt", "Div", "Mul")}
 
 
 def test_mismatch_that_shows_the_asserted_precision_passes(lowered_plan):
@@ -235,7 +307,8 @@ def test_emulate_fails_for_a_node_the_policy_lowered(emulate, model):
         assert_precision(engine, "*/LayerNorm/*", "fp32")
     msg = str(exc.value)
     assert "1 of 9 matched compute node(s) not shown in fp32 (1 failed, 0 unverifiable)" in msg
-    assert f"{LN}/Pow (Pow): observed fp16, planned fp16 [{LN}/Pow=fp16]" in msg
+    assert f"{LN}/Pow (Pow): emulated fp16, planned fp16 [{LN}/Pow=fp16]" in msg  # emulated, never observed
+    assert "evidence: 0 observed, 0 inferred from a kernel boundary, 0 unverifiable, 9 emulated" in msg
     assert EMULATED_NOTE in msg
     assert "keep_fp32=['*/LayerNorm/*']" in msg and "--trt-keep-fp32 '*/LayerNorm/*'" in msg
     assert WEAK_TYPING_REMEDY not in msg  # nothing about the engine: the plan did it
@@ -253,7 +326,7 @@ def test_many_offenders_are_capped_with_counts(emulate):
     assert "36 of 36 matched compute node(s) not shown in fp32" in msg and "8 fixed node(s) not applicable" in msg
     assert "failed (36):" in msg
     assert f"... and {36 - MAX_LISTED} more" in msg
-    assert sum(1 for line in msg.splitlines() if "observed fp16, planned fp16" in line) == MAX_LISTED
+    assert sum(1 for line in msg.splitlines() if "emulated fp16, planned fp16" in line) == MAX_LISTED
     assert len(exc.value.findings.failures) == 36  # all of them in the findings
 
 
