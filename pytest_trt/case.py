@@ -48,6 +48,9 @@ class Feeds(dict):
 
     seed: int | None = None
     source: str | None = None
+    #: ``remake(seed) -> Feeds`` made the same way with another seed (None for loaded feeds); the
+    #: FP32-island search re-checks its answers on such feeds.
+    remake: Any = None
 
 
 def marker_kwargs(node) -> dict[str, Any]:
@@ -307,12 +310,14 @@ class TrtCase:
         if seed is None and not overrides and self._default_feeds is not None:
             return self._default_feeds
         used_seed = self.seed if seed is None else seed
+        recipe = dict(overrides, shapes=shapes, dims=dims)
         feeds = Feeds(make_feeds(
             self.model, shapes=shapes, dims=dims,
             val_range=overrides.pop("val_range", self.options.get("val_range")),
             seed=used_seed, **overrides,
         ))
         feeds.seed = used_seed
+        feeds.remake = lambda other: self.feeds(seed=other, **recipe)
         if seed is None and not overrides:
             self._default_feeds = feeds
         return feeds
@@ -509,6 +514,8 @@ class TrtCase:
 
         rtol, atol = self.tolerances(kwargs.pop("atol", None), kwargs.pop("rtol", None))
         kwargs.setdefault("baseline_provider", self.session.settings.baseline_provider)
-        return suggest_fp32_islands(self.model, self.plan.policy, self.feeds() if feeds is None else feeds,
+        if feeds is None:
+            feeds = self.feeds()
+        return suggest_fp32_islands(self.model, self.plan.policy, feeds,
                                     backend=self.session.backend, cache=self.session.cache, rtol=rtol, atol=atol,
                                     config=self.build_config, **kwargs)

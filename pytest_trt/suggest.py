@@ -53,6 +53,26 @@ are added to the policy's ``keep_fp32`` exactly as a user would paste them, so w
 verified is what gets pasted (an explicit ``rules=[...]`` entry of the policy can override them:
 such groups are skipped as ineffective).
 
+What "passes" means (issue 15)
+------------------------------
+A candidate passes only when, on **every input set**, (a) the outputs are within tolerance
+and (b) no intermediate tensor the engine exposes is NaN/Inf where the FP32 reference is
+finite. Input sets: the user's feeds plus at least three re-check seeds (default: the
+feeds' seed + 1, + 2, + 3), made by ``make_feeds(seed)`` when given (the CLI and the ``trt``
+fixture generate them with the same shapes, ranges and outliers as the user's), else by
+permuting the user's own values with that seed (same values, other positions). A
+candidate whose outputs pass while a tensor inside is non-finite is not an answer: the
+search goes on, guided by the nodes that introduced the NaN/Inf; if it ends without a clean
+answer, the result is ``passes-output-only`` and names those nodes. Re-checks are runs of
+the same engine, not builds.
+
+An answer that keeps more than half of the compute nodes in FP32 (by node count; a FLOPs
+estimate from :mod:`pytest_trt.flops` is reported beside it) is ``fp32-in-effect``: not a
+low-precision engine, so not called found (``pytest-trt suggest`` exits 1).
+
+``builds`` counts every engine built or loaded for the search: distinct plans, engines
+re-loaded to re-check an earlier plan, and TensorRT's separate layerwise probe builds.
+
 When nothing passes
 -------------------
 The fully-FP32 plan is NOT built up front: on a model that merely needs a LayerNorm kept in
@@ -175,11 +195,22 @@ class Attempt:
     seconds: float
     fingerprint: str = ""
     first_divergence: str | None = None
+    #: outputs within tolerance on every input set checked
+    outputs_passed: bool = False
+    #: nodes that introduced NaN/Inf where the FP32 reference is finite (any input set)
+    nonfinite_nodes: list = field(default_factory=list)
+    #: per input set: {"label", "seed", "outputs_passed", "nonfinite_nodes", "accuracy"} (stops at the
+    #: first set whose outputs fail)
+    inputs: list = field(default_factory=list)
+    #: index of the first input set that failed (outputs or intermediates), None when all passed
+    failing_set: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"patterns": list(self.patterns), "phase": self.phase, "passed": self.passed,
+                "outputs_passed": self.outputs_passed, "nonfinite_nodes": list(self.nonfinite_nodes),
                 "accuracy": self.accuracy, "low_precision_nodes": self.low_nodes, "cache_hit": self.cache_hit,
-                "seconds": round(self.seconds, 4), "first_divergence": self.first_divergence}
+                "seconds": round(self.seconds, 4), "first_divergence": self.first_divergence,
+                "inputs": [{k: v for k, v in i.items() if k != "accuracy"} for i in self.inputs]}
 
 
 @dataclass
@@ -187,20 +218,30 @@ class Suggestion:
     """Result of :func:`suggest_fp32_islands`.
 
     Attributes:
-        passed: a passing set was found (``patterns`` may be empty: nothing to change).
+        passed: an answer was found (``reason`` ``found`` or ``already-passes``; ``patterns`` may
+            be empty: nothing to change). False for ``fp32-in-effect`` and ``passes-output-only``,
+            whose ``patterns``/``policy`` are kept for inspection but are no answer.
         patterns: keep_fp32 patterns to ADD to the policy (in graph order).
         groups: the chosen :class:`Group` objects.
-        policy: the verified policy (base policy + patterns), None when nothing passed.
+        policy: the policy of ``patterns`` (base policy + patterns), None when nothing was kept.
         base_policy: the policy the search started from.
-        builds: distinct plans built and run (the initial one included); ``cache_hits`` of them
-            came from the artifact cache.
+        builds: every engine built or loaded (distinct plans, re-loads to re-check an earlier plan,
+            TensorRT layerwise probe builds); ``cache_hits`` of them came from the artifact cache.
+        inputs: per input set of the final (or closest) plan: ``{"label", "seed", "outputs_passed",
+            "nonfinite_nodes", "accuracy"}``; the user's feeds first, then the re-check seeds.
+        recheck_seeds, recheck_source: the re-check seeds and how their feeds were made.
+        nonfinite_nodes: nodes that introduced NaN/Inf where the FP32 reference is finite, under
+            the plan of ``patterns`` (``passes-output-only``).
+        fp32_nodes, fp32_share, flops, fp32_flops_share: compute nodes kept FP32 by the final plan,
+            their share by count, and by a FLOPs estimate (:mod:`pytest_trt.flops`).
         accuracy: ``{output: {"max_abs", "max_rel", "passed"}}`` of the final plan (the initial
             plan's when nothing passed).
         initial_accuracy: the same for the policy as given.
         compute_nodes, low_nodes: compute nodes of the model, and those left in low precision.
         low_precision: fp16 / bf16.
         fp32_passes: whether the fully-FP32 plan passes (None: not built, not needed).
-        reason: ``already-passes`` | ``found`` | ``fails-in-fp32`` | ``exhausted`` | ``budget``.
+        reason: ``already-passes`` | ``found`` | ``fp32-in-effect`` | ``passes-output-only`` |
+            ``fails-in-fp32`` | ``exhausted`` | ``budget``.
         first_divergence: the first divergent node of the policy as given.
         attempts: every build, in order.
         alternatives: broader patterns covering the same kind of module elsewhere (NOT built).
@@ -233,8 +274,38 @@ class Suggestion:
     minimal: bool = True
     fp32_accuracy: dict = field(default_factory=dict)
     blocked: list = field(default_factory=list)
+    inputs: list = field(default_factory=list)
+    recheck_seeds: list = field(default_factory=list)
+    recheck_source: str = ""
+    nonfinite_nodes: list = field(default_factory=list)
+    flops: int = 0
+    fp32_flops: int = 0
 
     # -- derived ---------------------------------------------------------------------------
+    @property
+    def fp32_nodes(self) -> int:
+        """Compute nodes the final plan keeps in FP32."""
+        return self.compute_nodes - self.low_nodes
+
+    @property
+    def fp32_share(self) -> float:
+        """Share of compute nodes kept in FP32 by the final plan (by count)."""
+        return self.fp32_nodes / self.compute_nodes if self.compute_nodes else 0.0
+
+    @property
+    def fp32_flops_share(self) -> float | None:
+        """Share of the estimated FLOPs kept in FP32 (None when no estimate)."""
+        return self.fp32_flops / self.flops if self.flops else None
+
+    @property
+    def fp32_in_effect(self) -> bool:
+        """More than half of the compute nodes kept FP32 by a plan that was meant to run in low precision."""
+        return self.reason == "fp32-in-effect"
+
+    @property
+    def passes_output_only(self) -> bool:
+        """The outputs pass, but some tensor inside is NaN/Inf where the FP32 reference is finite."""
+        return self.reason == "passes-output-only"
     @property
     def low_precision_share(self) -> float:
         """Share of compute nodes left in low precision by the final plan."""
@@ -277,8 +348,31 @@ class Suggestion:
         timing = f"{builds}, {self.seconds:.1f}s"
         share = f"{self.low_nodes} of {self.compute_nodes} compute nodes ({self.low_precision_share:.0%}) stay " \
                 f"{self.low_precision or 'low precision'}"
+        checked = self._checked_line()
         if self.reason == "already-passes":
             lines.append(f"nothing needs to change: the policy as given passes ({timing}); {share}")
+            lines.append(checked)
+            return "\n".join(lines)
+        if self.reason == "fp32-in-effect":
+            flops = (f", ~{self.fp32_flops_share:.0%} of the estimated FLOPs" if self.fp32_flops_share is not None
+                     else "")
+            what = (f"keeping {', '.join(self.patterns)} in FP32" if self.patterns else "the policy as given")
+            lines.append(f"FP32 in effect ({timing}): {what} passes, but keeps {self.fp32_nodes} of "
+                         f"{self.compute_nodes} compute nodes ({self.fp32_share:.0%}{flops}) in FP32: that is not a "
+                         f"{self.low_precision} engine, so it is not called found. Check the tolerance (is it "
+                         f"tighter than {self.low_precision} can meet on a healthy model?) and the inputs.")
+            lines.append(f"  accuracy: {_acc_text(self.accuracy)}")
+            lines.append(checked)
+            return "\n".join(lines)
+        if self.reason == "passes-output-only":
+            lines.append(f"passes the output check only ({timing}): with {', '.join(self.patterns) or 'the policy as given'} "
+                         f"kept FP32 the outputs are within tolerance, but NaN/Inf appear inside where the FP32 "
+                         f"reference is finite, first at: {', '.join(self.nonfinite_nodes[:5])}"
+                         f"{', ...' if len(self.nonfinite_nodes) > 5 else ''}. Not an answer: "
+                         + (f"the policy's own rules keep {', '.join(self.blocked[:3])} in {self.low_precision}; "
+                            f"remove those rules" if self.blocked else
+                            "keep those nodes' modules FP32 too (raise max_builds), or check the inputs") + ".")
+            lines.append(checked)
             return "\n".join(lines)
         if self.passed:
             n = len(self.patterns)
@@ -289,6 +383,7 @@ class Suggestion:
                 lines.append(f"    {g.pattern:<{width}}  {g.kind}, {len(g.nodes)} node{'s' if len(g.nodes) != 1 else ''}")
             lines.append(f"  accuracy: {_acc_text(self.accuracy)}")
             lines.append(f"  low precision: {share}")
+            lines.append(checked)
             lines.append("  pytest:  " + " ".join(shlex.quote(a) for a in self.pytest_args))
             lines.append("  CLI:     " + " ".join(shlex.quote(a) for a in self.cli_args))
             lines.append("  marker:  " + self.marker)
@@ -314,7 +409,28 @@ class Suggestion:
             lines.append(f"no passing set within {self.builds} build{'s' if self.builds != 1 else ''} (max_builds); "
                          f"{fp32}. Raise max_builds, "
                          f"or start from the closest set tried: {', '.join(self._closest()) or '(none)'}")
+        if self.inputs and self.reason != "fails-in-fp32":
+            lines.append(self._checked_line().replace("checked on", "closest set tried, checked on", 1))
         return "\n".join(lines)
+
+    def _checked_line(self) -> str:
+        """``  checked on: your inputs (seed 0), seeds 1, 2, 3 (...): outputs pass, no NaN/Inf inside``."""
+        if not self.inputs:
+            return "  checked on: -"
+        labels = ", ".join(i["label"] for i in self.inputs)
+        bad = [i for i in self.inputs if not i["outputs_passed"] or i["nonfinite_nodes"]]
+        if not bad and len(self.inputs) == 1 + len(self.recheck_seeds):
+            verdict = "outputs pass, no NaN/Inf inside where FP32 is finite"
+        else:
+            parts = []
+            for i in bad:
+                if not i["outputs_passed"]:
+                    parts.append(f"{i['label']}: outputs fail")
+                else:
+                    parts.append(f"{i['label']}: NaN/Inf inside at {', '.join(i['nonfinite_nodes'][:3])}")
+            verdict = "; ".join(parts) or "not every input set was reached"
+        source = f" ({self.recheck_source})" if self.recheck_source else ""
+        return f"  checked on: {labels}{source}: {verdict}"
 
     def _closest(self) -> list:
         tried = [a for a in self.attempts if a.phase != "fp32-check"]
@@ -342,12 +458,20 @@ class Suggestion:
             "first_divergence": self.first_divergence, "minimal": self.minimal, "blocked": list(self.blocked),
             "rtol": self.rtol, "atol": self.atol, "alternatives": self.alternatives,
             "layerwise_note": self.layerwise_note, "attempts": [a.to_json() for a in self.attempts],
+            "inputs": list(self.inputs), "recheck_seeds": list(self.recheck_seeds),
+            "recheck_source": self.recheck_source, "passes_output_only": self.passes_output_only,
+            "nonfinite_nodes": list(self.nonfinite_nodes), "fp32_in_effect": self.fp32_in_effect,
+            "fp32_nodes": self.fp32_nodes, "fp32_share": round(self.fp32_share, 4),
+            "flops": {"total": self.flops, "fp32": self.fp32_flops,
+                      "fp32_share": None if self.fp32_flops_share is None else round(self.fp32_flops_share, 4),
+                      "estimate": "MatMul/Gemm/Conv: 2 x output elements x reduction size; other nodes: elements"},
         }
 
 
 def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: ArtifactCache | None = None,
                          rtol=None, atol=None, config: BuildConfig | None = None, max_builds: int | None = None,
-                         threshold: float | None = None, baseline_provider: str = "cpu") -> Suggestion:
+                         threshold: float | None = None, baseline_provider: str = "cpu",
+                         recheck_seeds=None, make_feeds=None) -> Suggestion:
     """Search the smallest set of FP32 islands (keep_fp32 patterns) with which ``model`` passes.
 
     Args:
@@ -362,18 +486,81 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
         max_builds: budget of builds (distinct plans), the initial one included (default 30).
         threshold: relative-error threshold of the layerwise comparisons.
         baseline_provider: ONNX Runtime provider of the FP32 baseline (``cpu`` or ``cuda``).
+        recheck_seeds: at least three seeds on which every answer is re-checked besides ``feeds``
+            (default: the feeds' seed + 1, + 2, + 3; the seed is ``feeds.seed`` when the feeds
+            remember one, else 0).
+        make_feeds: ``make_feeds(seed) -> feeds`` for the re-check seeds, made like ``feeds``
+            (same shapes, ranges, outliers). Default: ``feeds.remake`` when the feeds remember how
+            they were made (``trt.feeds(...)`` in a test), else ``feeds``' own values permuted with
+            the seed (same values in other positions).
 
     >>> s = suggest_fp32_islands("encoder.onnx", PrecisionPolicy("fp16"), feeds, backend="emulate")  # doctest: +SKIP
     >>> s.patterns                                                                                   # doctest: +SKIP
     ['/encoder/layer.0/attention/output/LayerNorm/*']
     """
     return _Search(model, policy, feeds, backend=backend, cache=cache, rtol=rtol, atol=atol, config=config,
-                   max_builds=max_builds, threshold=threshold, provider=baseline_provider).run()
+                   max_builds=max_builds, threshold=threshold, provider=baseline_provider,
+                   recheck_seeds=recheck_seeds, make_feeds=make_feeds).run()
+
+
+#: Re-check seeds per answer (at least this many, besides the user's feeds).
+MIN_RECHECK_SEEDS = 3
+
+
+@dataclass
+class InputSet:
+    """One set of feeds every answer is checked on."""
+
+    label: str
+    seed: int | None
+    feeds: dict
+
+
+def permuted_feeds(feeds: dict, seed: int) -> dict:
+    """``feeds`` with each array's elements permuted by ``seed``: the same values in other positions."""
+    import numpy as np
+
+    out = {}
+    for k, (name, value) in enumerate(feeds.items()):
+        arr = np.asarray(value)
+        rng = np.random.default_rng([int(seed), k])
+        out[name] = rng.permutation(arr.reshape(-1)).reshape(arr.shape).astype(arr.dtype, copy=False)
+    return out
+
+
+def _input_sets(feeds: dict, recheck_seeds, make_feeds) -> tuple[list[InputSet], str]:
+    base = getattr(feeds, "seed", None)
+    if recheck_seeds is None:
+        start = int(base) if base is not None else 0
+        recheck_seeds = tuple(range(start + 1, start + 1 + MIN_RECHECK_SEEDS))
+    try:
+        seeds = [int(k) for k in recheck_seeds]
+    except (TypeError, ValueError):
+        raise UsageError(f"recheck_seeds must be a list of integer seeds, got {recheck_seeds!r}") from None
+    if len(set(seeds)) < MIN_RECHECK_SEEDS:
+        raise UsageError(f"recheck_seeds: every answer is re-checked on at least {MIN_RECHECK_SEEDS} distinct seeds "
+                         f"besides your feeds, got {recheck_seeds!r}")
+    seeds = list(dict.fromkeys(seeds))
+    if make_feeds is None:  # feeds that remember how they were made (pytest_trt.case.Feeds)
+        make_feeds = getattr(feeds, "remake", None)
+    first = InputSet("your inputs" + (f" (seed {base})" if base is not None else ""), base, feeds)
+    sets = [first]
+    for k in seeds:
+        made = make_feeds(k) if make_feeds is not None else permuted_feeds(feeds, k)
+        for name, value in feeds.items():
+            got = made.get(name) if hasattr(made, "get") else None
+            if got is None or tuple(got.shape) != tuple(value.shape):
+                raise UsageError(f"make_feeds({k}) must give input {name!r} the shape of your feeds "
+                                 f"{tuple(value.shape)}, got {None if got is None else tuple(got.shape)}")
+        sets.append(InputSet(f"seed {k}", k, made))
+    source = ("generated like your inputs" if make_feeds is not None
+              else "your inputs' values, permuted by seed")
+    return sets, source
 
 
 class _Search:
     def __init__(self, model, policy, feeds, *, backend, cache, rtol, atol, config, max_builds, threshold,
-                 provider="cpu"):
+                 provider="cpu", recheck_seeds=None, make_feeds=None):
         from .backends.base import BuildConfig, get_backend
         from .compare import default_tolerances
         from .model import load_model
@@ -390,6 +577,7 @@ class _Search:
         self.cache = cache
         self.config = config if config is not None else BuildConfig()
         self.feeds = feeds
+        self.sets, self.recheck_source = _input_sets(feeds, recheck_seeds, make_feeds)
         self.threshold = threshold
         self.provider = provider
         self.max_builds = DEFAULT_MAX_BUILDS if max_builds is None else int(max_builds)
@@ -409,8 +597,8 @@ class _Search:
         self.memo: dict[str, Attempt] = {}
         self.attempts: list[Attempt] = []
         self.engines: dict[str, Any] = {}  # fingerprint -> engine (only the latest few kept)
-        self.expected = None
-        self.reference = None
+        self.expected: dict[int, dict] = {}   # input set -> FP32 baseline outputs
+        self.references: dict[int, dict] = {}  # input set -> FP32 intermediates
         self.layerwise_runs = 0
         self.layerwise_note = ""
         self.evidence: set[str] = set()  # nodes seen divergent in any layerwise run
@@ -431,8 +619,22 @@ class _Search:
     def budget_left(self) -> int:
         return self.max_builds - self.builds
 
+    def build(self, plan):
+        """``backend.build``, counted (every engine built or loaded counts)."""
+        engine = self.backend.build(plan, self.config, self.cache)
+        self.builds += 1
+        self.cache_hits += int(bool(getattr(engine.build_info, "cache_hit", False)))
+        return engine
+
+    def expected_of(self, index: int) -> dict:
+        if index not in self.expected:
+            from .baseline import fp32_baseline
+
+            self.expected[index] = fp32_baseline(self.model, self.sets[index].feeds, cache=self.cache,
+                                                 provider=self.provider)
+        return self.expected[index]
+
     def evaluate(self, patterns, phase: str, *, policy=None) -> tuple[Attempt, Any]:
-        from .compare import compare_outputs
         from .dtypes import LOW_PRECISIONS
 
         policy = policy if policy is not None else self.policy_with(patterns)
@@ -440,41 +642,77 @@ class _Search:
         fp = plan.fingerprint()
         if fp in self.memo:
             return self.memo[fp], plan
-        if self.expected is None:
-            from .baseline import fp32_baseline
-
-            self.expected = fp32_baseline(self.model, self.feeds, cache=self.cache, provider=self.provider)
+        self.expected_of(0)
         t0 = time.perf_counter()
-        engine = self.backend.build(plan, self.config, self.cache)
-        actual = engine.run(self.feeds)
-        result = compare_outputs(actual, self.expected, rtol=self.rtol, atol=self.atol, details=True)
-        self.builds += 1
+        engine = self.build(plan)
         hit = bool(getattr(engine.build_info, "cache_hit", False))
-        self.cache_hits += int(hit)
         low = sum(1 for d in plan.nodes.values() if d.kind == "compute" and d.precision in LOW_PRECISIONS)
-        attempt = Attempt(tuple(patterns), phase, result.passed, _accuracy(result), low, hit,
-                          time.perf_counter() - t0, fp)
+        attempt = Attempt(tuple(patterns), phase, False, {}, low, hit, 0.0, fp)
         self.memo[fp] = attempt
         self.attempts.append(attempt)
         self.engines = {fp: (engine, plan)}  # keep only the latest engine alive
+        self.check(attempt, engine)
+        attempt.seconds = time.perf_counter() - t0
         return attempt, plan
 
-    def locate(self, attempt: Attempt) -> Divergence:
+    def check(self, attempt: Attempt, engine) -> None:
+        """Outputs on every input set (stopping at the first failure), then, when they all pass,
+        NaN/Inf inside on every input set."""
+        from .compare import compare_outputs
+
+        attempt.inputs, attempt.failing_set, attempt.nonfinite_nodes = [], None, []
+        outputs_ok = True
+        for index, inputs in enumerate(self.sets):
+            result = compare_outputs(engine.run(inputs.feeds), self.expected_of(index), rtol=self.rtol,
+                                     atol=self.atol, details=True)
+            accuracy = _accuracy(result)
+            if index == 0:
+                attempt.accuracy = accuracy
+            attempt.inputs.append({"label": inputs.label, "seed": inputs.seed, "outputs_passed": result.passed,
+                                   "nonfinite_nodes": [], "accuracy": accuracy})
+            if not result.passed:
+                outputs_ok, attempt.failing_set = False, index
+                break
+        attempt.outputs_passed = outputs_ok
+        if outputs_ok:
+            for index, entry in enumerate(attempt.inputs):
+                div = self.locate(attempt, index, engine=engine)
+                bad = [t.node for t in div.tensors if t.available and t.new_nonfinite and (t.nan or t.inf)]
+                entry["nonfinite_nodes"] = bad
+                if bad and attempt.failing_set is None:
+                    attempt.failing_set = index
+                attempt.nonfinite_nodes.extend(n for n in bad if n not in attempt.nonfinite_nodes)
+        attempt.passed = outputs_ok and not attempt.nonfinite_nodes
+
+    def locate(self, attempt: Attempt, index: int | None = None, *, engine=None) -> Divergence:
+        """Layerwise comparison of ``attempt``'s engine on input set ``index`` (default: the first
+        that failed), memoised."""
         from .baseline import fp32_intermediates
         from .layerwise import locate_divergence
 
-        if attempt.fingerprint in self.divergences:
-            return self.divergences[attempt.fingerprint]
-        engine = self.engine_of(attempt)
-        if self.reference is None:
-            self.reference = fp32_intermediates(self.model, self.feeds, provider=self.provider)
-        div = locate_divergence(engine, self.feeds, threshold=self.threshold, reference=self.reference, top=10)
+        if index is None:
+            index = attempt.failing_set or 0
+        key = (attempt.fingerprint, index)
+        if key in self.divergences:
+            return self.divergences[key]
+        engine = engine if engine is not None else self.engine_of(attempt)
+        if index not in self.references:
+            self.references[index] = fp32_intermediates(self.model, self.sets[index].feeds, provider=self.provider)
+        probe_before = getattr(engine, "_probe", None)
+        div = locate_divergence(engine, self.sets[index].feeds, threshold=self.threshold,
+                                reference=self.references[index], top=10)
+        probe = getattr(engine, "_probe", None)
+        if probe is not None and probe is not probe_before:  # TensorRT < 10.12: a separate layerwise build
+            self.builds += 1
+            self.cache_hits += int(bool(getattr(probe.build_info, "cache_hit", False)))
         self.layerwise_runs += 1
         self.layerwise_note = div.note
         self.evidence.update(t.node for t in div.divergent)
-        if attempt.first_divergence is None and div.first is not None:
+        if attempt.first_divergence is None and div.first is not None and index == (attempt.failing_set or 0):
             attempt.first_divergence = div.first.node
-        self.divergences = {attempt.fingerprint: div}
+        if len(self.divergences) > 64:
+            self.divergences.clear()
+        self.divergences[key] = div
         return div
 
     def fp32_check(self) -> Attempt | None:
@@ -488,9 +726,9 @@ class _Search:
         return self.fp32_attempt
 
     def engine_of(self, attempt: Attempt):
-        if attempt.fingerprint not in self.engines:  # an earlier plan again: load it (cache hit), not a new build
+        if attempt.fingerprint not in self.engines:  # an earlier plan again: load it (counted as a build)
             plan = self.resolve(self.policy_with(attempt.patterns))
-            self.engines = {attempt.fingerprint: (self.backend.build(plan, self.config, self.cache), plan)}
+            self.engines = {attempt.fingerprint: (self.build(plan), plan)}
         return self.engines[attempt.fingerprint][0]
 
     # -- the search ----------------------------------------------------------------------
@@ -545,7 +783,13 @@ class _Search:
             # No passing set: does the model pass in FP32 at all? (built once, lazily)
             fp32 = self.fp32_check()
             if fp32 is not None and not fp32.passed:
-                reason = "fails-in-fp32"
+                return self.result("fails-in-fp32", [], None)
+            # Outputs passed everywhere, but with NaN/Inf inside: say so, never "found".
+            output_only = [a for a in self.attempts if a.outputs_passed and not a.passed and a.phase != "fp32-check"]
+            if output_only:
+                best = min(output_only, key=lambda a: (len(a.nonfinite_nodes), -a.low_nodes))
+                groups = [self.by_pattern[p] for p in best.patterns if p in self.by_pattern]
+                return self.result("passes-output-only", groups, best)
             return self.result(reason, [], None)
 
         minimal = True
@@ -665,10 +909,15 @@ class _Search:
         return chosen, minimal
 
     def result(self, reason: str, chosen: list, final: Attempt | None, *, minimal: bool = True) -> Suggestion:
-        passed = final is not None and final.passed
-        patterns = list(self.patterns(chosen)) if passed else []
-        policy = self.policy_with(patterns) if passed else None
+        kept = final is not None and reason in ("found", "already-passes", "passes-output-only")
         low_nodes = final.low_nodes if final is not None else self.initial.low_nodes
+        fp32_nodes = self.compute_nodes - low_nodes
+        if (reason in ("found", "already-passes") and self.plan0.low_precision is not None
+                and fp32_nodes * 2 > self.compute_nodes):
+            reason = "fp32-in-effect"
+        passed = reason in ("found", "already-passes")
+        patterns = list(self.patterns(chosen)) if kept else []
+        policy = self.policy_with(patterns) if kept else None
         alternatives = []
         if passed:
             for g in chosen:
@@ -679,6 +928,8 @@ class _Search:
                         and not any(general.pattern == a["pattern"] for a in alternatives)):
                     alternatives.append({"pattern": general.pattern, "scopes": len(general.scopes),
                                          "nodes": len(general.nodes), "built": False})
+        shown = final if final is not None else self._closest_attempt()
+        flops, fp32_flops = self.flops_of(final if final is not None else self.initial)
         fp32 = self.fp32_attempt
         return Suggestion(
             passed=passed, patterns=patterns, groups=[g for p in patterns for g in chosen if g.pattern == p],
@@ -691,7 +942,47 @@ class _Search:
             first_divergence=self.initial.first_divergence, attempts=list(self.attempts), alternatives=alternatives,
             layerwise_runs=self.layerwise_runs, layerwise_note=self.layerwise_note, blocked=list(self.blocked),
             seconds=time.perf_counter() - self.start, minimal=minimal,
+            inputs=list(shown.inputs) if shown is not None else [],
+            recheck_seeds=[x.seed for x in self.sets[1:]], recheck_source=self.recheck_source,
+            nonfinite_nodes=list(final.nonfinite_nodes) if final is not None else [],
+            flops=flops, fp32_flops=fp32_flops,
         )
+
+    def _closest_attempt(self) -> Attempt | None:
+        tried = [a for a in self.attempts if a.phase != "fp32-check"]
+        if not tried:
+            return None
+        return min(tried, key=lambda a: (not a.outputs_passed, len(a.nonfinite_nodes),
+                                         max((_num(v["max_abs"]) for v in a.accuracy.values()), default=0.0)))
+
+    def flops_of(self, attempt: Attempt | None) -> tuple[int, int]:
+        """``(total, fp32)`` estimated FLOPs of the compute nodes under ``attempt``'s plan (0, 0 when unknown)."""
+        if attempt is None:
+            return 0, 0
+        try:
+            import numpy as np
+
+            from .baseline import fp32_intermediates
+            from .flops import node_flops
+
+            if 0 not in self.references:
+                self.references[0] = fp32_intermediates(self.model, self.sets[0].feeds, provider=self.provider)
+            shapes = {k: tuple(np.shape(v)) for k, v in self.sets[0].feeds.items()}
+            shapes.update({i.name: tuple(i.dims) for i in self.model.proto.graph.initializer})
+            shapes.update({k: tuple(np.shape(v)) for k, v in self.references[0].items()})
+            per_node = node_flops(self.model, shapes)
+        except Exception:  # noqa: BLE001 - an estimate: never fail the search over it
+            return 0, 0
+        from .dtypes import LOW_PRECISIONS
+
+        if attempt.fingerprint == getattr(self.fp32_attempt, "fingerprint", None):
+            plan = self.resolve(self.policy.__class__("fp32"))
+        else:
+            plan = self.resolve(self.policy_with(attempt.patterns))
+        compute = [d for d in plan.nodes.values() if d.kind == "compute"]
+        total = sum(per_node.get(d.name, 0) for d in compute)
+        fp32 = sum(per_node.get(d.name, 0) for d in compute if d.precision not in LOW_PRECISIONS)
+        return int(total), int(fp32)
 
 
 def _last_component(group: Group) -> str | None:

@@ -2,8 +2,12 @@
 
 Every candidate is a real build and run on the chosen backend (through the artifact cache),
 guided by layerwise errors; see :mod:`pytest_trt.suggest`. Prints the patterns ready to paste
-(``--trt-keep-fp32``, ``--keep-fp32``, the marker). Exit 0 when a passing set was found
-(including "nothing needs to change"), 1 when none was, 2 on usage or input errors.
+(``--trt-keep-fp32``, ``--keep-fp32``, the marker). An answer must pass on the inputs and on
+``--recheck-seeds`` more seeds (generated like the inputs; with ``--load-inputs``, the loaded
+values permuted by seed) with no NaN/Inf inside where the FP32 reference is finite. Exit 0
+when an answer was found (including "nothing needs to change"); 1 when none was, when the
+outputs pass only with NaN/Inf inside (``passes_output_only``), or when the answer keeps more
+than half of the compute nodes FP32 (``fp32_in_effect``); 2 on usage or input errors.
 """
 
 from __future__ import annotations
@@ -25,9 +29,12 @@ def add_parser(sub) -> None:
     p = sub.add_parser("suggest", help="search the fewest FP32 islands (keep_fp32 patterns) that make MODEL pass",
                        description="Starting from the policy (e.g. --fp16), search the shortest list of keep-fp32 "
                        "patterns (name scopes such as '*/LayerNorm/*', op types such as 'op:Softmax') with which "
-                       "the engine matches the FP32 ONNX Runtime baseline within tolerance. Every candidate is "
-                       "built and run on the backend. Exit 0 when a passing set was found (possibly empty: nothing "
-                       "to change), 1 when none was, 2 on usage or input errors.")
+                       "the engine matches the FP32 ONNX Runtime baseline within tolerance, on the inputs and on "
+                       "--recheck-seeds more seeds, with no NaN/Inf inside where FP32 is finite. Every candidate is "
+                       "built and run on the backend. Exit 0 when an answer was found (possibly empty: nothing "
+                       "to change); 1 when none was, when the outputs pass only with NaN/Inf inside, or when the "
+                       "answer keeps more than half of the compute nodes FP32 ('FP32 in effect'); 2 on usage or "
+                       "input errors.")
     add_model_and_policy(p)
     add_engine_flags(p)
     add_input_flags(p)
@@ -36,21 +43,41 @@ def add_parser(sub) -> None:
                    help="budget of builds, the first one included (default: 30)")
     p.add_argument("--threshold", type=float, default=None,
                    help="relative-error threshold of the layerwise comparisons (default: per precision)")
+    p.add_argument("--recheck-seeds", type=int, default=3, metavar="N",
+                   help="re-check every answer on N more input seeds, --seed + 1 ... + N (at least 3; default: 3); "
+                        "generated like the inputs, or with --load-inputs the loaded values permuted by seed")
     p.set_defaults(run=run)
 
 
 def run(args) -> int:
-    from ..suggest import suggest_fp32_islands
+    import argparse
 
+    from ..errors import UsageError
+    from ..suggest import MIN_RECHECK_SEEDS, suggest_fp32_islands
+
+    if args.recheck_seeds < MIN_RECHECK_SEEDS:
+        raise UsageError(f"--recheck-seeds must be at least {MIN_RECHECK_SEEDS} (every answer is re-checked on at "
+                         f"least {MIN_RECHECK_SEEDS} more seeds), got {args.recheck_seeds}")
     session = session_from_args(args)
     model = session.model(args.model)
     policy = policy_from_args(args)
     session.plan(model, policy)  # pattern and model errors surface here, before any build
     feeds = feeds_from_args(args, model)
     config = build_config_from_args(args, model, feeds)
+    seeds = list(range(args.seed + 1, args.seed + 1 + args.recheck_seeds))
+    make = None
+    if not args.load_inputs:  # generated feeds: the re-check seeds are generated the same way
+        def make(seed):
+            return feeds_from_args(argparse.Namespace(**{**vars(args), "seed": seed}), model)
+    feeds_seed = None if args.load_inputs else args.seed
+    if feeds_seed is not None:
+        from ..case import Feeds
+
+        feeds = Feeds(feeds)
+        feeds.seed = feeds_seed
     found = suggest_fp32_islands(model, policy, feeds, backend=session.backend, cache=session.cache,
                                  rtol=args.rtol, atol=args.atol, config=config, max_builds=args.max_builds,
-                                 threshold=args.threshold)
+                                 threshold=args.threshold, recheck_seeds=seeds, make_feeds=make)
     if args.json:
         emit_json({"model": str(args.model), "seed": args.seed, **found.to_json()})
     else:

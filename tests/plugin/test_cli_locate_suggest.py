@@ -158,3 +158,56 @@ def test_an_internal_error_is_exit_3_never_1(monkeypatch, capsys):
     assert cli.main(["plan", "whatever.onnx"]) == 3
     err = capsys.readouterr().err
     assert "RuntimeError: boom" in err and "internal error (exit 3)" in err
+
+
+# --------------------------------------------------------------------------------------
+# issue 15: FP32 in effect exits 1; answers are re-checked on seeds; JSON says so
+# --------------------------------------------------------------------------------------
+GPT2 = ROOT / "tests" / "data" / "gpt2_tiny_opset14.onnx"
+
+
+def test_suggest_fp32_in_effect_exits_1_with_json_fields(capsys, cache_dir):
+    # BF16 with FP16-sized tolerances: the only passing sets keep ~90% of GPT-2 in FP32
+    code = main(["suggest", str(GPT2), "--bf16", "--backend", "emulate", "--cache-dir", cache_dir,
+                 "--input-shapes", "input_ids:[2,8]", "--val-range", "input_ids:[0,100]",
+                 "--atol", "1e-3", "--rtol", "1e-2", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 1
+    assert data["reason"] == "fp32-in-effect" and data["fp32_in_effect"] is True and data["passed"] is False
+    assert data["fp32_share"] > 0.5 and data["flops"]["fp32_share"] > 0.5
+    assert data["patterns"]  # what was found, for inspection
+    assert data["recheck_seeds"] == [1, 2, 3] and data["recheck_source"] == "generated like your inputs"
+    assert [i["label"] for i in data["inputs"]] == ["your inputs (seed 0)", "seed 1", "seed 2", "seed 3"]
+    assert all(i["outputs_passed"] and i["nonfinite_nodes"] == [] for i in data["inputs"])
+    assert data["passes_output_only"] is False and data["nonfinite_nodes"] == []
+
+
+def test_suggest_answer_is_rechecked_on_seeds(capsys, cache_dir, inputs):
+    code, out, _ = _cli(capsys, cache_dir, "suggest", "--fp16", "--load-inputs", inputs["outliers"], "--atol", "1e-2",
+                        "--recheck-seeds", "4")
+    assert code == 0
+    assert ("checked on: your inputs, seed 1, seed 2, seed 3, seed 4 (your inputs' values, permuted by seed): "
+            "outputs pass, no NaN/Inf inside where FP32 is finite") in out
+    code, _, err = _cli(capsys, cache_dir, "suggest", "--fp16", "--load-inputs", inputs["outliers"],
+                        "--recheck-seeds", "2")
+    assert code == 2 and "--recheck-seeds must be at least 3" in err
+
+
+def test_trt_suggest_in_a_test_does_not_call_fp32_in_effect_found(pytester):
+    # Before issue 15 `trt.suggest(...).passed` was True here (['/transformer/*', '/lm_head/*'] kept ~90% of
+    # the model in FP32), so a test asserting it was green.
+    pytester.makepyfile(test_gpt=f'''
+import pytest
+
+@pytest.mark.trt(model={str(GPT2)!r}, precision="bf16", dims={{"batch": 2, "sequence": 8}},
+                 val_range={{"input_ids": (0, 100)}})
+def test_bf16_islands(trt):
+    s = trt.suggest(atol=1e-3, rtol=1e-2)
+    assert s.passed, s.message()
+''')
+    result = pytester.runpytest("-p", "no:hypothesispytest", "--trt-backend", "emulate",
+                                "--trt-cache-dir", str(pytester.path / "cache"))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*FP32 in effect*compute nodes (9?%*) in FP32: that is not a bf16 engine*",
+                                 "*checked on: your inputs (seed 0), seed 1, seed 2, seed 3 (generated like your "
+                                 "inputs): outputs pass, no NaN/Inf inside*"])

@@ -17,6 +17,7 @@ from pytest_trt.inputs import make_feeds
 from pytest_trt.model import load_model
 from pytest_trt.policy import PrecisionPolicy
 from pytest_trt.suggest import _Search, candidate_groups, escape_glob, scope_of, suggest_fp32_islands
+from pytest_trt.testing_models import export_feeds
 
 ROOT = Path(__file__).resolve().parents[2]
 ENCODER14 = ROOT / "example_suite" / "models" / "encoder_opset14.onnx"
@@ -86,7 +87,11 @@ def test_build_count_is_far_below_the_node_count(found):
     assert found.compute_nodes == 98
     assert found.builds <= 10 and found.builds == len(found.attempts) == 2
     assert [a.phase for a in found.attempts] == ["initial", "greedy"]
-    assert found.layerwise_runs == 1
+    # one to locate the divergence, then the answer's intermediates on each of the 4 input sets
+    assert found.layerwise_runs == 1 + 4
+    assert found.recheck_seeds == [1, 2, 3] and [i["label"] for i in found.inputs] == [
+        "your inputs", "seed 1", "seed 2", "seed 3"]
+    assert all(i["outputs_passed"] and not i["nonfinite_nodes"] for i in found.inputs)
 
 
 def test_reports_accuracy_share_and_ready_to_paste_forms(found):
@@ -159,15 +164,37 @@ def test_two_causes_one_after_the_other(encoder):
         assert not compare_outputs(engine.run(feeds), expected, rtol=1e-2, atol=1e-2).passed, p
 
 
-def test_module_that_breaks_in_every_layer_is_generalised():
+def _vit_feeds(vit, seed):
+    return make_feeds(vit, dims={"batch": 1}, outliers={"pixel_values": {"count": 4, "magnitude": 3e4}}, seed=seed)
+
+
+def test_module_that_breaks_in_every_layer_is_generalised_and_holds_on_other_seeds():
+    # Issue 15: the answer found for seed 0 alone was ['*/layernorm_before/*', '/layernorm/*'], which
+    # fails at seed 1 (2 elements of last_hidden_state off by 2.6e-3). Now every answer is re-checked
+    # on seeds 1, 2, 3 generated like the user's feeds before it is called found.
     vit = load_model(VIT14)
-    feeds = make_feeds(vit, dims={"batch": 1}, outliers={"pixel_values": {"count": 4, "magnitude": 3e4}})
-    s = suggest_fp32_islands(vit, "fp16", feeds, backend="emulate")
-    assert s.passed and s.builds <= 12
+    rtol, atol = pytest_trt.default_tolerances("fp16")
+
+    def passes(patterns, seed):
+        engine = get_backend("emulate").build(PrecisionPolicy("fp16", keep_fp32=patterns).resolve(vit),
+                                              BuildConfig(), None)
+        feeds = _vit_feeds(vit, seed)
+        return compare_outputs(engine.run(feeds), fp32_baseline(vit, feeds), rtol=rtol, atol=atol).passed
+
+    old_answer = ["*/layernorm_before/*", "/layernorm/*"]
+    assert passes(old_answer, 0) and not passes(old_answer, 1)
+
+    s = suggest_fp32_islands(vit, "fp16", _vit_feeds(vit, 0), backend="emulate",
+                             make_feeds=lambda seed: _vit_feeds(vit, seed))
+    assert s.passed and s.reason == "found" and s.builds <= 12
     assert "*/layernorm_before/*" in s.patterns  # promoted after the second layernorm_before broke
-    assert all("layernorm" in p for p in s.patterns)
+    assert all("layernorm" in p for p in s.patterns) and s.patterns != old_answer
     assert any(a.phase == "greedy" and "*/layernorm_before/*" in a.patterns for a in s.attempts)
     assert s.low_nodes < s.compute_nodes == 141
+    assert [i["seed"] for i in s.inputs] == [None, 1, 2, 3] and all(i["outputs_passed"] for i in s.inputs)
+    assert s.recheck_source == "generated like your inputs"
+    for seed in (0, 1, 2, 3):  # independently: the answer passes on every seed it was checked on
+        assert passes(s.keep_fp32, seed), seed
 
 
 def test_compression_names_a_complete_set_of_scopes_by_its_general_pattern(encoder, outlier_feeds):
@@ -224,3 +251,110 @@ def test_usage_errors(encoder, outlier_feeds):
         suggest_fp32_islands(encoder, "fp16", outlier_feeds, backend="emulate", max_builds=0)
     with pytest.raises(pytest_trt.UsageError, match="policy"):
         suggest_fp32_islands(encoder, 16, outlier_feeds, backend="emulate")
+
+
+# --------------------------------------------------------------------------------------
+# issue 15: answers are clean (no NaN/Inf inside), robust (re-check seeds), and not FP32 in effect
+# --------------------------------------------------------------------------------------
+GPT2 = ROOT / "tests" / "data" / "gpt2_tiny_opset14.onnx"
+
+
+@pytest.fixture(scope="module")
+def gpt2_outlier():
+    """The real GPT-2 export with one embedding feature at 400 for every token: its first LayerNorm
+    sees |x| ~ 400, so a decomposed LayerNorm's Pow overflows FP16 (400^2 > 65504) in every layer."""
+    import onnx
+    from onnx import numpy_helper
+
+    proto = onnx.load(str(GPT2))
+    init = next(i for i in proto.graph.initializer if i.name == "transformer.wte.weight")
+    w = numpy_helper.to_array(init).copy()
+    w[:, 3] = 400.0
+    init.CopyFrom(numpy_helper.from_array(w, init.name))
+    return load_model(proto)
+
+
+def test_gpt2_answer_leaves_no_inf_inside(gpt2_outlier):
+    # Before: the search proposed only ['/transformer/ln_f/*'] (outputs pass: the blocks' contributions
+    # are small), while `locate` with that policy found Inf in four LayerNorm Pow nodes.
+    from pytest_trt.layerwise import locate_divergence
+
+    feeds = export_feeds(gpt2_outlier, seed=0)
+    old = get_backend("emulate").build(PrecisionPolicy("fp16", keep_fp32=["/transformer/ln_f/*"]).resolve(gpt2_outlier),
+                                       BuildConfig(), None)
+    assert compare_outputs(old.run(feeds), fp32_baseline(gpt2_outlier, feeds), rtol=1e-2, atol=1e-3).passed
+    inf_nodes = [t.node for t in locate_divergence(old, feeds).tensors if t.new_nonfinite]
+    assert inf_nodes == [f"/transformer/h.{i}/ln_{j}/Pow" for i in (0, 1) for j in (1, 2)]
+
+    s = suggest_fp32_islands(gpt2_outlier, "fp16", feeds, backend="emulate")
+    assert s.passed and s.reason == "found" and not s.passes_output_only and s.nonfinite_nodes == []
+    assert s.patterns == ["*/ln_1/*", "*/ln_2/*", "/transformer/ln_f/*"]
+    engine = get_backend("emulate").build(s.policy.resolve(gpt2_outlier), BuildConfig(), None)
+    assert not any(t.nonfinite for t in locate_divergence(engine, feeds).tensors)
+    # pruning tried dropping */ln_1/* and */ln_2/*: outputs passed, Inf inside: rejected
+    pruned = [a for a in s.attempts if a.phase == "prune"]
+    assert pruned and all(a.outputs_passed and not a.passed and a.nonfinite_nodes for a in pruned)
+    text = s.message()
+    assert "checked on: your inputs, seed 1, seed 2, seed 3" in text and "no NaN/Inf inside" in text
+
+
+def test_outputs_passing_with_inf_inside_is_reported_as_passes_output_only(gpt2_outlier):
+    # The policy's own rule forces one LayerNorm Pow to FP16: no FP32 island can clean it.
+    feeds = export_feeds(gpt2_outlier, seed=0)
+    policy = PrecisionPolicy("fp16", rules=["/transformer/h.1/ln_2/Pow=fp16"])
+    s = suggest_fp32_islands(gpt2_outlier, policy, feeds, backend="emulate", max_builds=8)
+    assert not s.passed and s.reason == "passes-output-only" and s.passes_output_only
+    assert s.nonfinite_nodes == ["/transformer/h.1/ln_2/Pow"]
+    assert s.patterns and s.policy is not None  # what was tried, for inspection
+    data = json.loads(json.dumps(s.to_json(), allow_nan=False))
+    assert data["passes_output_only"] is True and data["nonfinite_nodes"] == ["/transformer/h.1/ln_2/Pow"]
+    assert data["passed"] is False and data["reason"] == "passes-output-only"
+    assert "passes the output check only" in s.message() and "/transformer/h.1/ln_2/Pow" in s.message()
+    assert s.builds == 8
+
+
+def test_bf16_answer_keeping_most_of_the_model_fp32_is_fp32_in_effect():
+    # Before: with FP16-sized tolerances a BF16 search called ['/transformer/*', '/lm_head/*'] found,
+    # keeping 126 of 140 compute nodes (90%) in FP32.
+    gpt2 = load_model(GPT2)
+    s = suggest_fp32_islands(gpt2, "bf16", export_feeds(gpt2, seed=0), backend="emulate", rtol=1e-2, atol=1e-3)
+    assert not s.passed and s.reason == "fp32-in-effect" and s.fp32_in_effect
+    assert s.fp32_nodes * 2 > s.compute_nodes and s.fp32_share > 0.5
+    assert s.flops > 0 and 0.5 < s.fp32_flops_share <= 1.0
+    data = s.to_json()
+    assert data["fp32_in_effect"] is True and data["fp32_nodes"] == s.fp32_nodes
+    assert data["flops"]["total"] == s.flops and data["flops"]["fp32_share"] == round(s.fp32_flops_share, 4)
+    assert "FP32 in effect" in s.message() and "not a bf16 engine" in s.message()
+
+
+def test_builds_count_every_engine_built(encoder, outlier_feeds):
+    calls = []
+
+    class Counting:
+        name = "emulate"
+
+        def build(self, plan, config, cache, *, rebuild=False):
+            calls.append(plan.fingerprint())
+            return get_backend("emulate").build(plan, config, cache)
+
+    s = suggest_fp32_islands(encoder, "fp16", outlier_feeds, backend=Counting(), atol=1e-2)
+    assert s.builds == len(calls) >= len(s.attempts)
+
+
+def test_recheck_seeds_must_be_at_least_three(encoder, outlier_feeds):
+    with pytest.raises(pytest_trt.UsageError, match="at least 3"):
+        suggest_fp32_islands(encoder, "fp16", outlier_feeds, backend="emulate", recheck_seeds=[1, 2])
+    with pytest.raises(pytest_trt.UsageError, match="shape of your feeds"):
+        suggest_fp32_islands(encoder, "fp16", outlier_feeds, backend="emulate",
+                             make_feeds=lambda seed: make_feeds(encoder, dims={"batch": 1, "sequence": 4}, seed=seed))
+
+
+def test_permuted_feeds_keep_values_and_shapes():
+    from pytest_trt.suggest import permuted_feeds
+
+    feeds = {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4), "ids": np.arange(6).reshape(2, 3)}
+    a, b = permuted_feeds(feeds, 1), permuted_feeds(feeds, 2)
+    for name, arr in feeds.items():
+        assert a[name].shape == arr.shape and a[name].dtype == arr.dtype
+        assert sorted(a[name].ravel()) == sorted(arr.ravel())
+    assert not np.array_equal(a["x"], b["x"]) and np.array_equal(permuted_feeds(feeds, 1)["x"], a["x"])
