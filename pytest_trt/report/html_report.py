@@ -364,7 +364,9 @@ def _precision_card(p: dict) -> str:
     out = [f'<div class="card{"" if p["passed"] else " fail"}"><h3><span class="mono">{_e(p["test"])}</span>: '
            f'<span class="mono">{_e(p["pattern"])}</span> &rarr; {_e(p["precision"])} {verdict}{tags}</h3>',
            f'<div class="note">source {_e(p["source"] or "?")}, typing {_e(p["typing"] or "?")}; constrained nodes: '
-           + _e(", ".join(f"{n} {s}" for s, n in sorted(p["counts"].items())) or "none") + "</div>"]
+           + _e(", ".join(f"{n} {s}" for s, n in sorted(p["counts"].items())) or "none")
+           + "; evidence: " + _e(", ".join(f"{n} {k}" for k, n in (p.get("evidence") or {}).items() if n) or "none")
+           + "</div>"]
     if nodes:
         def strip(key, cls=""):
             cells = []
