@@ -484,11 +484,21 @@ class TrtCase:
             report = assert_precision(self.engine, pattern, precision, **kwargs)
         except PrecisionError as exc:  # a failed check is the one the reports must show
             self.records.append({"kind": "precision", "pattern": pattern, "precision": precision, "passed": False,
-                                 "report": as_json(exc.findings)})
+                                 "report": as_json(exc.findings), "network": self._network_scopes()})
             raise
         self.records.append({"kind": "precision", "pattern": pattern, "precision": precision, "passed": True,
-                             "report": as_json(report)})
+                             "report": as_json(report), "network": self._network_scopes()})
         return report
+
+    def _network_scopes(self) -> list[dict]:
+        """The whole planned network, compactly, for the HTML precision view: per scope (node name up
+        to its last ``/``), in graph order, ``{"scope", "nodes", "planned": {precision: count}}``."""
+        try:
+            from .report.summary import network_scopes
+
+            return network_scopes(self.plan.nodes.values())
+        except Exception:  # a courtesy for the report; the check's own verdict stands
+            return []
 
     def locate(self, feeds: dict | None = None, **kwargs):
         """Layerwise comparison: the first node whose error jumps (see pytest_trt.locate_divergence)."""
