@@ -274,7 +274,7 @@ def _badges(results, rows, prec, counts) -> str:
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
     bad_tests = sum(1 for r in results if tone(r) == "bad")
     failed_out = sum(1 for r in rows if not r["passed"] and tone_of_row(r) == "bad")
-    failed_p = sum(1 for p in prec if not p["passed"])
+    failed_p = sum(1 for p in prec if not p["passed"] and (p.get("expected_failure") or {}).get("verdict") != "caught")
     caught = sum(1 for r in results if (r.get("expected_failure") or {}).get("verdict") == "caught")
 
     def badge(n, label, bad=False):
@@ -284,8 +284,10 @@ def _badges(results, rows, prec, counts) -> str:
     return ('<div class="badges">'
             + badge(len(results), f"trt tests ({breakdown or 'none'})", bad_tests > 0)
             + (badge(caught, "negative controls caught") if caught else "")
-            + badge(len(rows), f"outputs compared ({failed_out} outside tolerance, not expected)", failed_out > 0)
-            + badge(len(prec), f"precision checks ({failed_p} failed)", failed_p > 0)
+            + badge(len(rows), f"outputs compared ({failed_out} outside tolerance"
+                    + (", not counting negative controls)" if caught else ")"), failed_out > 0)
+            + badge(len(prec), f"precision checks ({failed_p} failed"
+                    + (", not counting negative controls)" if caught else ")"), failed_p > 0)
             + badge(counts["built"], f"engines built ({counts['build_seconds']:.2f}s)")
             + badge(counts["reused"], "engines reused from the cache")
             + "</div>")
@@ -317,6 +319,23 @@ def _abbr(text, width: int = NAME_CHARS) -> str:
     return f'<abbr title="{_e(text)}">{_e(text[:head])}&hellip;{_e(text[-(keep - head):])}</abbr>'
 
 
+def _abbr_nodeid(nodeid: str, width: int = NAME_CHARS) -> str:
+    """A test id that fits: the test function's name is never cut; the directories go first,
+    then the parameter id is cut in the middle. The full id is on hover."""
+    nodeid = str(nodeid)
+    if len(nodeid) <= width:
+        return _e(nodeid)
+    path, sep, rest = nodeid.partition("::")
+    func, bracket, params = rest.partition("[")
+    text = f"{path.rsplit('/', 1)[-1]}{sep}{func}"
+    params = bracket + params
+    room = max(16, width - len(text))
+    if len(params) > room:
+        head = room // 2
+        params = params[:head] + "\u2026" + params[-(room - head - 1):]
+    return f'<abbr title="{_e(nodeid)}">{_e(text + params)}</abbr>'
+
+
 def _pill(res: dict) -> str:
     verdict = (res.get("expected_failure") or {}).get("verdict")
     label = _PILL_VERDICT.get(verdict) or _PILL.get(res.get("outcome"), str(res.get("outcome")))
@@ -337,8 +356,8 @@ def _tests_section(results: list[dict], rows: list[dict], anchors: dict) -> str:
         return max(ratios, default=0.0)
 
     ordered = sorted(results, key=lambda res: (_TONE_ORDER[tone(res)], -worst(res), res["nodeid"]))
-    cols = (("", 104), ("x tol", 58), ("max abs", 74), ("atol", 54), ("max rel", 74), ("rtol", 54),
-            ("mismatched", 96), ("output", 132), ("test / model [policy]", None), ("engine", 86))
+    cols = (("", 112), ("x tol", 62), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
+            ("mismatched", 96), ("output", 156), ("test / model [policy]", None), ("engine", 86))
     out = ['<section id="tests"><h2>Tests (worst first)</h2>',
            '<p class="note">One group per trt test: its pytest outcome, then one row per output of its checks '
            '(the worst example when a test checked the same model and policy several times, e.g. Hypothesis). '
@@ -365,9 +384,12 @@ def _tests_section(results: list[dict], rows: list[dict], anchors: dict) -> str:
         msg = ""
         if message:
             body = f'<pre class="msg">{_e(message)}</pre>'
-            msg = body if not test_rows else f"<details><summary>message</summary>{body}</details>"
+            # open where it is the only story (failed before any check); folded where figures follow
+            # or where the failure was expected
+            folded = test_rows or t in ("neutral", "good")
+            msg = f"<details><summary>message</summary>{body}</details>" if folded else body
         out.append(f'<tbody class="tone-{t}"><tr class="test"><td class="st">{_pill(res)}</td>'
-                   f'<td colspan="9" class="name mono">{_abbr(res["nodeid"])} '
+                   f'<td colspan="9" class="name mono">{_abbr_nodeid(res["nodeid"])} '
                    f'<span class="note">&middot; {_e("; ".join(what))}</span>{msg}</td></tr>')
         for r in test_rows:
             anchor = anchors.get(id(r))
@@ -415,7 +437,7 @@ def _failure_card(r: dict, anchor: str, use_png: bool) -> str:
     tag = '<span class="tag">expected failure, caught</span>' if neutral else ""
     if r.get("examples", 1) > 1:
         tag += f'<span class="tag">worst of {r["examples"]} checks</span>'
-    parts = [f'<div class="card{"" if neutral else " fail"}" id="{anchor}"><h3><span class="mono">{_abbr(r["test"])}'
+    parts = [f'<div class="card{"" if neutral else " fail"}" id="{anchor}"><h3><span class="mono">{_abbr_nodeid(r["test"])}'
              f'</span> &rarr; output <span class="mono">{_e(r["output"])}</span>{tag}</h3>',
              f'<div class="note">{_e(r["model"])} on {_e(r["backend"])} [{_e(r["policy"])}], seed {_e(r["seed"])}, '
              f'baseline {_e(r["baseline"])}; tolerances atol {fmt_tol(r["atol"])}, rtol {fmt_tol(r["rtol"])}</div>',

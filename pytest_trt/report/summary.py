@@ -295,7 +295,8 @@ def precision_rows(results) -> list[dict[str, Any]]:
         for n in constrained:
             counts[n["status"] or "?"] = counts.get(n["status"] or "?", 0) + 1
         rows.append({
-            "test": res["nodeid"], "outcome": res.get("outcome"), "pattern": rec.get("pattern"),
+            "test": res["nodeid"], "outcome": res.get("outcome"), "expected_failure": res.get("expected_failure"),
+            "pattern": rec.get("pattern"),
             "precision": rec.get("precision"), "passed": precision_passed(rec, constrained),
             "source": report.get("source"), "typing": report.get("typing"), "backend": report.get("backend"),
             "emulated": bool(report.get("emulated")) or report.get("source") == "emulation",
@@ -437,7 +438,8 @@ def engines_line(counts: dict[str, Any]) -> str:
 
 
 def caught(row: dict) -> bool:
-    """A failing output of a negative control that failed as expected (xfail, pytest-trt's own verdict)."""
+    """A failing output (or precision check) of a negative control that failed as expected (xfail,
+    pytest-trt's own verdict)."""
     return not row["passed"] and (row.get("expected_failure") or {}).get("verdict") == "caught"
 
 
@@ -524,17 +526,19 @@ def write_terminal_summary(tr, session, results) -> None:
             tr.write_line(f"... {len(rows) - len(shown)} more row(s): run with -v, or see --trt-report / --trt-html")
     prec = precision_rows(results)
     if prec:
-        failed_p = sum(1 for p in prec if not p["passed"])
+        failed_p = sum(1 for p in prec if not p["passed"] and not caught(p))
+        expected_p = sum(1 for p in prec if not p["passed"] and caught(p))
         totals: dict[str, int] = {}
         for p in prec:
             for status, n in p["counts"].items():
                 totals[status] = totals.get(status, 0) + n
         nodes = ", ".join(f"{n} {s}" for s, n in sorted(totals.items())) or "none"
         emulated = " (emulated: observed = planned by construction)" if all(p["emulated"] for p in prec) else ""
-        tr.write_line(f"precision checks: {len(prec) - failed_p} passed, {failed_p} failed; constrained nodes: "
-                      f"{nodes}{emulated}", red=bool(failed_p))
+        as_expected = f" ({expected_p} more by negative controls, as expected: xfail)" if expected_p else ""
+        tr.write_line(f"precision checks: {len(prec) - failed_p - expected_p} passed, {failed_p} failed{as_expected}; "
+                      f"constrained nodes: {nodes}{emulated}", red=bool(failed_p))
         for p in prec:
-            if not p["passed"]:
+            if not p["passed"] and not caught(p):
                 bad = [n for n in p["constrained"] if n["status"] not in GOOD_STATUSES | NEUTRAL_STATUSES]
                 what = ", ".join(f"{n['node']} ({n['observed'] or '?'})" for n in bad[:3])
                 more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""
