@@ -14,8 +14,10 @@ from .common import (
     add_model_and_policy,
     add_tolerance_flags,
     build_config_from_args,
+    cli_spelling,
     emit_json,
     feeds_from_args,
+    number,
     policy_from_args,
     session_from_args,
 )
@@ -31,11 +33,11 @@ def add_parser(sub) -> None:
     add_model_and_policy(p)
     add_engine_flags(p)
     add_input_flags(p)
-    add_tolerance_flags(p)
-    p.add_argument("--max-builds", type=int, default=None, metavar="N",
-                   help="budget of builds, the first one included (default: 30)")
-    p.add_argument("--threshold", type=float, default=None,
-                   help="relative-error threshold of the layerwise comparisons (default: per precision)")
+    add_tolerance_flags(p, no_check=False)  # a search against infinite tolerances would find nothing to change
+    p.add_argument("--max-builds", type=number(minimum=1, integer=True), default=None, metavar="N",
+                   help="budget of builds, the first one included, >= 1 (default: 30)")
+    p.add_argument("--threshold", type=number(minimum=0, exclusive=True), default=None,
+                   help="relative-error threshold of the layerwise comparisons, > 0 (default: per precision)")
     p.set_defaults(run=run)
 
 
@@ -54,5 +56,5 @@ def run(args) -> int:
     if args.json:
         emit_json({"model": str(args.model), "seed": args.seed, **found.to_json()})
     else:
-        print(found.message())
+        print(cli_spelling(found.message()))
     return 0 if found.passed else 1
