@@ -117,22 +117,24 @@ def _keep_flags(match) -> str:
 
 
 _CLI_SPELLING = (
-    (re.compile(r"keep_fp32=\[([^\]]*)\] in the trt marker, or --trt-keep-fp32 '[^']*'"), _keep_flags),
-    (re.compile(r"keep_fp32=\[([^\]]*)\]"), _keep_flags),
-    (re.compile(r"--trt-keep-fp32"), "--keep-fp32"),
-    (re.compile(r"--trt-cache-dir"), "--cache-dir"),
-    (re.compile(r"pass allow_nonfinite=True"), "pass --allow-nonfinite"),
-    (re.compile(r"\(max_builds\)"), "(--max-builds)"),
-    (re.compile(r"Raise max_builds"), "Raise --max-builds"),
-    (re.compile(r"\(PrecisionError\.findings\.to_json\(\) lists all\)"), "(--json lists all)"),
+    ("keep_fp32", re.compile(r"keep_fp32=\[([^\]]*)\] in the trt marker, or --trt-keep-fp32 '[^']*'"), _keep_flags),
+    ("keep_fp32", re.compile(r"keep_fp32=\[([^\]]*)\]"), _keep_flags),
+    ("keep_fp32", re.compile(r"--trt-keep-fp32"), "--keep-fp32"),
+    ("cache_dir", re.compile(r"--trt-cache-dir"), "--cache-dir"),
+    ("allow_nonfinite", re.compile(r"pass allow_nonfinite=True"), "pass --allow-nonfinite"),
+    ("max_builds", re.compile(r"\(max_builds\)"), "(--max-builds)"),
+    ("max_builds", re.compile(r"Raise max_builds"), "Raise --max-builds"),
+    ("findings", re.compile(r"\(PrecisionError\.findings\.to_json\(\) lists all\)"), "(--json lists all)"),
 )
 
 
-def cli_spelling(text: str) -> str:
+def cli_spelling(text: str, only: frozenset | set | None = None) -> str:
     """A message of the shared pipeline in the command line's spelling (``--keep-fp32 P`` rather than
-    ``keep_fp32=[P]``, ``--cache-dir`` rather than ``--trt-cache-dir``, ...)."""
-    for pattern, replacement in _CLI_SPELLING:
-        text = pattern.sub(replacement, text)
+    ``keep_fp32=[P]``, ``--cache-dir`` rather than ``--trt-cache-dir``, ...); ``only`` limits it to
+    some of the spellings (``suggest`` prints the marker and pytest forms on purpose)."""
+    for name, pattern, replacement in _CLI_SPELLING:
+        if only is None or name in only:
+            text = pattern.sub(replacement, text)
     return text
 
 
