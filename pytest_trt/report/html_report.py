@@ -37,6 +37,7 @@ from .summary import (
     BAD_STATUSES,
     GOOD_STATUSES,
     accuracy_rows,
+    caught,
     condense_records,
     engine_counts,
     fmt_err,
@@ -489,11 +490,12 @@ def _pclass(p) -> str:
 def _precision_card(p: dict) -> str:
     constrained = {n["node"] for n in p["constrained"]}
     nodes = p["nodes"] or p["constrained"]
-    verdict = "passed" if p["passed"] else "FAILED"
+    expected = caught(p)  # a negative control's assertion that failed as it must: neutral, folded
+    verdict = "passed" if p["passed"] else ("FAILED, as expected (negative control caught)" if expected else "FAILED")
     tags = ""
     if p["emulated"]:
         tags += '<span class="tag emu">emulated: observed = planned by construction</span>'
-    out = [f'<div class="card{"" if p["passed"] else " fail"}"><h3><span class="mono">{_e(p["test"])}</span>: '
+    out = [f'<div class="card{"" if p["passed"] or expected else " fail"}"><h3><span class="mono">{_abbr_nodeid(p["test"])}</span>: '
            f'<span class="mono">{_e(p["pattern"])}</span> &rarr; {_e(p["precision"])} {verdict}{tags}</h3>',
            f'<div class="note">source {_e(p["source"] or "?")}, typing {_e(p["typing"] or "?")}; constrained nodes: '
            + _e(", ".join(f"{n} {s}" for s, n in sorted(p["counts"].items())) or "none") + "</div>"]
@@ -550,7 +552,7 @@ def _precision_card(p: dict) -> str:
                 f'{"<div class=note>" + _e(detail) + "</div>" if detail else ""}'
                 f'</td><td class="mono">{_e(n.get("layer") or "-")}</td></tr>')
         table.append("</table>")
-        opened = " open" if not p["passed"] else ""
+        opened = " open" if not p["passed"] and not expected else ""
         out.append(f"<details{opened}><summary>{len(rows)} constrained node(s)</summary>{''.join(table)}</details>")
     for note in p["notes"]:
         out.append(f'<div class="note">{_e(note)}</div>')
@@ -585,7 +587,7 @@ def _network_strip(network: list[dict], constrained: list[dict]) -> str:
 def _precision_section(prec: list[dict]) -> str:
     if not prec:
         return ""
-    ordered = sorted(prec, key=lambda p: p["passed"])
+    ordered = sorted(prec, key=lambda p: (p["passed"], caught(p)))
     return ('<section id="precision"><h2>Precision: planned vs observed, per node</h2>'
             + "".join(_precision_card(p) for p in ordered) + "</section>")
 

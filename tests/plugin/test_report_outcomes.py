@@ -57,6 +57,11 @@ def test_skipped(trt):
 def test_negative_control_caught(trt):
     trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
 
+@pytest.mark.xfail(strict=True, raises=PrecisionError, reason="the plan lowers LayerNorm")
+@pytest.mark.trt(**FP16)
+def test_precision_control_caught(trt):
+    trt.assert_precision("*/LayerNorm/*", "fp32")
+
 @pytest.mark.xfail(strict=True, reason="written without raises=")
 @pytest.mark.trt(**FP16)
 def test_negative_control_untested(trt):
@@ -86,18 +91,18 @@ def test_every_trt_test_reaches_every_report_with_its_pytest_outcome(pytester):
     pytester.makepyfile(test_suite=OUTCOMES)
     result = _run(pytester)
     # pytest's own counts (the XPASS(strict) is a failure)
-    result.assert_outcomes(passed=2, failed=3, errors=1, skipped=1, xfailed=2, xpassed=1)  # + test_not_trt
+    result.assert_outcomes(passed=2, failed=3, errors=1, skipped=1, xfailed=3, xpassed=1)  # + test_not_trt
 
     data = json.loads((pytester.path / "out" / "r.json").read_text())
     assert data["schema_version"] == 2
     tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
     assert "test_not_trt" not in tests
-    assert data["summary"]["tests"] == 9
-    assert data["summary"]["outcomes"] == {"passed": 1, "failed": 3, "error": 1, "skipped": 1, "xfailed": 2,
+    assert data["summary"]["tests"] == 10
+    assert data["summary"]["outcomes"] == {"passed": 1, "failed": 3, "error": 1, "skipped": 1, "xfailed": 3,
                                            "xpassed": 1}
     assert {k: t["outcome"] for k, t in tests.items()} == {
         "test_passes": "passed", "test_fails": "failed", "test_expect_fp32_fails_before_any_record": "failed",
-        "test_usage_error_in_setup": "error", "test_skipped": "skipped", "test_negative_control_caught": "xfailed",
+        "test_usage_error_in_setup": "error", "test_skipped": "skipped", "test_negative_control_caught": "xfailed", "test_precision_control_caught": "xfailed",
         "test_negative_control_untested": "xfailed", "test_negative_control_missed": "failed", "test_xpass": "xpassed",
     }
     # failed before any record: no accuracy entry, but the message says why
@@ -137,13 +142,21 @@ def test_every_trt_test_reaches_every_report_with_its_pytest_outcome(pytester):
     html = (pytester.path / "out" / "r.html").read_text()
     for nodeid in tests:
         assert nodeid in html
-    assert html.count('<tbody class="tone-') == 9
+    assert html.count('<tbody class="tone-') == 10
     assert '<tbody class="tone-neutral"><tr class="test"><td class="st"><span class="pill" ' \
            'title="expected failure, caught">XFAIL caught</span>' in html
     assert 'title="expected failure, but nothing was tested">XFAIL untested</span>' in html
     assert 'title="negative control missed (XPASS strict)">MISSED</span>' in html
     assert html.index("test_fails") < html.index("test_negative_control_caught") < html.index("test_passes")
     assert "PrecisionError: " in html
+    # the caught precision control's card is neutral and folded, not a red failure
+    card = html[html.index('id="precision"'):]
+    card = card[card.index("test_precision_control_caught") - 120:]
+    assert card.startswith('<div class="card"><h3>') or '<div class="card"><h3>' in card[:130]
+    assert "FAILED, as expected (negative control caught)" in card[:1000]
+    assert tests["test_precision_control_caught"]["expected_failure"]["verdict"] == "caught"
+    result.stdout.fnmatch_lines(["precision checks: 0 passed, 0 failed (1 more by negative controls, as expected: "
+                                 "xfail)*"])
 
     # terminal: the caught control's row is an xfail row, not a FAIL
     result.stdout.fnmatch_lines(["xfail *test_negative_control_caught*"])
