@@ -43,7 +43,9 @@ def _import_ort():
         raise BackendUnavailable(
             "ONNX Runtime not installed: install pytest-trt[cpu] (CPU) or pytest-trt[gpu] (GPU runners)"
         ) from exc
-    ort.set_default_logger_severity(3)
+    # FATAL only: ONNX Runtime's own (coloured) log lines would reach stderr before, and apart from,
+    # our message; every error it logs is also raised, and we re-raise it as ours (ModelError, ...)
+    ort.set_default_logger_severity(4)
     return ort
 
 
@@ -60,7 +62,7 @@ def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "mod
         )
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # see _import_ort
     # ONNX Runtime's intra-op threads spin-wait after each run by default; with many cached
     # sessions in one test process (one per engine and baseline) the spinning starves the
     # CPU (measured: the test suite went from ~2 to ~5 minutes on 2 cores). Sleep instead.

@@ -16,13 +16,24 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import AccuracyError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .compare import CompareResult
     from .session import TrtSession
+
+#: keys of a per-precision tolerance dict (``atol={"fp16": 1e-2, "bf16": 5e-2}``)
+PRECISION_KEYS = frozenset({"fp32", "fp16", "bf16"})
+
+
+class Tolerances(NamedTuple):
+    """The tolerances of a check, per output name: ``Tolerances(atol={...}, rtol={...})``."""
+
+    atol: dict
+    rtol: dict
+
 
 MARKER_KEYS = frozenset({
     "model", "precision", "policy", "keep_fp32", "rules", "atol", "rtol", "shapes", "dims", "profile",
@@ -187,7 +198,7 @@ class TrtCase:
             # --trt-keep-fp32 (rewrites meant for FP32 source models) do not apply. A
             # marker that asks both is refused by PrecisionPolicy (UsageError).
             default = self.options["precision"] if "precision" in self.options else "fp32"
-            return PrecisionPolicy(default=default, keep_fp32=tuple(keep), rules=tuple(self.options.get("rules") or ()),
+            return PrecisionPolicy(default=default, keep_fp32=tuple(keep), rules=self._rules(),
                                    as_is=True, expect_fp32=expect)
         # Patterns from the command line / ini apply to every test; one that matches
         # nothing in *this* model is skipped here (it is meant for other models).
@@ -196,22 +207,41 @@ class TrtCase:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
             if pattern not in keep and any(rule.matches(n) for n in nodes):
                 keep.append(pattern)
-        kwargs = dict(
-            default=self.precision, keep_fp32=tuple(keep), rules=tuple(self.options.get("rules") or ()),
-        )
+        kwargs = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
         if expect:
             kwargs["expect_fp32"] = expect
         return PrecisionPolicy(**kwargs)
+
+    def _rules(self) -> tuple:
+        """The marker's ``rules=``: ``"PATTERN=PREC"`` strings, ``(pattern, precision)`` pairs, or a mapping
+        ``{pattern: precision}`` (as ``PrecisionPolicy(rules={...})``), in order."""
+        rules = self.options.get("rules") or ()
+        if isinstance(rules, dict):
+            return tuple(rules.items())
+        return tuple(rules)
 
     @functools.cached_property
     def plan(self):
         return self.session.plan(self.model, self.policy)
 
     def tolerances(self, atol=None, rtol=None):
-        """(rtol, atol) as ``{output: value}``: call arguments > marker > command line > ini > per-precision default.
+        """Deprecated: ``(rtol, atol)``, in that order; use :meth:`resolve_tolerances`, whose record
+        names its fields (``.atol``, ``.rtol``) in the order everything else uses."""
+        import warnings
 
-        Each level may give one number or a dict per output name; names a level does not
-        mention fall through to the next level.
+        warnings.warn("TrtCase.tolerances() returns (rtol, atol); use trt.resolve_tolerances(), a named record "
+                      "with .atol and .rtol", DeprecationWarning, stacklevel=2)
+        resolved = self.resolve_tolerances(atol, rtol)
+        return resolved.rtol, resolved.atol
+
+    def resolve_tolerances(self, atol=None, rtol=None) -> Tolerances:
+        """The tolerances a check would use, as ``Tolerances(atol={output: value}, rtol={output: value})``.
+
+        Precedence: call arguments > marker > command line > ini > per-precision default.
+        Each level may give one number, a dict per output name, or a dict per precision
+        (``atol={"fp16": 1e-2, "bf16": 5e-2}``; each value a number or a dict per output):
+        the plan's low precision (``fp32`` when there is none) picks the entry, and a level
+        without one falls through to the next, as do outputs a level does not mention.
         """
         from .compare import default_tolerances
 
@@ -220,7 +250,21 @@ class TrtCase:
         s = self.session.settings
         outputs = self.model.output_names()
 
+        def per_precision(what, level):
+            if not isinstance(level, dict) or not level:
+                return level
+            keys = {str(k) for k in level}
+            precise = keys & PRECISION_KEYS
+            if not precise:
+                return level
+            if precise != keys or precise & set(outputs):
+                raise UsageError(f"{self.node.nodeid}: {what}= mixes precisions and output names "
+                                 f"({', '.join(sorted(map(str, level)))}); give per-precision values "
+                                 f"{{'fp16': 1e-2, 'bf16': 5e-2}}, each a number or a dict per output")
+            return level.get(low)
+
         def resolve(what, levels):
+            levels = [per_precision(what, level) for level in levels]
             for level in levels:  # every level is checked, also those a higher one overrides
                 if isinstance(level, dict):
                     unknown = [k for k in level if k not in outputs]
@@ -242,7 +286,7 @@ class TrtCase:
 
         rtols = resolve("rtol", [rtol, self.options.get("rtol"), s.rtol, d_rtol])
         atols = resolve("atol", [atol, self.options.get("atol"), s.atol, d_atol])
-        return rtols, atols
+        return Tolerances(atol=atols, rtol=rtols)
 
     # -- engine -------------------------------------------------------------------------
     @property
@@ -373,7 +417,8 @@ class TrtCase:
         engine = self.engine
         expected = self.session.baseline(reference_model(self.model, which), feeds)
         actual = engine.run(feeds)
-        rtol, atol = self.tolerances(atol, rtol)
+        resolved = self.resolve_tolerances(atol, rtol)
+        rtol, atol = resolved.rtol, resolved.atol
         result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db,
                                  precision=self.plan.low_precision or "fp32",
                                  details=sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS)
@@ -430,7 +475,10 @@ class TrtCase:
         import shlex
 
         policy = self.plan.policy
-        rtol, atol = tolerances or self.tolerances()
+        if tolerances is None:
+            resolved = self.resolve_tolerances()
+            tolerances = (resolved.rtol, resolved.atol)
+        rtol, atol = tolerances
         parts = ["pytest-trt", "compare", shlex.quote(str(self.model.path or self.model.label))]
         if policy.as_is:
             parts.append("--as-is")
@@ -489,11 +537,21 @@ class TrtCase:
             report = assert_precision(self.engine, pattern, precision, **kwargs)
         except PrecisionError as exc:  # a failed check is the one the reports must show
             self.records.append({"kind": "precision", "pattern": pattern, "precision": precision, "passed": False,
-                                 "report": as_json(exc.findings)})
+                                 "report": as_json(exc.findings), "network": self._network_scopes()})
             raise
         self.records.append({"kind": "precision", "pattern": pattern, "precision": precision, "passed": True,
-                             "report": as_json(report)})
+                             "report": as_json(report), "network": self._network_scopes()})
         return report
+
+    def _network_scopes(self) -> list[dict]:
+        """The whole planned network, compactly, for the HTML precision view: per scope (node name up
+        to its last ``/``), in graph order, ``{"scope", "nodes", "planned": {precision: count}}``."""
+        try:
+            from .report.summary import network_scopes
+
+            return network_scopes(self.plan.nodes.values())
+        except Exception:  # a courtesy for the report; the check's own verdict stands
+            return []
 
     def locate(self, feeds: dict | None = None, **kwargs):
         """Layerwise comparison: the first node whose error jumps (see pytest_trt.locate_divergence)."""
@@ -512,7 +570,8 @@ class TrtCase:
         """FP32-fallback search: the patterns to keep in FP32 so the model passes (see pytest_trt.suggest_fp32_islands)."""
         from .suggest import suggest_fp32_islands
 
-        rtol, atol = self.tolerances(kwargs.pop("atol", None), kwargs.pop("rtol", None))
+        resolved = self.resolve_tolerances(kwargs.pop("atol", None), kwargs.pop("rtol", None))
+        rtol, atol = resolved.rtol, resolved.atol
         kwargs.setdefault("baseline_provider", self.session.settings.baseline_provider)
         if feeds is None:
             feeds = self.feeds()

@@ -407,8 +407,12 @@ class OutputComparison:
             "worst_rel_index": None if self.worst_rel is None else list(self.worst_rel.index),
             "worst_rel_values": None if self.worst_rel is None else [
                 _json_num(self.worst_rel.actual), _json_num(self.worst_rel.expected)],
-            "needed_atol": _json_num(self.needed_atol),
-            "needed_rtol": _json_num(self.needed_rtol),
+            # NaN/Inf mismatches: no tolerance passes, so no "needed" figure (null) and the reason
+            "needed_atol": None if self.unfixable else _json_num(self.needed_atol),
+            "needed_rtol": None if self.unfixable else _json_num(self.needed_rtol),
+            "needed_reason": (f"no tolerance passes the {self.unfixable} NaN/Inf mismatch(es)"
+                              if self.unfixable else None),
+            "advice": self._would_pass() if not self.passed and self.mismatched else None,
             "unfixable": int(self.unfixable),
             "nan_actual": self.nan_actual,
             "nan_expected": self.nan_expected,

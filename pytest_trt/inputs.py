@@ -298,6 +298,9 @@ def _as_dim(value, what: str) -> int:
             f"{what} is {value}: dims must be non-negative integers (write the size to use; "
             f"-1 does not mean 'dynamic' here)"
         )
+    if value == 0:
+        raise InputError(f"{what} is 0: zero-size dims are not supported (an empty tensor compares nothing); "
+                         f"give a size >= 1")
     return value
 
 
@@ -784,7 +787,7 @@ def parse_input_shape(arg, *, option: str = SHAPES_OPTION) -> dict[str, tuple[in
     ``"x:[1,3,224,224]"`` -> ``{"x": (1, 3, 224, 224)}``; ``"x:[]"`` is a scalar.
     Several entries: a list of strings or one string separated by spaces. trtexec's
     ``x:1x3x224x224`` is not Polygraphy's spelling and is refused with the bracket form
-    to write instead. Dims must be non-negative integers (the size to generate).
+    to write instead. Dims must be positive integers (the size to generate).
 
     Raises :class:`UsageError`, quoting the offending entry.
     """
@@ -824,6 +827,9 @@ def parse_input_shape(arg, *, option: str = SHAPES_OPTION) -> dict[str, tuple[in
                         f"{option} {entry!r}: dim {i} is {value}; give the size to use (-1 does not mean "
                         f"'dynamic' here)"
                     )
+                if value == 0:
+                    raise UsageError(f"{option} {entry!r}: dim {i} is 0; zero-size dims are not supported (an "
+                                     f"empty tensor compares nothing): give a size >= 1")
                 dims.append(value)
         if name in out:
             raise UsageError(f"{option} {entry!r}: input {name!r} is given twice")
@@ -1203,6 +1209,10 @@ def check_feeds(model, feeds, *, shapes=None, dims=None, allow_nonfinite: bool =
                 f"input {s.name!r} expects {s.dtype_name}, got {arr.dtype.name}: cast it with "
                 f"feeds[{s.name!r}] = feeds[{s.name!r}].astype(np.{s.dtype_name})"
             )
+        if 0 in arr.shape:
+            problems.append(f"input {s.name!r} has a zero-size dim (shape {_fmt_shape(arr.shape)}): zero-size "
+                            f"dims are not supported (an empty tensor compares nothing)")
+            continue
         entries = solver.layout[s.name]
         if entries is not None:
             if arr.ndim != len(entries):

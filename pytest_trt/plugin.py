@@ -114,12 +114,6 @@ def _short_longrepr(item, excinfo) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    records = item.stash.get(RECORDS_KEY, None)
-    if records and call.when == "call":
-        # The blob rides on the call report only (ResultsCollector reads it there; it stays out of
-        # JUnit XML, which takes properties from the teardown report = item.user_properties).
-        report.user_properties.append((PROPERTY, json.dumps(records, default=str)))
-        item.user_properties.extend(_junit_properties(records))
     excinfo = call.excinfo
     if excinfo is not None and excinfo.errisinstance(BackendUnavailable):
         # Found only when an engine is loaded or run (e.g. TensorRT-RTX on a GPU it does not
@@ -130,11 +124,40 @@ def pytest_runtest_makereport(item, call):
         if hasattr(report, "wasxfail"):
             del report.wasxfail
         report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {excinfo.value.reason}")
-        return report
-    if excinfo is not None and excinfo.errisinstance((AccuracyError, PrecisionError, PytestTrtError)):
+    elif excinfo is not None and excinfo.errisinstance((AccuracyError, PrecisionError, PytestTrtError)):
         if item.config.option.tbstyle in ("auto", "short", "line", "no"):
             report.longrepr = _short_longrepr(item, excinfo)
+    _attach_results(item, call, report)
     return report
+
+
+def _attach_results(item, call, report) -> None:
+    """Every trt test reaches the reports with its pytest outcome (report/outcomes.py), its records
+    (condensed: one per repeated check, unless --trt-report-all-records) and, when it failed, its message.
+
+    The blob rides on the deciding phase's report only (ResultsCollector reads it there; it stays
+    out of JUnit XML, which takes properties from the teardown report = item.user_properties).
+    """
+    from .report.outcomes import classify, is_trt_item, junit_outcome_properties
+
+    if not is_trt_item(item):
+        return
+    facts = classify(item, call, report)
+    if facts is None:
+        return
+    records = list(item.stash.get(RECORDS_KEY, None) or ())
+    session = item.config.stash.get(SESSION_KEY, None)
+    if records and not (session is not None and session.settings.report_all_records):
+        from .report.summary import condense_records
+
+        records = condense_records(records)
+    report.user_properties.append((PROPERTY, json.dumps({**facts, "records": records}, default=str)))
+    if report.when != "teardown":
+        item.user_properties.extend(junit_outcome_properties(facts))
+        if records:
+            item.user_properties.extend(_junit_properties(records))
+        elif facts.get("message"):
+            item.user_properties.append(("trt_message", facts["message"]))
 
 
 def _junit_properties(records):
@@ -153,13 +176,24 @@ class ResultsCollector:
 
     def __init__(self, sink: list):
         self.sink = sink
+        self._by_nodeid: dict[str, dict] = {}
 
     def pytest_runtest_logreport(self, report):
-        if report.when != "call":
-            return
         for name, value in report.user_properties:
-            if name == PROPERTY:
-                self.sink.append({"nodeid": report.nodeid, "outcome": report.outcome, "records": json.loads(value)})
+            if name != PROPERTY:
+                continue
+            blob = json.loads(value)
+            entry = self._by_nodeid.get(report.nodeid)
+            if entry is None:
+                entry = self._by_nodeid[report.nodeid] = {"nodeid": report.nodeid, "records": []}
+                self.sink.append(entry)
+            records = blob.pop("records", None) or []
+            if records or not entry["records"]:
+                entry["records"] = records
+            if report.when == "teardown" and entry.get("outcome") not in (None, "passed"):
+                entry.setdefault("teardown_message", blob.get("message"))
+                continue  # an error after a failure: pytest reports both; the failure stays the outcome
+            entry.update(blob)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

@@ -70,6 +70,9 @@ OPTIONS: tuple[Option, ...] = (
            "divergent node in the message (default: off).", "bool", False),
     Option("trt-report", "Write machine-readable results (JSON) to PATH (default: none).", "str", None, metavar="PATH"),
     Option("trt-html", "Write a self-contained HTML report to PATH (default: none).", "str", None, metavar="PATH"),
+    Option("trt-report-all-records", "Keep every record of repeated checks (each Hypothesis example) in "
+           "--trt-report; by default a repeated check keeps its worst example and the example count "
+           "(default: off).", "bool", False),
     Option("trt-gpus", "Spread pytest-xdist workers over N GPUs (or 'auto'), one worker per GPU, honouring "
            "CUDA_VISIBLE_DEVICES (default: not set).", "str", None, metavar="N|auto"),
 )
@@ -104,6 +107,9 @@ def _convert(opt: Option, value, source: str):
             number = float(value)
             if number < 0 or number != number:
                 raise ValueError("must be a non-negative number")
+            if number == float("inf"):
+                raise ValueError("must be finite (an infinite tolerance switches the accuracy check off; "
+                                 "deselect such tests with -k/-m instead)")
             return number
         if opt.kind == "int":
             return int(value)
@@ -168,6 +174,7 @@ class Settings:
     locate_on_failure: bool = False
     report_json: Path | None = None
     report_html: Path | None = None
+    report_all_records: bool = False
     gpus: str | None = None
     rootdir: Path = field(default_factory=Path.cwd)
     sources: dict = field(default_factory=dict)
@@ -222,6 +229,7 @@ def resolve_settings(config) -> Settings:
         locate_on_failure=bool(values["trt_locate_on_failure"]),
         report_json=as_path(values["trt_report"]),
         report_html=as_path(values["trt_html"]),
+        report_all_records=bool(values["trt_report_all_records"]),
         gpus=values["trt_gpus"],
         rootdir=rootdir,
         sources=sources,

@@ -204,11 +204,27 @@ def _elements(spec: InputSpec, lo, hi, fp16_safe: bool, what: str):
     )
 
 
+def _relative_to_caller(model, depth: int = 2):
+    """A relative model path is relative to the file that called :func:`feeds` (the test module,
+    as for ``@pytest.mark.trt(model=...)``), not to the current directory."""
+    import os
+    import sys
+
+    if not isinstance(model, (str, os.PathLike)) or os.path.isabs(model):
+        return model
+    caller = sys._getframe(depth).f_globals.get("__file__")
+    if not caller:
+        return model
+    return os.path.join(os.path.dirname(os.path.abspath(caller)), os.fspath(model))
+
+
 def feeds(model, *, shapes=None, dims=None, profile=None, val_range=None, outliers=False, offset=None,
           fp16_safe: bool = True):
     """A strategy of feed dicts ``{input name: array}`` for ``model``.
 
     Args:
+        model: a loaded model or a path; a relative path is relative to the calling file
+            (the test module), like the ``trt`` marker's ``model=``.
         shapes, dims: fixed sizes, as in :func:`pytest_trt.inputs.resolve_shapes`.
         profile: ``{input: {"min": shape, "opt": shape, "max": shape}}``: dynamic dims are
             drawn between min and max (a symbolic dim once, shared by every input using
@@ -229,7 +245,7 @@ def feeds(model, *, shapes=None, dims=None, profile=None, val_range=None, outlie
     model: undeclared dims or integer ranges, unknown names, ranges outside the dtype or
     (``fp16_safe``) outside FP16.
     """
-    m = _model(model)
+    m = _model(_relative_to_caller(model))
     specs = input_specs(m)
     solver = _Solver(m, specs, shapes, dims, profile)
     var_ranges = solver.var_ranges()

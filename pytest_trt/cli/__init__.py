@@ -39,22 +39,30 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"{__name__}.{name}")
         module.add_parser(sub)
+        sub.choices[name].set_defaults(subparser=sub.choices[name])
     return parser
 
 
 def main(argv=None) -> int:
+    from .common import check_args, cli_spelling
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
     if not getattr(args, "command", None):
+        if extra:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
         parser.print_help()
         return EXIT_USAGE
+    if extra:  # the subcommand's usage, not the top level's
+        args.subparser.error(f"unrecognized arguments: {' '.join(extra)}")
+    check_args(args, args.subparser)
     try:
         return int(args.run(args) or 0)
     except (AccuracyError, PrecisionError) as exc:
-        print(str(exc), file=sys.stderr)
+        print(cli_spelling(str(exc)), file=sys.stderr)
         return EXIT_FAIL
     except PytestTrtError as exc:
-        print(f"pytest-trt {args.command}: error: {exc}", file=sys.stderr)
+        print(f"pytest-trt {args.command}: error: {cli_spelling(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("pytest-trt: interrupted", file=sys.stderr)

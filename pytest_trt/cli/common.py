@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
+import re
 import sys
 from pathlib import Path
 
@@ -31,18 +34,108 @@ def add_engine_flags(p) -> None:
     p.add_argument("--rebuild", action="store_true", help="ignore cached engines and baselines")
 
 
+def number(*, minimum: float | None = None, exclusive: bool = False, allow_inf: bool = False, integer: bool = False):
+    """An argparse ``type``: a finite number (an int with ``integer``) at or above ``minimum``
+    (above it with ``exclusive``). argparse turns the message into ``argument --FLAG: ...`` with the
+    subcommand's usage, exit 2."""
+
+    def parse(text: str):
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {'an integer' if integer else 'a number'}") from None
+        if value != value:
+            raise argparse.ArgumentTypeError("nan is not a number")
+        if not integer and math.isinf(value) and not allow_inf:
+            raise argparse.ArgumentTypeError(f"must be finite, got {text}")
+        if minimum is not None and (value < minimum or (exclusive and value == minimum)):
+            raise argparse.ArgumentTypeError(f"must be {'>' if exclusive else '>='} {minimum:g}, got {text}")
+        return value
+
+    parse.__name__ = "int" if integer else "number"
+    return parse
+
+
 def add_input_flags(p) -> None:
-    p.add_argument("--load-inputs", metavar="FILE.npz", help="input feeds from an .npz file")
-    p.add_argument("--val-range", action="append", default=[], metavar="NAME:[lo,hi]",
-                   help="value range of generated inputs, Polygraphy spelling (repeatable)")
-    p.add_argument("--input-shapes", action="append", default=[], metavar="NAME:[d,...]",
-                   help="shape of an input with symbolic dims (repeatable)")
-    p.add_argument("--seed", type=int, default=0, help="seed of generated inputs (default: 0)")
+    # Polygraphy's spelling: several values after one flag (nargs="+", as in Polygraphy's
+    # DataLoaderArgs / ModelArgs); repeating the flag adds more.
+    p.add_argument("--load-inputs", nargs="+", action="append", default=[], metavar="FILE.npz",
+                   help="input feeds from .npz file(s); several files (one flag or repeated) are merged, an "
+                   "input in two files is an error")
+    p.add_argument("--val-range", nargs="+", action="append", default=[], metavar="NAME:[lo,hi]",
+                   help="value ranges of generated inputs, Polygraphy spelling: --val-range input_ids:[0,30521] [-1,1] "
+                   "(several after one flag, or the flag repeated)")
+    p.add_argument("--input-shapes", nargs="+", action="append", default=[], metavar="NAME:[d,...]",
+                   help="shapes of inputs with symbolic dims, Polygraphy spelling: --input-shapes input_ids:[2,128] "
+                   "attention_mask:[2,128] (several after one flag, or the flag repeated); every dim >= 1")
+    p.add_argument("--seed", type=number(minimum=0, integer=True), default=0,
+                   help="seed of generated inputs (default: 0)")
+    p.add_argument("--allow-nonfinite", action="store_true",
+                   help="accept NaN/Inf in --load-inputs feeds (default: an input error)")
 
 
-def add_tolerance_flags(p) -> None:
-    p.add_argument("--atol", type=float, default=None, help="absolute tolerance (default: per precision)")
-    p.add_argument("--rtol", type=float, default=None, help="relative tolerance (default: per precision)")
+def add_tolerance_flags(p, *, no_check: bool = True) -> None:
+    p.add_argument("--atol", type=number(minimum=0, allow_inf=no_check), default=None,
+                   help="absolute tolerance, finite and >= 0 (default: per precision)")
+    p.add_argument("--rtol", type=number(minimum=0, allow_inf=no_check), default=None,
+                   help="relative tolerance, finite and >= 0 (default: per precision)")
+    if no_check:
+        p.add_argument("--no-check", action="store_true",
+                       help="show the figures without a tolerance verdict: atol and rtol become inf unless given "
+                       "(NaN/Inf mismatches and missing outputs still fail); the only way to pass --atol/--rtol inf")
+
+
+def check_args(args, parser) -> None:
+    """Checks across flags, after parsing; errors go through the subcommand's parser (its usage, exit 2)."""
+    if not hasattr(args, "atol"):
+        return
+    infinite = [f"--{k} {getattr(args, k)}" for k in ("atol", "rtol")
+                if getattr(args, k) is not None and math.isinf(getattr(args, k))]
+    if getattr(args, "no_check", False):
+        args.atol = math.inf if args.atol is None else args.atol
+        args.rtol = math.inf if args.rtol is None else args.rtol
+    elif infinite:
+        parser.error(f"{' and '.join(infinite)} switches the accuracy check off; pass --no-check to compare "
+                     f"without a tolerance verdict, or give a finite tolerance")
+
+
+def flat(values) -> list[str]:
+    """``action="append"`` + ``nargs="+"`` gives a list of lists: one flat list, in order."""
+    return [v for group in values or () for v in (group if isinstance(group, list) else [group])]
+
+
+#: API/pytest spellings in messages raised by shared code, and how the command line spells them
+def _keep_flags(match) -> str:
+    import ast
+    import shlex
+
+    try:
+        patterns = ast.literal_eval("[" + match.group(1) + "]")
+    except (ValueError, SyntaxError):
+        return match.group(0)
+    return " ".join(f"--keep-fp32 {shlex.quote(str(p))}" for p in patterns)
+
+
+_CLI_SPELLING = (
+    ("keep_fp32", re.compile(r"keep_fp32=\[([^\]]*)\] in the trt marker, or --trt-keep-fp32 '[^']*'"), _keep_flags),
+    ("keep_fp32", re.compile(r"keep_fp32=\[([^\]]*)\]"), _keep_flags),
+    ("keep_fp32", re.compile(r"--trt-keep-fp32"), "--keep-fp32"),
+    ("cache_dir", re.compile(r"--trt-cache-dir"), "--cache-dir"),
+    ("allow_nonfinite", re.compile(r"pass allow_nonfinite=True"), "pass --allow-nonfinite"),
+    ("max_builds", re.compile(r"\(max_builds\)"), "(--max-builds)"),
+    ("max_builds", re.compile(r"Raise max_builds"), "Raise --max-builds"),
+    ("findings", re.compile(r"\(PrecisionError\.findings\.to_json\(\) lists all\)"), "(--json lists all)"),
+)
+
+
+def cli_spelling(text: str, only: frozenset | set | None = None) -> str:
+    """A message of the shared pipeline in the command line's spelling (``--keep-fp32 P`` rather than
+    ``keep_fp32=[P]``, ``--cache-dir`` rather than ``--trt-cache-dir``, ...); ``only`` limits it to
+    some of the spellings (``suggest`` prints the marker and pytest forms on purpose)."""
+    for name, pattern, replacement in _CLI_SPELLING:
+        if only is None or name in only:
+            text = pattern.sub(replacement, text)
+    return text
 
 
 def policy_from_args(args):
@@ -74,16 +167,20 @@ def session_from_args(args):
 def feeds_from_args(args, model) -> dict:
     from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
 
-    shapes = {}
-    for text in args.input_shapes:
-        shapes.update(parse_input_shape(text))
-    if args.load_inputs:
-        feeds = load_feeds(Path(args.load_inputs))
-        check_feeds(model, feeds, shapes=shapes or None)
+    shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else {}
+    paths = flat(args.load_inputs)
+    if paths:
+        feeds: dict = {}
+        origin: dict[str, str] = {}
+        for path in paths:
+            for name, array in load_feeds(Path(path)).items():
+                if name in feeds:
+                    raise UsageError(f"--load-inputs: input {name!r} is in both {origin[name]} and {path}; "
+                                     f"give each input once")
+                feeds[name], origin[name] = array, path
+        check_feeds(model, feeds, shapes=shapes or None, allow_nonfinite=bool(getattr(args, "allow_nonfinite", False)))
         return feeds
-    val_range = {}
-    for text in args.val_range:
-        val_range.update(parse_val_range(text))
+    val_range = parse_val_range(flat(args.val_range)) if args.val_range else {}
     return make_feeds(model, shapes=shapes or None, val_range=val_range or None, seed=args.seed)
 
 

@@ -24,6 +24,7 @@ from .common import (
     add_input_flags,
     add_model_and_policy,
     build_config_from_args,
+    cli_spelling,
     emit_json,
     feeds_from_args,
     policy_from_args,
@@ -86,5 +87,5 @@ def run(args) -> int:
             if check is not None and check.passed:
                 print(check.headline())
         for exc in failed:
-            print(str(exc), file=sys.stderr)
+            print(cli_spelling(str(exc)), file=sys.stderr)
     return 1 if failed else 0

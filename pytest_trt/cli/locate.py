@@ -15,6 +15,7 @@ from .common import (
     add_model_and_policy,
     add_tolerance_flags,
     emit_json,
+    number,
 )
 
 
@@ -29,12 +30,13 @@ def add_parser(sub) -> None:
     add_engine_flags(p)
     add_input_flags(p)
     add_tolerance_flags(p)
-    p.add_argument("--threshold", type=float, default=None,
-                   help="relative error (max abs err / max |ref|) past which a node can diverge "
+    p.add_argument("--threshold", type=number(minimum=0, exclusive=True), default=None,
+                   help="relative error (max abs err / max |ref|) past which a node can diverge, > 0 "
                    "(default: 1e-2 fp16, 5e-2 bf16, 1e-4 fp32)")
-    p.add_argument("--jump", type=float, default=10.0,
-                   help="how many times its inputs' worst error a divergent node's error must be (default: 10)")
-    p.add_argument("--top", type=int, default=5, help="top contributors to list (default: 5)")
+    p.add_argument("--jump", type=number(minimum=1), default=10.0,
+                   help="how many times its inputs' worst error a divergent node's error must be, >= 1 (default: 10)")
+    p.add_argument("--top", type=number(minimum=1, integer=True), default=5,
+                   help="top contributors to list, >= 1 (default: 5)")
     p.set_defaults(run=run)
 
 

@@ -10,13 +10,31 @@ def add_parser(sub) -> None:
                        description="Resolve the precision policy against MODEL: node, op type, precision and the "
                        "rule that decided it. A pattern that matches no node is an error (exit 2).")
     add_model_and_policy(p)
-    p.add_argument("--export-onnx", metavar="PATH", help="write the strongly typed realization (Casts at island boundaries)")
+    p.add_argument("--export-onnx", metavar="PATH", help="write the strongly typed realization (Casts at island "
+                   "boundaries) to PATH; never over MODEL, and over another existing file only with --force")
+    p.add_argument("--force", action="store_true", help="with --export-onnx: overwrite an existing PATH")
     p.set_defaults(run=run)
+
+
+def _check_export_path(args) -> None:
+    from pathlib import Path
+
+    from ..errors import UsageError
+
+    target, source = Path(args.export_onnx), Path(args.model)
+    if target.exists() and source.exists() and target.resolve().samefile(source.resolve()):
+        raise UsageError(f"--export-onnx {args.export_onnx} is MODEL itself: the realization never replaces the "
+                         f"source model; give another path")
+    if target.exists() and not args.force:
+        raise UsageError(f"--export-onnx {args.export_onnx} exists; pass --force to overwrite it, or give another "
+                         f"path")
 
 
 def run(args) -> int:
     from ..model import load_model
 
+    if args.export_onnx:
+        _check_export_path(args)  # before any work, so a refused path costs nothing
     model = load_model(args.model)
     plan = policy_from_args(args).resolve(model)
     if args.export_onnx:

@@ -18,8 +18,10 @@ from .common import (
     add_model_and_policy,
     add_tolerance_flags,
     build_config_from_args,
+    cli_spelling,
     emit_json,
     feeds_from_args,
+    number,
     policy_from_args,
     session_from_args,
 )
@@ -38,12 +40,12 @@ def add_parser(sub) -> None:
     add_model_and_policy(p)
     add_engine_flags(p)
     add_input_flags(p)
-    add_tolerance_flags(p)
-    p.add_argument("--max-builds", type=int, default=None, metavar="N",
-                   help="budget of builds, the first one included (default: 30)")
-    p.add_argument("--threshold", type=float, default=None,
-                   help="relative-error threshold of the layerwise comparisons (default: per precision)")
-    p.add_argument("--recheck-seeds", type=int, default=3, metavar="N",
+    add_tolerance_flags(p, no_check=False)  # a search against infinite tolerances would find nothing to change
+    p.add_argument("--max-builds", type=number(minimum=1, integer=True), default=None, metavar="N",
+                   help="budget of builds, the first one included, >= 1 (default: 30)")
+    p.add_argument("--threshold", type=number(minimum=0, exclusive=True), default=None,
+                   help="relative-error threshold of the layerwise comparisons, > 0 (default: per precision)")
+    p.add_argument("--recheck-seeds", type=number(minimum=3, integer=True), default=3, metavar="N",
                    help="re-check every answer on N more input seeds, --seed + 1 ... + N (at least 3; default: 3); "
                         "generated like the inputs, or with --load-inputs the loaded values permuted by seed")
     p.set_defaults(run=run)
@@ -81,5 +83,6 @@ def run(args) -> int:
     if args.json:
         emit_json({"model": str(args.model), "seed": args.seed, **found.to_json()})
     else:
-        print(found.message())
+        # the CLI, pytest and marker forms of the patterns are printed on purpose: only the budget's name changes
+        print(cli_spelling(found.message(), only={"max_builds"}))
     return 0 if found.passed else 1

@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 
 from .json_report import session_metadata
+from .outcomes import tone, verdict_text
 from .plots import (
     NONFINITE_COLOR,
     as_float,
@@ -36,12 +37,15 @@ from .summary import (
     BAD_STATUSES,
     GOOD_STATUSES,
     accuracy_rows,
+    caught,
+    condense_records,
     engine_counts,
     fmt_err,
     fmt_ratio,
     fmt_tol,
     precision_rows,
     records_of,
+    scope_of,
 )
 
 #: rows of a precision table before the rest is folded away
@@ -51,7 +55,7 @@ FIGURE_CARDS = 40
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1d232b;background:#f6f7f9}
-main{max-width:1320px;margin:0 auto;padding:18px 26px 40px}
+main{max-width:1320px;margin:0 auto;padding:18px 20px 40px;box-sizing:border-box}
 h1{font-size:22px;margin:4px 0 2px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d9dde3;padding-bottom:4px}
 h3{font-size:15px;margin:0 0 6px}
 .meta{color:#5a6472;font-size:13px}
@@ -90,6 +94,24 @@ td.nw{white-space:nowrap}
 details summary{cursor:pointer;color:#2d5b9a;margin:4px 0}
 .note{font-size:12.5px;color:#5a6472}
 footer{margin-top:34px;font-size:12px;color:#7a8491}
+table.tests{table-layout:fixed}
+table.tests td,table.tests th{overflow:hidden}
+table.tests td.name,table.tests td.what{overflow-wrap:anywhere;word-break:break-word}
+table.tests tbody{border-top:2px solid #d9dde3}
+table.tests tr.test td{background:#fafbfc;font-weight:600}
+table.tests tr.test td.what{font-weight:400}
+.pill{display:inline-block;border-radius:4px;padding:0 6px;font-size:11.5px;font-weight:700;color:#fff}
+.tone-bad .pill{background:#b3261e}.tone-good .pill{background:#1e7b3c}.tone-neutral .pill{background:#5a6472}
+.tone-warn .pill{background:#b06f00}
+tbody.tone-bad tr.out td{background:#fdf0ef}tbody.tone-neutral tr.out td{background:#f3f4f6}
+tbody.tone-warn tr.test td{background:#fff7e6}
+pre.msg{white-space:pre-wrap;overflow-wrap:anywhere;font-size:11.5px;margin:3px 0 0;max-height:9em;overflow:auto;
+background:#fff;border:1px solid #e5e8ec;padding:4px}
+abbr{text-decoration:none;cursor:help}
+.net{display:flex;flex-wrap:wrap;gap:1px;margin:4px 0;max-width:100%}
+.net div{width:9px;height:14px;background:#ccc}
+.net div.c{outline:2px solid #1d232b;outline-offset:-1px}.net div.mm{outline:2px solid #e00;outline-offset:-2px}
+.strip{max-width:100%}
 """
 
 # light (small error) -> dark (large error), magma-like
@@ -248,43 +270,145 @@ def _session_section(meta: dict) -> str:
 
 
 def _badges(results, rows, prec, counts) -> str:
-    failed_tests = sum(1 for r in results if r.get("outcome") == "failed")
-    failed_out = sum(1 for r in rows if not r["passed"])
-    failed_p = sum(1 for p in prec if not p["passed"])
+    outcomes: dict[str, int] = {}
+    for res in results:
+        outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
+    bad_tests = sum(1 for r in results if tone(r) == "bad")
+    failed_out = sum(1 for r in rows if not r["passed"] and tone_of_row(r) == "bad")
+    failed_p = sum(1 for p in prec if not p["passed"] and (p.get("expected_failure") or {}).get("verdict") != "caught")
+    caught = sum(1 for r in results if (r.get("expected_failure") or {}).get("verdict") == "caught")
 
     def badge(n, label, bad=False):
         return f'<div class="badge {"bad" if bad else "good"}"><b>{n}</b>{_e(label)}</div>'
 
+    breakdown = ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items()))
     return ('<div class="badges">'
-            + badge(len(results), f"tests ({failed_tests} failed)", failed_tests > 0)
-            + badge(len(rows), f"outputs compared ({failed_out} outside tolerance)", failed_out > 0)
-            + badge(len(prec), f"precision checks ({failed_p} failed)", failed_p > 0)
+            + badge(len(results), f"trt tests ({breakdown or 'none'})", bad_tests > 0)
+            + (badge(caught, "negative controls caught") if caught else "")
+            + badge(len(rows), f"outputs compared ({failed_out} outside tolerance"
+                    + (", not counting negative controls)" if caught else ")"), failed_out > 0)
+            + badge(len(prec), f"precision checks ({failed_p} failed"
+                    + (", not counting negative controls)" if caught else ")"), failed_p > 0)
             + badge(counts["built"], f"engines built ({counts['build_seconds']:.2f}s)")
             + badge(counts["reused"], "engines reused from the cache")
             + "</div>")
 
 
-def _accuracy_section(rows: list[dict], anchors: dict) -> str:
-    if not rows:
+#: the status pill of a test, by outcome / expected-failure verdict
+_PILL = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP", "xpassed": "XPASS",
+         "xfailed": "XFAIL"}
+_PILL_VERDICT = {"caught": "XFAIL caught", "not_tested": "XFAIL untested", "missed": "MISSED", "passed": "XPASS"}
+_TONE_ORDER = {"bad": 0, "warn": 1, "neutral": 2, "good": 3}
+#: test ids longer than this are abbreviated (the full id is on hover)
+NAME_CHARS = 90
+
+
+def tone_of_row(row: dict) -> str:
+    """An accuracy row's colour: a failing output of a caught negative control is neutral, not red."""
+    if row["passed"]:
+        return "good"
+    return "neutral" if (row.get("expected_failure") or {}).get("verdict") == "caught" else "bad"
+
+
+def _abbr(text, width: int = NAME_CHARS) -> str:
+    """Long names cut in the middle, the full text on hover (``title``); short ones as they are."""
+    text = "" if text is None else str(text)
+    if len(text) <= width:
+        return _e(text)
+    keep = width - 1
+    head = keep // 3
+    return f'<abbr title="{_e(text)}">{_e(text[:head])}&hellip;{_e(text[-(keep - head):])}</abbr>'
+
+
+def _abbr_nodeid(nodeid: str, width: int = NAME_CHARS) -> str:
+    """A test id that fits: the test function's name is never cut; the directories go first,
+    then the parameter id is cut in the middle. The full id is on hover."""
+    nodeid = str(nodeid)
+    if len(nodeid) <= width:
+        return _e(nodeid)
+    path, sep, rest = nodeid.partition("::")
+    func, bracket, params = rest.partition("[")
+    text = f"{path.rsplit('/', 1)[-1]}{sep}{func}"
+    params = bracket + params
+    room = max(16, width - len(text))
+    if len(params) > room:
+        head = room // 2
+        params = params[:head] + "\u2026" + params[-(room - head - 1):]
+    return f'<abbr title="{_e(nodeid)}">{_e(text + params)}</abbr>'
+
+
+def _pill(res: dict) -> str:
+    verdict = (res.get("expected_failure") or {}).get("verdict")
+    label = _PILL_VERDICT.get(verdict) or _PILL.get(res.get("outcome"), str(res.get("outcome")))
+    return f'<span class="pill" title="{_e(verdict_text(res))}">{_e(label)}</span>'
+
+
+def _tests_section(results: list[dict], rows: list[dict], anchors: dict) -> str:
+    """The dashboard: one group per trt test, worst first; per group the test's outcome row, then one
+    row per output (the worst of repeated checks, with the example count); "how bad" columns first."""
+    if not results:
         return ""
-    head = ("", "test", "output", "model", "backend", "policy", "max abs", "atol", "max rel", "rtol",
-            "mismatched", "x tol", "engine")
-    out = ['<section id="accuracy"><h2>Accuracy (worst first)</h2>',
-           '<p class="note">One row per output of every check. x tol &gt; 1 fails: the factor by which atol or '
-           'rtol would have to grow for the output to pass (an element fails when its error exceeds atol '
-           '<i>and</i> rtol&middot;|expected|).</p><table class="acc"><tr>',
-           "".join(f"<th>{_e(h)}</th>" for h in head), "</tr>"]
+    by_test: dict[str, list[dict]] = {}
     for r in rows:
-        anchor = anchors.get(id(r))
-        status = "ok" if r["passed"] else (f'<a href="#{anchor}">FAIL</a>' if anchor else "FAIL")
-        mism = "-" if r["mismatched"] is None else f"{r['mismatched']} / {r['total']}"
-        out.append(
-            f'<tr class="{"ok" if r["passed"] else "fail"}"><td class="st">{status}</td>'
-            f'<td class="mono">{_e(r["test"])}</td><td class="mono">{_e(r["output"])}</td><td>{_e(r["model"])}</td>'
-            f'<td>{_e(r["backend"])}</td><td class="mono">{_e(r["policy"])}</td>'
-            f'<td class="num">{fmt_err(r["max_abs"])}</td><td class="num">{fmt_tol(r["atol"])}</td>'
-            f'<td class="num">{fmt_err(r["max_rel"])}</td><td class="num">{fmt_tol(r["rtol"])}</td>'
-            f'<td class="num">{_e(mism)}</td><td class="num">{fmt_ratio(r["ratio"])}</td><td class="nw">{_e(r["engine"])}</td></tr>')
+        by_test.setdefault(r["test"], []).append(r)
+
+    def worst(res):
+        ratios = [r["ratio"] for r in by_test.get(res["nodeid"], ()) if r["ratio"] is not None]
+        return max(ratios, default=0.0)
+
+    ordered = sorted(results, key=lambda res: (_TONE_ORDER[tone(res)], -worst(res), res["nodeid"]))
+    cols = (("", 112), ("x tol", 62), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
+            ("mismatched", 96), ("output", 156), ("test / model [policy]", None), ("engine", 86))
+    out = ['<section id="tests"><h2>Tests (worst first)</h2>',
+           '<p class="note">One group per trt test: its pytest outcome, then one row per output of its checks '
+           '(the worst example when a test checked the same model and policy several times, e.g. Hypothesis). '
+           'x tol &gt; 1 fails: the factor by which atol or rtol would have to grow for the output to pass (an '
+           'element fails when its error exceeds atol <i>and</i> rtol&middot;|expected|). A negative control '
+           '(<code>xfail(strict=True, raises=AccuracyError)</code>) that failed with pytest-trt\'s verdict is '
+           '<span class="tag">XFAIL caught</span>; one that failed for another reason tested nothing.</p>',
+           '<table class="tests"><colgroup>'
+           + "".join(f'<col style="width:{w}px">' if w else "<col>" for _, w in cols) + "</colgroup><thead><tr>"
+           + "".join(f"<th>{_e(h)}</th>" for h, _ in cols) + "</tr></thead>"]
+    for res in ordered:
+        test_rows = by_test.get(res["nodeid"], [])
+        t = tone(res)
+        verdict = verdict_text(res)
+        checks = sum(1 for _ in records_of([res], "accuracy"))
+        examples = sum(int(rec.get("examples") or 1) for _, rec in records_of([res], "accuracy"))
+        what = [verdict]
+        if examples > checks:
+            what.append(f"{examples} checks, worst shown")
+        xf = res.get("expected_failure") or {}
+        if xf.get("reason"):
+            what.append(f"expected: {xf['reason']}")
+        message = res.get("message")
+        msg = ""
+        if message:
+            body = f'<pre class="msg">{_e(message)}</pre>'
+            # open where it is the only story (failed before any check); folded where figures follow
+            # or where the failure was expected
+            folded = test_rows or t in ("neutral", "good")
+            msg = f"<details><summary>message</summary>{body}</details>" if folded else body
+        out.append(f'<tbody class="tone-{t}"><tr class="test"><td class="st">{_pill(res)}</td>'
+                   f'<td colspan="9" class="name mono">{_abbr_nodeid(res["nodeid"])} '
+                   f'<span class="note">&middot; {_e("; ".join(what))}</span>{msg}</td></tr>')
+        for r in test_rows:
+            anchor = anchors.get(id(r))
+            rt = tone_of_row(r)
+            label = "ok" if r["passed"] else ("caught" if rt == "neutral" else "FAIL")
+            status = f'<a href="#{anchor}">{label}</a>' if anchor else label
+            mism = "-" if r["mismatched"] is None else f"{r['mismatched']} / {r['total']}"
+            case = f"{r['model']} [{r['policy']}] on {r['backend']}"
+            if r.get("examples", 1) > 1:
+                case += f" (worst of {r['examples']} checks)"
+            out.append(
+                f'<tr class="out {"ok" if r["passed"] else "fail"}"><td class="st">{status}</td>'
+                f'<td class="num">{fmt_ratio(r["ratio"])}</td>'
+                f'<td class="num">{fmt_err(r["max_abs"])}</td><td class="num">{fmt_tol(r["atol"])}</td>'
+                f'<td class="num">{fmt_err(r["max_rel"])}</td><td class="num">{fmt_tol(r["rtol"])}</td>'
+                f'<td class="num">{_e(mism)}</td><td class="mono name">{_abbr(r["output"], 24)}</td>'
+                f'<td class="what">{_abbr(case, 120)}</td><td>{_e(r["engine"])}</td></tr>')
+        out.append("</tbody>")
     out.append("</table></section>")
     return "".join(out)
 
@@ -298,15 +422,24 @@ def _failure_card(r: dict, anchor: str, use_png: bool) -> str:
         vals = out.get("worst_abs_values") or [None, None]
         facts.append(f"worst abs error {fmt_err(r['max_abs'])} at {tuple(out['worst_abs_index'])}: "
                      f"actual {_val(vals[0])}, expected {_val(vals[1])}")
-    if out.get("needed_atol") is not None:
+    if out.get("unfixable") or out.get("needed_reason"):
+        facts.append(_e(out.get("advice") or out.get("needed_reason")
+                        or f"no tolerance passes the {out['unfixable']} NaN/Inf mismatch(es)"))
+    elif out.get("advice"):
+        facts.append(_e(out["advice"]))
+    elif out.get("needed_atol") is not None:
         facts.append(f"would pass with atol &ge; {fmt_err(as_float(out.get('needed_atol')))} or rtol &ge; "
                      f"{fmt_err(as_float(out.get('needed_rtol')))}")
     if out.get("nan_actual"):
         facts.append(f"{out['nan_actual']} NaN in actual")
     if r["problem"]:
         facts.append(_e(r["problem"]))
-    parts = [f'<div class="card fail" id="{anchor}"><h3><span class="mono">{_e(r["test"])}</span> &rarr; output '
-             f'<span class="mono">{_e(r["output"])}</span></h3>',
+    neutral = tone_of_row(r) == "neutral"
+    tag = '<span class="tag">expected failure, caught</span>' if neutral else ""
+    if r.get("examples", 1) > 1:
+        tag += f'<span class="tag">worst of {r["examples"]} checks</span>'
+    parts = [f'<div class="card{"" if neutral else " fail"}" id="{anchor}"><h3><span class="mono">{_abbr_nodeid(r["test"])}'
+             f'</span> &rarr; output <span class="mono">{_e(r["output"])}</span>{tag}</h3>',
              f'<div class="note">{_e(r["model"])} on {_e(r["backend"])} [{_e(r["policy"])}], seed {_e(r["seed"])}, '
              f'baseline {_e(r["baseline"])}; tolerances atol {fmt_tol(r["atol"])}, rtol {fmt_tol(r["rtol"])}</div>',
              "<ul>" + "".join(f"<li>{f}</li>" for f in facts) + "</ul>"]
@@ -335,7 +468,7 @@ def _failure_card(r: dict, anchor: str, use_png: bool) -> str:
 
 
 def _failures_section(rows, anchors, use_png) -> str:
-    failing = [r for r in rows if not r["passed"]]
+    failing = sorted((r for r in rows if not r["passed"]), key=lambda r: tone_of_row(r) != "bad")
     if not failing:
         return ""
     cards = []
@@ -357,16 +490,18 @@ def _pclass(p) -> str:
 def _precision_card(p: dict) -> str:
     constrained = {n["node"] for n in p["constrained"]}
     nodes = p["nodes"] or p["constrained"]
-    verdict = "passed" if p["passed"] else "FAILED"
+    expected = caught(p)  # a negative control's assertion that failed as it must: neutral, folded
+    verdict = "passed" if p["passed"] else ("FAILED, as expected (negative control caught)" if expected else "FAILED")
     tags = ""
     if p["emulated"]:
         tags += '<span class="tag emu">emulated: derived from the plan&#39;s realization</span>'
-    out = [f'<div class="card{"" if p["passed"] else " fail"}"><h3><span class="mono">{_e(p["test"])}</span>: '
+    out = [f'<div class="card{"" if p["passed"] or expected else " fail"}"><h3><span class="mono">{_abbr_nodeid(p["test"])}</span>: '
            f'<span class="mono">{_e(p["pattern"])}</span> &rarr; {_e(p["precision"])} {verdict}{tags}</h3>',
            f'<div class="note">source {_e(p["source"] or "?")}, typing {_e(p["typing"] or "?")}; constrained nodes: '
-           + _e(", ".join(f"{n} {s}" for s, n in sorted(p["counts"].items())) or "none")
-           + "; evidence: " + _e(", ".join(f"{n} {k}" for k, n in (p.get("evidence") or {}).items() if n) or "none")
-           + "</div>"]
+           + _e(", ".join(f"{n} {s}" for s, n in sorted(p["counts"].items())) or "none") + "</div>"]
+    network = p.get("network") or []
+    if network:
+        out.append(_network_strip(network, p["constrained"]))
     if nodes:
         def strip(key, cls=""):
             cells = []
@@ -417,7 +552,7 @@ def _precision_card(p: dict) -> str:
                 f'{"<div class=note>" + _e(detail) + "</div>" if detail else ""}'
                 f'</td><td class="mono">{_e(n.get("layer") or "-")}</td></tr>')
         table.append("</table>")
-        opened = " open" if not p["passed"] else ""
+        opened = " open" if not p["passed"] and not expected else ""
         out.append(f"<details{opened}><summary>{len(rows)} constrained node(s)</summary>{''.join(table)}</details>")
     for note in p["notes"]:
         out.append(f'<div class="note">{_e(note)}</div>')
@@ -425,10 +560,34 @@ def _precision_card(p: dict) -> str:
     return "".join(out)
 
 
+def _network_strip(network: list[dict], constrained: list[dict]) -> str:
+    """The whole planned network, one cell per scope in graph order (wraps, never scrolls sideways):
+    colour = planned precision of its compute nodes (mixed when they differ), outlined = holds nodes
+    the pattern constrained, red outline = holds a constrained node that failed; full scope on hover."""
+    held = {scope_of(n["node"]) for n in constrained}
+    bad = {scope_of(n["node"]) for n in constrained if n.get("status") in BAD_STATUSES}
+    cells = []
+    for sc in network:
+        planned = {k: v for k, v in (sc.get("planned") or {}).items() if k != "fixed"}
+        precision = next(iter(planned)) if len(planned) == 1 else ("mixed" if planned else None)
+        klass = [_pclass(precision)]
+        if sc["scope"] in held:
+            klass.append("c")
+        if sc["scope"] in bad:
+            klass.append("mm")
+        counts = ", ".join(f"{n} {k}" for k, n in sorted((sc.get("planned") or {}).items()))
+        tip = f"{sc['scope']}: {sc.get('nodes')} node(s): {counts}" + (" (constrained)" if sc["scope"] in held else "")
+        cells.append(f'<div class="{" ".join(klass)}" title="{_e(tip)}"></div>')
+    n_nodes = sum(int(sc.get("nodes") or 0) for sc in network)
+    return (f'<div class="note">whole network: {len(network)} scopes, {n_nodes} nodes, planned precision per scope '
+            f'(outlined: holds constrained nodes; red: a constrained node failed)</div>'
+            f'<div class="net">{"".join(cells)}</div>')
+
+
 def _precision_section(prec: list[dict]) -> str:
     if not prec:
         return ""
-    ordered = sorted(prec, key=lambda p: p["passed"])
+    ordered = sorted(prec, key=lambda p: (p["passed"], caught(p)))
     return ('<section id="precision"><h2>Precision: planned vs observed, per node</h2>'
             + "".join(_precision_card(p) for p in ordered) + "</section>")
 
@@ -460,11 +619,14 @@ def _layerwise_section(results, use_png) -> str:
 def render_html(session, results, exitstatus=None) -> str:
     """The report as one HTML string."""
     meta = session_metadata(session)
+    # one row per repeated check, even when --trt-report-all-records kept every record for the JSON
+    results = [{**res, "records": condense_records(res.get("records") or [])} for res in results]
     rows = accuracy_rows(results)
     prec = precision_rows(results)
     counts = engine_counts(results)
     use_png = matplotlib_available()
-    anchors = {id(r): f"out-{i}" for i, r in enumerate(r for r in rows if not r["passed"])}
+    failing = sorted((r for r in rows if not r["passed"]), key=lambda r: tone_of_row(r) != "bad")
+    anchors = {id(r): f"out-{i}" for i, r in enumerate(failing)}
     created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     plots = "matplotlib" if use_png else "CSS (install pytest-trt[plots] for matplotlib plots)"
     status = "" if exitstatus is None else f"; pytest exit status {int(exitstatus)}"
@@ -474,7 +636,7 @@ def render_html(session, results, exitstatus=None) -> str:
         f"<header><h1>pytest-trt report</h1><div class=\"meta\">backend <b>{_e(meta['backend'])}</b>{emulate}; "
         f"default precision {_e(meta['precision'])}; GPU {_e(meta['gpu'])}; {created}{_e(status)}</div></header>",
         _badges(results, rows, prec, counts),
-        _accuracy_section(rows, anchors),
+        _tests_section(results, rows, anchors),
         _failures_section(rows, anchors, use_png),
         _precision_section(prec),
         _layerwise_section(results, use_png),

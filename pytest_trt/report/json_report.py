@@ -29,14 +29,25 @@ Schema (``schema_version`` 2)
         "keep_fp32": ["*/LayerNorm/*"], "cache_dir": "/.../.trt-cache", "rebuild": false
       },
       "summary": {
-        "tests": 4, "outcomes": {"passed": 3, "failed": 1},
+        "tests": 4,                                     # every trt test (trt marker or trt* fixture)
+        "outcomes": {"passed": 2, "failed": 1, "xfailed": 1},   # pytest's outcomes of those tests
         "outputs": 7, "outputs_failed": 2,
         "precision_checks": 2, "precision_checks_failed": 0,
         "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84
       },
-      "tests": [                                        # tests that recorded an engine or a check, in report order
+      "tests": [                                        # every trt test, in report order
         {
-          "nodeid": "tests/test_encoder.py::test_fp16", "outcome": "passed" | "failed" | "skipped",
+          "nodeid": "tests/test_encoder.py::test_fp16",
+          "outcome": "passed" | "failed" | "error" | "skipped" | "xfailed" | "xpassed",   # pytest's outcome
+          "verdict": "passed" | ... | "expected failure, caught",   # the outcome as the reports word it
+          "message": null | "AccuracyError: ...",       # failed/error/xfailed: the exception; skipped: the reason
+          "expected_failure": null | {                  # an xfail marker (a negative control)
+            "reason": "...", "strict": true, "raises": ["AccuracyError"] | null,
+            "raised": "AccuracyError" | null,           # what the test raised
+            "verdict": "caught"       # xfailed with pytest-trt's own verdict (AccuracyError/PrecisionError)
+                     | "not_tested"   # xfailed for another reason (usage error, crash): tested nothing
+                     | "missed"       # strict xfail that passed: outcome "failed"
+                     | "passed"},     # non-strict xfail that passed: outcome "xpassed"
           "engines": [                                  # every engine the test used
             {"model": "encoder_opset14.onnx", "policy": "fp16; fp32: */LayerNorm/*", "backend": "emulate",
              "cache_hit": false, "build_seconds": 0.42, "key": "<cache key>"}
@@ -45,11 +56,16 @@ Schema (``schema_version`` 2)
             {"model": ..., "backend": ..., "policy": ..., "seed": 0,
              "baseline": "fp32" | "as-written",         # the reference: FP32 ONNX Runtime, or the model as written
              "passed": false, "precision": "fp16",      # the precision whose default tolerances apply
+             "examples": 1,                             # checks of this model/policy in the test (Hypothesis
+                                                        # examples): the worst is shown unless
+                                                        # --trt-report-all-records keeps every one
              "outputs": [                               # every output, in the model's order
                {"name": "logits", "passed": false, "kind": "float", "shape": [1, 8, 64], "dtype": "float32",
                 "mismatched": 12, "total": 512, "max_abs": 0.031, "max_rel": 2.1,
                 "worst_abs_index": [0, 3, 7], "worst_abs_values": [actual, expected], ...,
                 "atol": 0.001, "rtol": 0.01, "needed_atol": ..., "needed_rtol": ...,
+                "needed_reason": null | "no tolerance passes the 3 NaN/Inf mismatch(es)",  # needed_* null
+                "advice": "would pass with atol >= ... " | "no tolerance passes ...",   # as the message says
                 "tolerance_ratio": 31.0 | "inf" | null,  # > 1 fails (see below)
                 "figures": {                            # failing float outputs only (error_figures in report/plots.py)
                   "shape": [1, 8, 64], "atol": 0.001, "rtol": 0.01,
@@ -89,6 +105,12 @@ the worst element uses; ``"inf"`` for NaN/Inf mismatches and missing or misshape
 outputs; null when the figures were not computed. The error grid views the output as
 rows = leading dims flattened (row-major) by columns = last dim, max-pooled in blocks.
 
+Version 2 (2026-11-23): every trt test is listed (also those that failed before recording
+anything), with ``verdict``, ``message`` and ``expected_failure``; ``outcomes`` counts xfailed and
+xpassed apart from skipped; repeated checks are condensed to their worst example
+(``examples``); ``needed_atol``/``needed_rtol`` are null with ``needed_reason`` when NaN/Inf
+mismatches make every tolerance fail; ``advice`` added.
+
 Records (what rides on each test report; the producer is :class:`~pytest_trt.case.TrtCase`)
 -------------------------------------------------------------------------------------------
 * ``{"kind": "engine", "model", "policy", "backend", "cache_hit": bool, "build_seconds": float, "key"}``
@@ -113,6 +135,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from .outcomes import verdict_text
 from .summary import accuracy_rows, engine_counts, precision_rows, records_of, tolerance_ratio
 
 SCHEMA_VERSION = 2
@@ -185,7 +208,7 @@ def entry_of_test(res: dict) -> dict[str, Any]:
         accuracy.append({
             "model": rec.get("model"), "backend": rec.get("backend"), "policy": rec.get("policy"),
             "seed": rec.get("seed"), "baseline": rec.get("baseline", "fp32"), "passed": bool(result.get("passed")),
-            "precision": result.get("precision"),
+            "precision": result.get("precision"), "examples": int(rec.get("examples") or 1),
             "outputs": outputs,
         })
     precision = []
@@ -196,8 +219,9 @@ def entry_of_test(res: dict) -> dict[str, Any]:
             "counts": row["counts"], "evidence": row["evidence"], "nodes": row["constrained"], "notes": row["notes"],
         })
     layerwise = [{k: v for k, v in rec.items() if k != "kind"} for _, rec in records_of(single, "layerwise")]
-    return {"nodeid": res["nodeid"], "outcome": res.get("outcome"), "engines": engines, "accuracy": accuracy,
-            "precision": precision, "layerwise": layerwise}
+    return {"nodeid": res["nodeid"], "outcome": res.get("outcome"), "verdict": verdict_text(res),
+            "message": res.get("message"), "expected_failure": res.get("expected_failure"),
+            "engines": engines, "accuracy": accuracy, "precision": precision, "layerwise": layerwise}
 
 
 def build_report(session, results, exitstatus=None) -> dict[str, Any]:

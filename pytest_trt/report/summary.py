@@ -32,6 +32,57 @@ def records_of(results, kind: str):
                 yield res, rec
 
 
+def _check_badness(rec: dict) -> tuple:
+    """Sort key of accuracy records: failing first, then the largest tolerance ratio."""
+    result = rec.get("result") or {}
+    ratios = [tolerance_ratio(out) for out in (result.get("outputs") or {}).values()]
+    worst = max([r for r in ratios if r is not None], default=-1.0)
+    return (bool(result.get("passed")), -worst)
+
+
+def condense_records(records: list[dict]) -> list[dict]:
+    """One record per repeated check: the worst example, with ``examples`` = how many there were.
+
+    A Hypothesis property or a loop over input sets checks the same model and policy many
+    times (a failing property with 10 examples recorded 112 checks). Accuracy records are
+    grouped by (model, backend, policy, baseline) and the worst kept (failing first, then
+    by :func:`tolerance_ratio`); precision records by (pattern, precision, verdict), the
+    first kept; layerwise records by (model, backend, policy), the last kept (Hypothesis
+    replays the shrunk example last); engine records by cache key. Order of first
+    appearance is kept. ``--trt-report-all-records`` keeps every record instead.
+    """
+    groups: dict[tuple, dict] = {}
+    order: list[tuple] = []
+    for rec in records:
+        kind = rec.get("kind")
+        if kind == "accuracy":
+            key = (kind, rec.get("model"), rec.get("backend"), rec.get("policy"), rec.get("baseline", "fp32"))
+        elif kind == "precision":
+            key = (kind, rec.get("pattern"), rec.get("precision"), rec.get("passed"))
+        elif kind == "layerwise":
+            key = (kind, rec.get("model"), rec.get("backend"), rec.get("policy"))
+        elif kind == "engine":
+            key = (kind, rec.get("key") or (rec.get("model"), rec.get("policy"), rec.get("backend")))
+        else:
+            key = (kind, len(order))
+        if key not in groups:
+            groups[key] = {"keep": rec, "n": 0}
+            order.append(key)
+        group = groups[key]
+        group["n"] += int(rec.get("examples") or 1)
+        if kind == "accuracy" and _check_badness(rec) < _check_badness(group["keep"]):
+            group["keep"] = rec
+        elif kind == "layerwise":
+            group["keep"] = rec
+        elif kind == "engine" and not rec.get("cache_hit"):
+            group["keep"] = rec  # a build in this test wins over its later in-process reuses
+    out = []
+    for key in order:
+        rec, n = groups[key]["keep"], groups[key]["n"]
+        out.append({**rec, "examples": n} if n > 1 or "examples" in rec else rec)
+    return out
+
+
 def engine_counts(results) -> dict[str, Any]:
     """Engines by content key: ``built`` (built in this session at least once), ``reused`` (only ever
     loaded from the cache or reused in process), ``uses`` (engine records), ``build_seconds`` (sum)."""
@@ -39,7 +90,7 @@ def engine_counts(results) -> dict[str, Any]:
     hit: set[str] = set()
     uses = 0
     for _, rec in records_of(results, "engine"):
-        uses += 1
+        uses += int(rec.get("examples") or 1)
         key = rec.get("key") or f"{rec.get('model')}|{rec.get('policy')}|{rec.get('backend')}"
         if rec.get("cache_hit"):
             hit.add(key)
@@ -116,7 +167,8 @@ def accuracy_rows(results) -> list[dict[str, Any]]:
                 "test": res["nodeid"], "outcome": res.get("outcome"), "check": index,
                 "model": rec.get("model"), "backend": rec.get("backend"), "policy": rec.get("policy"),
                 "precision": result.get("precision"), "seed": rec.get("seed"), "baseline": rec.get("baseline", "fp32"),
-                "output": name,
+                "output": name, "examples": int(rec.get("examples") or 1),
+                "expected_failure": res.get("expected_failure"),
                 "passed": bool(out.get("passed")), "problem": out.get("problem_detail") or out.get("problem"),
                 "max_abs": as_float(out.get("max_abs")), "max_rel": as_float(out.get("max_rel")),
                 "atol": as_float(out.get("atol")), "rtol": as_float(out.get("rtol")),
@@ -126,7 +178,9 @@ def accuracy_rows(results) -> list[dict[str, Any]]:
                 "build_seconds": None if engine is None else engine.get("build_seconds"),
                 "figures": figures.get(name), "comparison": out,
             })
-    rows.sort(key=lambda r: (r["passed"], -(r["ratio"] if r["ratio"] is not None else -1.0), r["test"], r["output"]))
+    # real failures first, then negative controls that failed as expected, then passing outputs
+    rows.sort(key=lambda r: (r["passed"], caught(r), -(r["ratio"] if r["ratio"] is not None else -1.0), r["test"],
+                             r["output"]))
     return rows
 
 
@@ -140,7 +194,7 @@ def worst_per_test_output(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     counts: dict[tuple, int] = {}
     for row in rows:  # rows are sorted worst first, so the first seen is the worst
         key = (row["test"], row["output"])
-        counts[key] = counts.get(key, 0) + 1
+        counts[key] = counts.get(key, 0) + int(row.get("examples") or 1)
         best.setdefault(key, row)
     return [{**row, "checks": counts[key]} for key, row in best.items()]
 
@@ -198,6 +252,28 @@ def precision_nodes(rec: dict) -> tuple[list[dict], list[dict]]:
     return constrained, everything
 
 
+def scope_of(node_name: str) -> str:
+    """A node's scope: its name up to the last ``/`` (``/encoder/layer.0/attention/Softmax`` ->
+    ``/encoder/layer.0/attention``); names without one are their own op-less scope ``(top)``."""
+    name = str(node_name or "")
+    return name.rsplit("/", 1)[0] or "/" if "/" in name else "(top)"
+
+
+def network_scopes(decisions) -> list[dict]:
+    """Plan decisions (``NodeDecision``: name, op_type, precision) grouped by scope in graph order.
+
+    ``planned`` counts nodes per planned precision (``fixed`` for nodes the plan does not
+    rewrite: shapes, indices). A few hundred scopes at most for a transformer export, so
+    the record stays small while the HTML can draw the whole network."""
+    scopes: dict[str, dict] = {}
+    for d in decisions:
+        scope = scopes.setdefault(scope_of(d.name), {"scope": scope_of(d.name), "nodes": 0, "planned": {}})
+        scope["nodes"] += 1
+        key = d.precision or "fixed"
+        scope["planned"][key] = scope["planned"].get(key, 0) + 1
+    return list(scopes.values())
+
+
 def precision_passed(rec: dict, constrained: list[dict]) -> bool:
     """A record's verdict: its own ``passed`` when present (TrtCase records failures with
     ``passed: false``); a record without one was appended after the check returned."""
@@ -236,12 +312,14 @@ def precision_rows(results) -> list[dict[str, Any]]:
             counts[n["status"] or "?"] = counts.get(n["status"] or "?", 0) + 1
         rows.append({
             "evidence": evidence_counts(constrained),
-            "test": res["nodeid"], "outcome": res.get("outcome"), "pattern": rec.get("pattern"),
+            "test": res["nodeid"], "outcome": res.get("outcome"), "expected_failure": res.get("expected_failure"),
+            "pattern": rec.get("pattern"),
             "precision": rec.get("precision"), "passed": precision_passed(rec, constrained),
             "source": report.get("source"), "typing": report.get("typing"), "backend": report.get("backend"),
             "emulated": bool(report.get("emulated")) or report.get("source") == "emulation",
             "counts": counts, "constrained": constrained, "nodes": everything,
-            "notes": list(report.get("notes") or ()),
+            "notes": list(report.get("notes") or ()), "network": list(rec.get("network") or ()),
+            "examples": int(rec.get("examples") or 1),
         })
     return rows
 
@@ -376,6 +454,18 @@ def engines_line(counts: dict[str, Any]) -> str:
             f"the cache; {counts['uses']} use(s) by tests")
 
 
+def caught(row: dict) -> bool:
+    """A failing output (or precision check) of a negative control that failed as expected (xfail,
+    pytest-trt's own verdict)."""
+    return not row["passed"] and (row.get("expected_failure") or {}).get("verdict") == "caught"
+
+
+def _status_word(row: dict) -> str:
+    if row["passed"]:
+        return "ok"
+    return "xfail" if caught(row) else "FAIL"
+
+
 def table_lines(rows: list[dict], width: int = 120) -> list[str]:
     """The accuracy table as text lines (header first).
 
@@ -391,7 +481,7 @@ def table_lines(rows: list[dict], width: int = 120) -> list[str]:
         return text + (f" on {r['backend']}" if len(backends) > 1 else "")
 
     figures = [
-        ("", lambda r: "ok" if r["passed"] else "FAIL", "<"),
+        ("", _status_word, "<"),
         ("x tol", lambda r: fmt_ratio(r["ratio"]), ">"),
         ("max abs", lambda r: fmt_err(r["max_abs"]), ">"),
         ("atol", lambda r: fmt_tol(r["atol"]), ">"),
@@ -431,10 +521,13 @@ def write_terminal_summary(tr, session, results) -> None:
     rows = worst_per_test_output(all_rows)
     if rows:
         failed = sum(1 for r in rows if not r["passed"])
+        expected = sum(1 for r in rows if caught(r))
         tests = len({r["test"] for r in rows})
-        repeated = f" ({len(all_rows)} checks, the worst per test and output shown)" if len(all_rows) > len(rows) else ""
-        tr.write_line(f"accuracy: {len(rows)} output(s) in {tests} test(s){repeated}, {failed} outside tolerance; "
-                      f"worst first (x tol > 1 fails)")
+        n_checks = sum(r.get("examples", 1) for r in all_rows)
+        repeated = f" ({n_checks} checks, the worst per test and output shown)" if n_checks > len(rows) else ""
+        as_expected = f" ({expected} by negative controls, as expected: xfail)" if expected else ""
+        tr.write_line(f"accuracy: {len(rows)} output(s) in {tests} test(s){repeated}, {failed} outside tolerance"
+                      f"{as_expected}; worst first (x tol > 1 fails)")
         verbose = getattr(getattr(tr, "config", None), "option", None)
         limit = None if verbose is not None and getattr(verbose, "verbose", 0) > 0 else TERMINAL_ROWS
         shown = rows if limit is None else rows[:limit]
@@ -442,7 +535,7 @@ def write_terminal_summary(tr, session, results) -> None:
         lines = table_lines(shown, width)
         tr.write_line(lines[0], bold=True)
         for r, text in zip(shown, lines[1:], strict=True):
-            if r["passed"]:
+            if r["passed"] or caught(r):
                 tr.write_line(text)
             else:
                 tr.write_line(text, red=True)
@@ -450,7 +543,8 @@ def write_terminal_summary(tr, session, results) -> None:
             tr.write_line(f"... {len(rows) - len(shown)} more row(s): run with -v, or see --trt-report / --trt-html")
     prec = precision_rows(results)
     if prec:
-        failed_p = sum(1 for p in prec if not p["passed"])
+        failed_p = sum(1 for p in prec if not p["passed"] and not caught(p))
+        expected_p = sum(1 for p in prec if not p["passed"] and caught(p))
         totals: dict[str, int] = {}
         for p in prec:
             for status, n in p["counts"].items():
@@ -462,10 +556,11 @@ def write_terminal_summary(tr, session, results) -> None:
                 evidence[key] += n
         how = ", ".join(f"{n} {key}" for key, n in evidence.items() if n) or "none"
         emulated = " (emulated: derived from the plan's realization)" if all(p["emulated"] for p in prec) else ""
-        tr.write_line(f"precision checks: {len(prec) - failed_p} passed, {failed_p} failed; constrained nodes: "
-                      f"{nodes}; evidence: {how}{emulated}", red=bool(failed_p))
+        as_expected = f" ({expected_p} more by negative controls, as expected: xfail)" if expected_p else ""
+        tr.write_line(f"precision checks: {len(prec) - failed_p - expected_p} passed, {failed_p} failed{as_expected}; "
+                      f"constrained nodes: {nodes}; evidence: {how}{emulated}", red=bool(failed_p))
         for p in prec:
-            if not p["passed"]:
+            if not p["passed"] and not caught(p):
                 bad = [n for n in p["constrained"] if n["status"] not in GOOD_STATUSES | NEUTRAL_STATUSES]
                 what = ", ".join(f"{n['node']} ({_seen(n)})" for n in bad[:3])
                 more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""

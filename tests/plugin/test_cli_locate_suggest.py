@@ -102,7 +102,7 @@ def test_suggest_on_a_passing_model_says_nothing_needs_to_change(capsys, cache_d
 def test_suggest_exits_1_when_nothing_passes_within_the_budget(capsys, cache_dir, inputs):
     code, out, _ = _cli(capsys, cache_dir, "suggest", "--fp16", "--load-inputs", inputs["outliers"], "--atol", "1e-2",
                         "--max-builds", "1")
-    assert code == 1 and "no passing set within 1 build (max_builds)" in out
+    assert code == 1 and "no passing set within 1 build (--max-builds)" in out and "Raise --max-builds" in out
 
 
 def test_usage_errors_exit_2(capsys, cache_dir, inputs):

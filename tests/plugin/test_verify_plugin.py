@@ -72,7 +72,7 @@ def test_lowered(trt):
 
     def precision_records(name):
         blob = dict(calls[name].user_properties)["pytest_trt"]
-        return [r for r in json.loads(blob) if r["kind"] == "precision"]
+        return [r for r in json.loads(blob)["records"] if r["kind"] == "precision"]  # {outcome, ..., records}
 
     [failed] = precision_records("test_lowered")
     assert failed["passed"] is False and failed["report"]["kind"] == "precision_check"

@@ -404,7 +404,7 @@ def test_parse_val_range_invalid(arg, error, pattern):
         ("x:[ 2 , 3 ]", {"x": (2, 3)}),
         ("input:0:[2]", {"input:0": (2,)}),
         ("a:[1,2] b:[3]", {"a": (1, 2), "b": (3,)}),
-        (["a:[1,2]", "b:[0]"], {"a": (1, 2), "b": (0,)}),
+        (["a:[1,2]", "b:[5]"], {"a": (1, 2), "b": (5,)}),
     ],
 )
 def test_parse_input_shape_valid(arg, expected):
@@ -456,7 +456,7 @@ def test_fuzz_parse_input_shape_raises_only_our_errors(arg):
     except UsageError:
         return
     for name, shape in out.items():
-        assert name and all(isinstance(d, int) and d >= 0 for d in shape)
+        assert name and all(isinstance(d, int) and d >= 1 for d in shape)
 
 
 # ---------------------------------------------------------------------------------------
@@ -664,9 +664,15 @@ def test_huge_declared_shape_is_refused_before_allocating(bert):
         bert_feeds(bert, dims={"batch": 100000, "seq": 100000})
 
 
-def test_zero_size_dims_are_allowed(bert):
-    feeds = bert_feeds(bert, dims={"batch": 0, "seq": 3}, outliers=None)
-    assert feeds["input_ids"].shape == (0, 3)
+def test_zero_size_dims_are_an_input_error_everywhere(bert):
+    # issue 19: an empty tensor compares nothing (and crashed later with a memoryview TypeError)
+    with pytest.raises(InputError, match=r"dims\['batch'\] is 0: zero-size dims are not supported"):
+        bert_feeds(bert, dims={"batch": 0, "seq": 3}, outliers=None)
+    with pytest.raises(UsageError, match=r"--input-shapes 'input_ids:\[0,16\]': dim 0 is 0; zero-size dims"):
+        parse_input_shape("input_ids:[0,16]", option="--input-shapes")
+    empty = {"input_ids": np.zeros((0, 3), np.int64), "attention_mask": np.zeros((0, 3), np.int64)}
+    with pytest.raises(InputError, match=r"input 'input_ids' has a zero-size dim \(shape \(0, 3\)\)"):
+        check_feeds(bert, {k: v for k, v in empty.items() if k in {s.name for s in input_specs(bert)}})
 
 
 # ---------------------------------------------------------------------------------------

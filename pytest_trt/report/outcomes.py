@@ -1,0 +1,153 @@
+"""What pytest made of a trt test: its outcome, its message, and what an ``xfail`` means here.
+
+Every trt test reaches the reports (JSON, HTML, JUnit, terminal) with pytest's own
+outcome, including tests that failed before recording anything (a usage error, an
+``expect_fp32`` violation) and expected failures. A negative control, a test marked
+``xfail`` because its configuration *must* fail, is only worth something when it failed
+with pytest-trt's own verdict (:class:`~pytest_trt.errors.AccuracyError` or
+:class:`~pytest_trt.errors.PrecisionError`); anything else (a usage error, a crash)
+means it tested nothing. The recommended form says so to pytest too::
+
+    @pytest.mark.xfail(strict=True, raises=AccuracyError, reason="LayerNorm in FP16 overflows")
+
+Outcomes: ``passed``, ``failed``, ``error`` (setup or teardown failed), ``skipped``,
+``xfailed``, ``xpassed``; a strict xfail that passed is ``failed`` with
+``expected_failure.verdict == "missed"``, as pytest counts it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: longest message kept per test (the full traceback stays in pytest's own output and JUnit)
+MESSAGE_CHARS = 4000
+
+#: expected_failure.verdict values and how the reports call them
+VERDICT_TEXT = {
+    "caught": "expected failure, caught",
+    "not_tested": "expected failure, but nothing was tested",
+    "missed": "negative control missed (XPASS strict)",
+    "passed": "expected failure passed (XPASS)",
+}
+
+
+def is_trt_item(item) -> bool:
+    """A test with the ``trt`` marker or a fixture whose name starts with ``trt``."""
+    if item.get_closest_marker("trt") is not None:
+        return True
+    return any(name.startswith("trt") for name in getattr(item, "fixturenames", ()) or ())
+
+
+def _message(excinfo) -> str:
+    from ..errors import AccuracyError, PrecisionError, PytestTrtError
+
+    value = excinfo.value
+    if isinstance(value, (AccuracyError, PrecisionError, PytestTrtError)):
+        text = f"{excinfo.typename}: {value}"
+    else:
+        text = excinfo.exconly()
+    notes = "".join(f"\n{note}" for note in getattr(value, "__notes__", ()))
+    text += notes
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3] + "..."
+
+
+def _xfail_marker(item) -> dict[str, Any] | None:
+    mark = item.get_closest_marker("xfail")
+    if mark is None:
+        return None
+    strict = mark.kwargs.get("strict", item.config.getini("xfail_strict"))
+    raises = mark.kwargs.get("raises")
+    if raises is not None:
+        raises = [r.__name__ for r in (raises if isinstance(raises, tuple) else (raises,))]
+    reason = mark.kwargs.get("reason", mark.args[1] if len(mark.args) > 1 else "")
+    return {"reason": str(reason or ""), "strict": bool(strict), "raises": raises}
+
+
+def classify(item, call, report) -> dict[str, Any] | None:
+    """The outcome facts of one phase's report of a trt test, or None when this phase decides nothing.
+
+    The setup phase decides when it did not pass (error, skip, xfail(run=False)); the
+    call phase always; the teardown phase when it failed (an error after the test).
+    """
+    from ..errors import AccuracyError, PrecisionError
+
+    when = report.when
+    if when == "setup" and report.passed:
+        return None
+    if when == "teardown" and not report.failed:
+        return None
+    xfail = _xfail_marker(item)
+    wasxfail = hasattr(report, "wasxfail")
+    longrepr = report.longrepr
+    facts: dict[str, Any] = {"message": None, "expected_failure": None}
+    if report.skipped and wasxfail:
+        facts["outcome"] = "xfailed"
+    elif report.passed and wasxfail:
+        facts["outcome"] = "xpassed"
+    elif report.skipped:
+        facts["outcome"] = "skipped"
+        if isinstance(longrepr, tuple) and len(longrepr) == 3:
+            facts["message"] = str(longrepr[2])
+    elif report.failed and when != "call":
+        facts["outcome"] = "error"
+    elif report.failed:
+        facts["outcome"] = "failed"
+    else:
+        facts["outcome"] = "passed"
+    excinfo = getattr(call, "excinfo", None)
+    if excinfo is not None and facts["outcome"] in ("failed", "error", "xfailed"):
+        facts["message"] = _message(excinfo)
+    if xfail is not None or wasxfail:
+        info = dict(xfail or {"reason": "", "strict": False, "raises": None})
+        if wasxfail and report.wasxfail:
+            info["reason"] = str(report.wasxfail).removeprefix("reason: ")
+        if facts["outcome"] == "xfailed":
+            caught = excinfo is not None and excinfo.errisinstance((AccuracyError, PrecisionError))
+            info["raised"] = excinfo.typename if excinfo is not None else None
+            info["verdict"] = "caught" if caught else "not_tested"
+        elif facts["outcome"] == "xpassed":
+            info["raised"] = None
+            info["verdict"] = "passed"
+        elif facts["outcome"] == "failed" and isinstance(longrepr, str) and longrepr.startswith("[XPASS(strict)]"):
+            info["raised"] = None
+            info["verdict"] = "missed"
+            facts["message"] = longrepr
+        else:
+            info = None  # failed otherwise (e.g. raised what raises= does not name): a plain failure
+        facts["expected_failure"] = info
+    return facts
+
+
+def verdict_text(entry: dict) -> str:
+    """A test's outcome as the reports word it (e.g. ``expected failure, caught``)."""
+    xf = entry.get("expected_failure") or {}
+    if xf.get("verdict"):
+        return VERDICT_TEXT[xf["verdict"]]
+    return str(entry.get("outcome") or "?")
+
+
+def tone(entry: dict) -> str:
+    """``good``, ``bad``, ``neutral`` (a negative control that caught its failure) or ``warn``
+    (tested nothing: skipped, or an expected failure for another reason)."""
+    outcome = entry.get("outcome")
+    xf = entry.get("expected_failure") or {}
+    if xf.get("verdict") == "caught":
+        return "neutral"
+    if xf.get("verdict") in ("not_tested", "passed"):
+        return "warn"
+    if outcome in ("failed", "error"):
+        return "bad"
+    if outcome == "skipped":
+        return "warn"
+    return "good"
+
+
+def junit_outcome_properties(facts: dict) -> list[tuple[str, str]]:
+    """``trt_outcome`` (and ``trt_verdict``/``trt_message`` where they say more) for JUnit XML."""
+    props = [("trt_outcome", str(facts.get("outcome")))]
+    if facts.get("expected_failure"):
+        props.append(("trt_verdict", verdict_text(facts)))
+    return props
+
+
+__all__ = ["classify", "is_trt_item", "junit_outcome_properties", "tone", "verdict_text", "VERDICT_TEXT"]
