@@ -45,7 +45,7 @@ def add_parser(sub) -> None:
                    help="budget of builds, the first one included, >= 1 (default: 30)")
     p.add_argument("--threshold", type=number(minimum=0, exclusive=True), default=None,
                    help="relative-error threshold of the layerwise comparisons, > 0 (default: per precision)")
-    p.add_argument("--recheck-seeds", type=number(minimum=3, integer=True), default=3, metavar="N",
+    p.add_argument("--recheck-seeds", type=number(minimum=1, integer=True), default=3, metavar="N",
                    help="re-check every answer on N more input seeds, --seed + 1 ... + N (at least 3; default: 3); "
                         "generated like the inputs, or with --load-inputs the loaded values permuted by seed")
     p.set_defaults(run=run)
