@@ -56,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Bump when the typing rules or a realization change what gets built: the plan
 # fingerprint is part of engine cache keys.
-PLAN_FORMAT = 1
+PLAN_FORMAT = 2
 
 COMPUTE, FIXED = "compute", "fixed"
 CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan"})

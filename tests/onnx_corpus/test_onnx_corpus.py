@@ -6,9 +6,9 @@ of CPU for the onnx 1.23.2 corpus: generating the ~1,900 node models takes about
 it). ``PYTEST_TRT_ONNX_CORPUS=sample`` runs the deterministic sample
 :data:`SAMPLE_SIZE` node models drawn by ``onnx_corpus.sample(SAMPLE_SIZE, seed=0)`` plus
 every file-family model, for a quick local check. The expected counts are checked in
-(``expected_counts.json``), keyed by the onnx version, which the tier pins (tox env
-``onnx_corpus``, ``.ci/run``): a new onnx release changes the corpus, and must come with
-new counts, not a red CI.
+(``expected_counts.json``), keyed by the onnx and onnxruntime versions, which the tier
+pins (tox env ``onnx_corpus``, ``.ci/run``): a new onnx release changes the corpus (and a
+new ONNX Runtime what runs), and must come with new counts, not a red CI.
 """
 
 from __future__ import annotations
@@ -67,13 +67,15 @@ def test_no_internal_error_and_every_realization_valid(results, capsys):
 
 def test_counts_match_the_recorded_ones(results):
     recorded = json.loads(EXPECTED.read_text())
-    key = f"onnx {ONNX_VERSION}, {_mode()}"
-    assert key in recorded, (
-        f"no recorded counts for {key!r} in {EXPECTED.name}: the tier pins onnx (tox.ini, .ci/run); "
-        f"for a new onnx version, run it, review the table and record its counts")
+    import onnxruntime
+
+    key = f"onnx {ONNX_VERSION}, onnxruntime {onnxruntime.__version__}, {_mode()}"
     reasons = {where: dict(sorted(c.items())) for where, c in refusal_reasons(results).items()}
     got = {"counts": summarize(results), "refusals": reasons}
-    assert got == recorded[key]
+    assert key in recorded, (
+        f"no recorded counts for {key!r} in {EXPECTED.name}: the tier pins onnx (tox.ini, .ci/run); "
+        f"for a new onnx version, review the table and record these counts:\n{json.dumps({key: got}, indent=1)}")
+    assert got == recorded[key], f"counts changed; now:\n{json.dumps({key: got}, indent=1)}"
 
 
 def test_refusals_are_named_model_errors(results):
