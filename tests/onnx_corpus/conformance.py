@@ -70,7 +70,7 @@ def reason_key(exc: BaseException) -> str:
     text = re.sub(r"'[^']*'", "'…'", text)
     text = re.sub(r"\"[^\"]*\"", "'…'", text)
     text = re.sub(r"\b\d+\b", "N", text)
-    return f"{type(exc).__name__}: {text[:110]}"
+    return f"{type(exc).__name__}: {text.split(';')[0][:110]}"
 
 
 def _first(exc: BaseException) -> str:

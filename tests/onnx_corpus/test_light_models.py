@@ -55,8 +55,4 @@ def test_range_failure_says_so_in_text(name, tmp_path):
     assert proc.returncode == 1
     assert "beyond the fp16 range (65504)" in proc.stdout and "--keep-fp32" in proc.stdout
 
-
-@pytest.mark.parametrize("name", sorted(LIGHT))
-def test_light_model_fp32_policy_passes(name, tmp_path):
-    code, report = _compare(LIGHT[name], cache=tmp_path)
-    assert code == 0, report
+# (The FP32 policy of every light model is checked bitwise against the baseline by the corpus test.)
