@@ -58,15 +58,25 @@ def run(args) -> int:
     d_rtol, d_atol = default_tolerances(plan.low_precision or "fp32")
     rtol = args.rtol if args.rtol is not None else d_rtol
     atol = args.atol if args.atol is not None else d_atol
-    result = compare_outputs(actual, expected, rtol=rtol, atol=atol)
+    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=plan.low_precision or "fp32")
+    overflows = []
+    if not result.passed and plan.low_precision:
+        from ..ranges import range_overflows
+
+        overflows = range_overflows(plan, feeds)  # why it failed, when it is the range and not rounding
     if args.json:
+        extra = {"range_overflows": [o.to_json() for o in overflows]} if overflows else {}
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "seed": args.seed, "baseline": args.baseline,
-                   "passed": result.passed, **result.to_json()})
+                   "passed": result.passed, **result.to_json(), **extra})
     else:
         print(f"{model.label}: {engine.describe()}")
         if engine.backend_name == "emulate":
             print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
         print(f"reference: {reference_label(model, args.baseline)}")
         print(result.message())
+        if overflows:
+            from ..ranges import range_message
+
+            print(range_message(overflows))
     return 0 if result.passed else 1
