@@ -126,6 +126,7 @@ class TrtCase:
         self._engine = None
         self._build_event = None
         self._default_feeds = None
+        self._parser_recorded: set = set()
 
     # -- declared things --------------------------------------------------------------
     @property
@@ -280,7 +281,38 @@ class TrtCase:
                 pytest.skip(reason)
             self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
             self.records.append({"kind": "engine", **self._build_event.to_json()})
+            if self.session.settings.parser_check != "off":
+                # --trt-parser-check: a verdict beside the backend's; a failure fails the test after
+                # its body ran (plugin.pytest_runtest_makereport), so no accuracy verdict is lost
+                self._parser_check(self.session.settings.parser_check)
         return self._engine
+
+    def _parser_check(self, which: str):
+        check = self.session.parser_check(self.plan, self.build_config, which)
+        key = (check.model, check.policy, check.library)
+        if key not in self._parser_recorded:
+            self._parser_recorded.add(key)
+            self.records.append({"kind": "parser", **check.to_json(), "message": check.message()})
+        return check
+
+    def check_parser(self, which: str = "tensorrt-rtx"):
+        """Parse and build this case's plan with TensorRT-RTX's real parser (CPU or GPU) and judge
+        every node, planned vs parsed (see :mod:`pytest_trt.parser_check`).
+
+        Raises :class:`~pytest_trt.errors.PrecisionError` when a node planned FP32 was parsed in
+        lower precision, or the realization is rejected; promotions to FP32 are reported, never
+        failed. UsageError when TensorRT-RTX is not installed. Returns the
+        :class:`~pytest_trt.parser_check.ParserCheck`. Independent of ``--trt-backend``: it
+        adds a verdict, it does not run the model.
+        """
+        from .errors import PrecisionError
+        from .parser_check import require
+
+        require(which, "trt.check_parser()")
+        check = self._parser_check(which)
+        if not check.passed:
+            raise PrecisionError(check.message(), check)
+        return check
 
     # -- inputs -------------------------------------------------------------------------
     @property

@@ -6,10 +6,12 @@ from .common import (
     add_engine_flags,
     add_input_flags,
     add_model_and_policy,
+    add_parser_check_flag,
     add_tolerance_flags,
     build_config_from_args,
     emit_json,
     feeds_from_args,
+    parser_check_from_args,
     policy_from_args,
     session_from_args,
 )
@@ -28,11 +30,16 @@ def add_parser(sub) -> None:
                    help="reference: fp32 = ONNX Runtime on the model upcast to FP32 (Q/DQ removed; for an FP32 model, "
                    "the model itself), as-written = ONNX Runtime on the model as written (fake-quant for Q/DQ) "
                    "(default: fp32)")
+    add_parser_check_flag(p)
     p.set_defaults(run=run)
 
 
 def prepare(args):
     """Session, model, plan, feeds and engine for the compare-style subcommands."""
+    if getattr(args, "parser_check", "off") != "off":  # a usage error before any work
+        from ..parser_check import require
+
+        require(args.parser_check, "--parser-check")
     session = session_from_args(args)
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
@@ -59,14 +66,20 @@ def run(args) -> int:
     rtol = args.rtol if args.rtol is not None else d_rtol
     atol = args.atol if args.atol is not None else d_atol
     result = compare_outputs(actual, expected, rtol=rtol, atol=atol)
+    # the parser check adds a verdict beside the accuracy one; it never replaces it
+    parsed = parser_check_from_args(args, plan, engine.config, session.cache)
+    passed = result.passed and (parsed is None or parsed.passed)
     if args.json:
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "seed": args.seed, "baseline": args.baseline,
-                   "passed": result.passed, **result.to_json()})
+                   **result.to_json(), "passed": passed, "accuracy_passed": result.passed,
+                   "parser_check": parsed.to_json() if parsed is not None else None})
     else:
         print(f"{model.label}: {engine.describe()}")
         if engine.backend_name == "emulate":
             print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
         print(f"reference: {reference_label(model, args.baseline)}")
         print(result.message())
-    return 0 if result.passed else 1
+        if parsed is not None:
+            print(parsed.message())
+    return 0 if passed else 1

@@ -5,12 +5,12 @@ JSON (no NaN: non-finite numbers are the strings ``"inf"``, ``"-inf"``, ``"nan"`
 Keys may be added in a minor release; ``schema_version`` changes when a key is removed
 or changes meaning.
 
-Schema (``schema_version`` 1)
+Schema (``schema_version`` 2; 2 added the parser check: ``tests[].parser``, ``summary.parser_*``)
 -----------------------------
 ::
 
     {
-      "schema_version": 1,
+      "schema_version": 2,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -30,7 +30,9 @@ Schema (``schema_version`` 1)
         "tests": 4, "outcomes": {"passed": 3, "failed": 1},
         "outputs": 7, "outputs_failed": 2,
         "precision_checks": 2, "precision_checks_failed": 0,
-        "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84
+        "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84,
+        "parser_checks": 2, "parser_checks_failed": 0,  # --trt-parser-check / trt.check_parser()
+        "parser_promotions": 4                          # distinct (model, policy, node) computed higher than planned
       },
       "tests": [                                        # tests that recorded an engine or a check, in report order
         {
@@ -72,6 +74,16 @@ Schema (``schema_version`` 1)
              "notes": [...]}
           ],
           "layerwise": [                                # records of kind "layerwise", as recorded (below)
+          ],
+          "parser": [                                   # one per plan put through TensorRT-RTX's parser and builder
+            {"model": ..., "policy": ..., "library": "TensorRT-RTX 1.7.1.116",
+             "status": "passed" | "failed" | "source_unparsable", "passed": true,
+             "how": "observed: layer dtypes of the parsed, strongly typed network",
+             "counts": {"nodes": 98, "ok": 94, "lower": 0, "higher": 4, "not_in_network": 0},
+             "failures": [{"node", "op_type", "planned": "fp32", "parsed": "fp16", "verdict": "lower"}],
+             "promotions": [{"node", "op_type", "planned": "bf16", "parsed": "fp32", "verdict": "higher"}],
+                                                        # "TensorRT computes this in higher precision than planned"
+             "error": null | "<parser or builder message>", "cache_hit": bool, "build_seconds": float, "key": ...}
           ]
         }
       ]
@@ -109,9 +121,17 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from .summary import accuracy_rows, engine_counts, precision_rows, records_of, tolerance_ratio
+from .summary import (
+    accuracy_rows,
+    engine_counts,
+    parser_promotions,
+    parser_rows,
+    precision_rows,
+    records_of,
+    tolerance_ratio,
+)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -192,8 +212,9 @@ def entry_of_test(res: dict) -> dict[str, Any]:
             "counts": row["counts"], "nodes": row["constrained"], "notes": row["notes"],
         })
     layerwise = [{k: v for k, v in rec.items() if k != "kind"} for _, rec in records_of(single, "layerwise")]
+    parser = [{k: v for k, v in rec.items() if k not in ("kind", "message")} for _, rec in records_of(single, "parser")]
     return {"nodeid": res["nodeid"], "outcome": res.get("outcome"), "engines": engines, "accuracy": accuracy,
-            "precision": precision, "layerwise": layerwise}
+            "precision": precision, "layerwise": layerwise, "parser": parser}
 
 
 def build_report(session, results, exitstatus=None) -> dict[str, Any]:
@@ -201,6 +222,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
     rows = accuracy_rows(results)
     prec = precision_rows(results)
     counts = engine_counts(results)
+    parser = parser_rows(results)
     outcomes: dict[str, int] = {}
     for res in results:
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
@@ -215,6 +237,8 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "precision_checks": len(prec), "precision_checks_failed": sum(1 for p in prec if not p["passed"]),
             "engines_built": counts["built"], "engines_reused": counts["reused"], "engine_uses": counts["uses"],
             "build_seconds": counts["build_seconds"],
+            "parser_checks": len(parser), "parser_checks_failed": sum(1 for r in parser if not r.get("passed")),
+            "parser_promotions": len(parser_promotions(parser)),
         },
         "tests": [entry_of_test(res) for res in results],
     }
