@@ -287,12 +287,15 @@ class TrtCase:
                 self._parser_check(self.session.settings.parser_check)
         return self._engine
 
-    def _parser_check(self, which: str):
+    def _parser_check(self, which: str, *, explicit: bool = False):
         check = self.session.parser_check(self.plan, self.build_config, which)
         key = (check.model, check.policy, check.library)
         if key not in self._parser_recorded:
             self._parser_recorded.add(key)
-            self.records.append({"kind": "parser", **check.to_json(), "message": check.message()})
+            # explicit: trt.check_parser() raised (or returned) its verdict itself; only the
+            # automatic (--trt-parser-check) ones are turned into test failures by the plugin
+            self.records.append({"kind": "parser", **check.to_json(), "message": check.message(),
+                                 "explicit": explicit})
         return check
 
     def check_parser(self, which: str = "tensorrt-rtx"):
@@ -309,7 +312,7 @@ class TrtCase:
         from .parser_check import require
 
         require(which, "trt.check_parser()")
-        check = self._parser_check(which)
+        check = self._parser_check(which, explicit=True)
         if not check.passed:
             raise PrecisionError(check.message(), check)
         return check

@@ -113,9 +113,12 @@ class ParserCheck:
     def headline(self) -> str:
         c = self.counts()
         what = {PASSED: "passed", FAILED: "FAILED", SOURCE_UNPARSABLE: "FAILED (source model rejected)"}[self.status]
-        return (f"parser check {what}: {self.model} [{self.policy}] parsed and built by {self.library}: "
-                f"{c['ok']} node(s) as planned, {c['lower']} lower than planned, {c['higher']} promoted to higher "
-                f"precision, {c['not_in_network']} folded away (observed in the parsed network)")
+        done = "parsed" if "parse only" in self.library else "parsed and built"
+        head = f"parser check {what}: {self.model} [{self.policy}] {done} by {self.library}"
+        if self.error and not (c["ok"] or c["lower"] or c["higher"]):
+            return head + f": no network to compare ({c['nodes']} planned node(s))"
+        return (head + f": {c['ok']} node(s) as planned, {c['lower']} lower than planned, {c['higher']} computed in "
+                f"higher precision than planned, {c['not_in_network']} folded away (observed in the parsed network)")
 
     def message(self) -> str:
         lines = [self.headline()]
@@ -180,13 +183,33 @@ def source_parse_error(plan: PrecisionPlan, compat) -> str | None:
         return "; ".join(e.line() for e in compat.parser_errors(parser)) or "the parser returned False"
 
 
+def _parse_only(plan: PrecisionPlan, compat):
+    """Parse the strongly typed realization (no build): ``(node dtypes, mismatches)`` or a BuildError."""
+    from .backends.tensorrt import check_network_dtypes, network_node_dtypes
+    from .backends.trt_compat import get_logger
+    from .realize import realize_strong
+
+    trt = compat.trt
+    logger = get_logger(trt)
+    data = realize_strong(plan).SerializeToString()
+    with logger.capture():
+        builder = trt.Builder(logger)
+        network = builder.create_network(compat.network_flags(True))
+        parser = trt.OnnxParser(network, logger)
+        path = getattr(plan.model, "path", None)
+        if not (parser.parse(data, str(path)) if path is not None else parser.parse(data)):
+            said = "; ".join(e.line() for e in compat.parser_errors(parser)) or "the parser returned False"
+            raise BuildError(f"{compat.label} rejected the realization while parsing the ONNX model: {said}")
+        return network_node_dtypes(network, plan), check_network_dtypes(network, plan, compat)
+
+
 def check_parser(plan: PrecisionPlan, config: BuildConfig | None = None, *, cache: ArtifactCache | None = None,
-                 rebuild: bool = False, which: str = "tensorrt-rtx") -> ParserCheck:
+                 rebuild: bool = False, which: str = "tensorrt-rtx", build: bool = True) -> ParserCheck:
     """Parse and build ``plan``'s strongly typed realization with TensorRT-RTX; judge every node.
 
     Works on a CPU-only machine. The result is cached with the engine in ``cache`` (key:
     model, plan, TensorRT-RTX version, build config). A failed parse or build is never
-    cached. Raises :class:`~pytest_trt.errors.UsageError` when TensorRT-RTX is not installed.
+    cached. ``build=False`` parses only (no builder, no cache): for large corpora. Raises :class:`~pytest_trt.errors.UsageError` when TensorRT-RTX is not installed.
 
     >>> check = check_parser(PrecisionPolicy("fp16").resolve(load_model("m.onnx")))  # doctest: +SKIP
     >>> check.passed, [p["node"] for p in check.promotions]  # doctest: +SKIP
@@ -201,6 +224,11 @@ def check_parser(plan: PrecisionPlan, config: BuildConfig | None = None, *, cach
     cfg = dataclasses.replace(config or BuildConfig(), typing="auto")
     label, policy = plan.model.label, plan.policy.describe()
     try:
+        if not build:  # parse only (large corpora): the same rule, no builder, no cache
+            parsed, mismatches = _parse_only(plan, compat)
+            nodes = _node_table(plan, parsed, mismatches)
+            status = FAILED if any(v["verdict"] == LOWER for v in nodes.values()) else PASSED
+            return ParserCheck(label, policy, compat.label + " (parse only)", status, nodes)
         engine = backend._build_engine(plan, cfg, cache, rebuild=rebuild)
     except LoweredPrecisionError as exc:
         return ParserCheck(label, policy, compat.label, FAILED, _node_table(plan, exc.nodes, exc.mismatches),

@@ -83,7 +83,8 @@ Schema (``schema_version`` 2; 2 added the parser check: ``tests[].parser``, ``su
              "failures": [{"node", "op_type", "planned": "fp32", "parsed": "fp16", "verdict": "lower"}],
              "promotions": [{"node", "op_type", "planned": "bf16", "parsed": "fp32", "verdict": "higher"}],
                                                         # "TensorRT computes this in higher precision than planned"
-             "error": null | "<parser or builder message>", "cache_hit": bool, "build_seconds": float, "key": ...}
+             "error": null | "<parser or builder message>", "cache_hit": bool, "build_seconds": float, "key": ...,
+             "explicit": bool}                          # true: trt.check_parser(); false: --trt-parser-check
           ]
         }
       ]

@@ -183,7 +183,7 @@ def check_junit(path: Path, *, cache_hit: bool):
 
 def check_json(path: Path, *, cache_hit: bool, gpu_assignment=None) -> dict:
     data = json.loads(path.read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     assert data["exitstatus"] == 1
     meta = data["session"]
     assert meta["backend"] == "emulate" and meta["backend_reason"].startswith("auto:")
