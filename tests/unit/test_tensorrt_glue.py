@@ -444,3 +444,42 @@ def test_rtx_unsupported_gpu_message_as_seen_on_h200():
     assert reason.startswith("TensorRT-RTX does not support compute capability 9.0 (NVIDIA H200); "
                              "it supports 8.0 8.6 8.9 12.0 12.1 >12.0. The engine was built and cached")
     assert compat.unsupported_gpu_reason(["Serialization assertion failed"]) is None
+
+
+# -- the planned-vs-parsed rule on every strongly typed build (pytest_trt.network_rule) ----
+def _realize_all_fp16(monkeypatch):
+    """Alter the strongly typed realization on purpose: nodes planned FP32 reach the parser in FP16."""
+    import pytest_trt.realize as realize
+
+    real = realize.realize_strong
+    monkeypatch.setattr(realize, "realize_strong",
+                        lambda plan, *a, **k: real(PrecisionPolicy(default="fp16").resolve(plan.model), *a, **k))
+
+
+@pytest.mark.parametrize("version, rtx", [("11.1.0", False), ("1.7.1", True)])
+def test_strong_build_fails_when_a_planned_fp32_node_is_parsed_lower(use_fake, plan, cache, monkeypatch, version, rtx):
+    fake, backend = use_fake(version, rtx=rtx)
+    _realize_all_fp16(monkeypatch)
+    with pytest.raises(trt_backend.LoweredPrecisionError) as info:
+        build(backend, plan, cache)
+    assert isinstance(info.value, BuildError)
+    assert f"{LN}/Pow (Pow): planned fp32, parsed fp16" in str(info.value)
+    assert {m.verdict for m in info.value.mismatches} == {"lower"}
+    assert info.value.nodes[f"{LN}/Pow"] == "fp16" and cache.entries("engine") == []  # never cached
+
+
+def test_strong_build_records_promotions_without_failing(use_fake, model, cache, monkeypatch):
+    """Planned FP16, parsed FP32: "TensorRT computes this in higher precision than planned"."""
+    fake, backend = use_fake("1.7.1", rtx=True)
+    import pytest_trt.realize as realize
+
+    real = realize.realize_strong
+    keep = PrecisionPolicy(default="fp16", keep_fp32=("*/LayerNorm/*", f"{DENSE}/*"))
+    monkeypatch.setattr(realize, "realize_strong", lambda plan, *a, **k: real(keep.resolve(plan.model), *a, **k))
+    plan16 = PrecisionPolicy(default="fp16", keep_fp32=("*/LayerNorm/*",)).resolve(model)
+    engine = build(backend, plan16, cache)
+    promoted = engine.network_mismatches
+    assert promoted and {m.verdict for m in promoted} == {"higher"}
+    assert all(m.node.startswith(DENSE) and (m.planned, m.actual) == ("fp16", "fp32") for m in promoted)
+    assert "higher precision than planned" in promoted[0].describe()
+    assert engine.network_nodes[promoted[0].node] == "fp32"
