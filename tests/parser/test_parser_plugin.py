@@ -42,6 +42,9 @@ def _lowered(plan, *args, **kwargs):
     return _real(PrecisionPolicy(default="fp16").resolve(plan.model), *args, **kwargs)
 
 realize.realize_strong = _lowered
+
+def pytest_unconfigure(config):  # in-process pytester runs share the module: undo it
+    realize.realize_strong = _real
 """
 
 

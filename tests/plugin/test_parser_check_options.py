@@ -14,7 +14,11 @@ from pytest_trt.network_rule import HIGHER, LOWER, OK, judge, worst
 
 MISSING = """
 import pytest_trt.parser_check as pc
+_real = pc.unavailable_reason
 pc.unavailable_reason = lambda which="tensorrt-rtx": "TensorRT-RTX not installed"
+
+def pytest_unconfigure(config):  # in-process pytester runs share the module: undo it
+    pc.unavailable_reason = _real
 """
 
 TEST = """
