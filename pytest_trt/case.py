@@ -416,9 +416,22 @@ class TrtCase:
             # small, JSON-able: error histogram + max-pooled error grid per failing output (HTML report)
             record["figures"] = failing_output_figures(actual, expected, result)
         self.records.append(record)
+        # weak typing: the planned-vs-ran rule (pytest_trt.network_rule) on the engine's layers
+        lowered = getattr(engine, "typing_rule_failures", list)()
         if not result.passed:
             label = reference_label(self.model, which, self.session.settings.baseline_provider)
-            raise AccuracyError(self._failure_message(result, feeds, locate, label, which, (rtol, atol)), result)
+            message = self._failure_message(result, feeds, locate, label, which, (rtol, atol))
+            if lowered:
+                message += "\nalso, under weak typing, node(s) planned FP32 ran lower:\n  " + "\n  ".join(lowered)
+            raise AccuracyError(message, result)
+        if lowered:
+            from .errors import PrecisionError
+
+            raise PrecisionError(
+                f"{self.model.label}: {engine.backend_name} engine [{self.plan.policy.describe()}], weak typing: "
+                f"{len(lowered)} node(s) planned FP32 ran in lower precision (the precision constraints were not "
+                f"honoured; outputs were within tolerance on these inputs):\n  " + "\n  ".join(lowered[:20])
+                + "\nUse strong typing (--trt-typing strong), where the network's types are the contract.")
         return result
 
     def _inputs_line(self, feeds, which: str, tolerances=None) -> str:

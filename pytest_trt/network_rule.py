@@ -15,8 +15,10 @@ precision and the parsed one are judged here:
   make a result less accurate than planned (it can make it slower).
 
 Under weak typing (TensorRT <= 10.x) the parsed network is the untyped original model, so
-there is nothing to judge before the build; the engine's own layer report is checked by
-:func:`pytest_trt.assert_precision`, where a node planned FP32 that ran lower fails.
+there is nothing to judge before the build: the same rule is applied to the built engine's
+layer report (:func:`weak_typing_failures`), and ``trt.check()`` fails with a
+:class:`~pytest_trt.errors.PrecisionError` naming each node planned FP32 that ran lower (a
+precision-check failure; the accuracy verdict is given first).
 """
 
 from __future__ import annotations
@@ -59,4 +61,22 @@ def worst(verdicts: Iterable[str]) -> str:
     return OK
 
 
-__all__ = ["HIGHER", "LOWER", "MEANING", "OK", "VERDICTS", "judge", "worst"]
+def weak_typing_failures(report) -> list[str]:
+    """Weak typing: the rule on the *engine's* layer report (a :class:`~pytest_trt.layers.LayerReport`).
+
+    A node whose layer report status is ``mismatch`` (its own output, or a layer carrying only
+    nodes planned like it, has another dtype) and whose observed type is lower than planned:
+    one line per node naming it, planned and observed type. Boundary-only and unverifiable
+    observations are not judged here (``assert_precision`` says what they are).
+    """
+    out = []
+    for obs in report.nodes.values():
+        if obs.status != "mismatch" or obs.planned is None or obs.observed not in _WIDTH:
+            continue
+        if judge(obs.planned, obs.observed) == LOWER:
+            out.append(f"{obs.node} ({obs.op_type}): planned {obs.planned}, the engine ran it in {obs.observed}"
+                       + (f" ({obs.detail})" if obs.detail else ""))
+    return out
+
+
+__all__ = ["HIGHER", "LOWER", "MEANING", "OK", "VERDICTS", "judge", "weak_typing_failures", "worst"]

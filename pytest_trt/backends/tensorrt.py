@@ -574,6 +574,15 @@ class TensorRTEngine(Engine):
         fields = ("node", "layer", "tensor", "planned", "actual", "op_type")
         return [DtypeMismatch(**{k: m[k] for k in fields if k in m}) for m in self.record.get("network_mismatches", [])]
 
+    def typing_rule_failures(self) -> list[str]:
+        """Weak typing: :func:`pytest_trt.network_rule.weak_typing_failures` on this engine's
+        layer report (strong typing was judged on the parsed network at build time: [])."""
+        if self.typing != "weak":
+            return []
+        from ..network_rule import weak_typing_failures
+
+        return weak_typing_failures(self.layers())
+
     @property
     def network_nodes(self) -> dict[str, str]:
         """Planned compute node -> its parsed float dtype (strong typing; empty for weak)."""
