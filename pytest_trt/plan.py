@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from .dtypes import (
     ELEM_DOUBLE,
+    ELEM_OF_PRECISION,
     FLOAT_ELEM_TYPES,
     FP32,
     LOW_PRECISIONS,
@@ -55,7 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # Bump when the typing rules or a realization change what gets built: the plan
 # fingerprint is part of engine cache keys.
-PLAN_FORMAT = 1
+PLAN_FORMAT = 2
 
 COMPUTE, FIXED = "compute", "fixed"
 CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan"})
@@ -707,6 +708,11 @@ class _GraphContext:
     def original(self, name: str) -> str:
         return PRECISION_OF_ELEM[self.elem_types[name]]
 
+    def is_container(self, name: str) -> bool:
+        """A sequence, optional or map value (not a tensor)."""
+        vi = self.infos.get(name)
+        return vi is not None and vi.type.WhichOneof("value") not in (None, "tensor_type", "sparse_tensor_type")
+
     def shape(self, name: str) -> tuple | None:
         """Inferred shape of a tensor (ints, symbolic dims as None), None when unknown."""
         vi = self.infos.get(name)
@@ -737,6 +743,8 @@ class _GraphContext:
             for index, out in enumerate(node.output):
                 if not out:
                     continue
+                if out not in self.known:
+                    self._type_from_schema(node, index)
                 if out not in self.known and self._may_be_float(node, index):
                     raise ModelError(
                         f"{self.model.label}: cannot infer the element type of tensor {out!r} "
@@ -745,6 +753,26 @@ class _GraphContext:
                         f"value_info or re-export the model with shape inference."
                     )
                 self._reject_double(out, node)
+
+    def _type_from_schema(self, node, index: int) -> None:
+        """Type an output ONNX inference left untyped when the schema binds it to a typed
+        input's variable (Dropout's ``mask`` at opset <= 9 is ``T``, like ``data``)."""
+        import onnx
+
+        schema = self.schemas[node.name]
+        if schema is None:
+            return
+        formal = _formal(schema.outputs, index)
+        if formal is None or not _is_type_var(schema, formal.type_str):
+            return
+        for slot, name in enumerate(node.input):
+            f = _formal(schema.inputs, slot)
+            if name and f is not None and f.type_str == formal.type_str and name in self.elem_types:
+                out = node.output[index]
+                self.elem_types[out] = self.elem_types[name]
+                self.known.add(out)
+                self.infos[out] = onnx.helper.make_tensor_value_info(out, self.elem_types[name], None)
+                return
 
     def _may_be_float(self, node, index: int) -> bool:
         schema = self.schemas[node.name]
@@ -947,12 +975,33 @@ def _fixed_reason(node, ctx: _GraphContext) -> str | None:
         return "quantization nodes are kept as written"
     if schema is None:
         return f"no ONNX schema for {_qualified(node)} at opset {ctx.opset_of(node)}; kept as written"
+    if domain != "":
+        # ai.onnx.ml (TreeEnsemble's float attributes hold thresholds and leaf values in FP32),
+        # training ops: their float math is not re-typed, readers get Casts
+        return f"ops of domain {domain} are kept as written (fp32 by design)"
     float_outputs = [i for i, o in enumerate(node.output) if ctx.is_float(o)]
     if not float_outputs:
         return "no float output"
-    if _primary_type_var(node, schema, ctx) is None:
+    primary = _primary_type_var(node, schema, ctx)
+    if primary is None:
         return f"{op} defines its float output types"
+    if op != "Cast" and primary not in {f.type_str for f in schema.inputs}:
+        # HannWindow/MelWeightMatrix (output_datatype), BitCast (to: a bit reinterpretation),
+        # SequenceAt/ConcatFromSequence/OptionalGetElement (the container's element type):
+        # ONNX infers the output type from an attribute or a container, so lowering the
+        # output alone would declare a type the node does not produce. Readers get Casts.
+        return f"{op} takes its output type from {_output_type_source(schema)}; kept as written"
     return None
+
+
+def _output_type_source(schema) -> str:
+    names = {a for a in schema.attributes}
+    for attr in ("output_datatype", "to", "dtype"):
+        if attr in names:
+            return f"attribute {attr!r}"
+    if any("seq(" in t or "optional(" in t for c in schema.type_constraints for t in c.allowed_type_strs):
+        return "its sequence/optional input's element type"
+    return "its attributes (not its float inputs)"
 
 
 def _primary_type_var(node, schema, ctx: _GraphContext) -> str | None:
@@ -999,13 +1048,12 @@ def _check_supported(decisions: dict[str, NodeDecision], ctx: _GraphContext) -> 
         if decision.precision not in LOW_PRECISIONS:
             continue
         schema = ctx.schemas[node.name]
-        primary = _primary_type_var(node, schema, ctx)
-        if _TYPE_STR_OF_PRECISION[decision.precision] not in _allowed(schema, primary):
+        gap = precision_gap(node, schema, ctx, decision.precision)
+        if gap is not None:
             if decision.rule == "default":
                 decisions[node.name] = NodeDecision(
                     node.name, node.op_type, FP32,
-                    f"default {decision.precision} -> fp32: {node.op_type} has no {decision.precision} "
-                    f"form at opset {ctx.opset_of(node)}", COMPUTE,
+                    f"default {decision.precision} -> fp32: {gap}", COMPUTE,
                 )
                 continue
             bad[node.name] = node.op_type
@@ -1028,6 +1076,54 @@ def _check_supported(decisions: dict[str, NodeDecision], ctx: _GraphContext) -> 
         precision=precision,
         nodes=bad,
     )
+
+
+#: Ops whose schema allows FP16/BF16 but whose ONNX function body does not type-check in
+#: them (a FLOAT Constant inside): ``check_model(full_check=True)`` rejects the lowered node.
+FUNCTION_BODY_GAPS = {
+    "MeanVarianceNormalization": "its ONNX function body adds a FLOAT Constant (epsilon) to the input, "
+                                 "so ONNX type inference rejects it in {precision}",
+}
+
+
+#: Inputs read through a type variable of their own that are operands of the node's
+#: arithmetic (not parameters such as Resize's roi or Dropout's ratio): where the variable
+#: lacks the planned type the input stays FLOAT and TensorRT runs the layer in FP32.
+OPERAND_INPUTS = {"Pow": ("Y",)}
+
+
+def precision_gap(node, schema, ctx: _GraphContext, precision: str) -> str | None:
+    """Why ``node`` cannot compute in ``precision`` at the model's opset, or None.
+
+    Three kinds (the schema scan ``tests/onnx_corpus/schema_gaps.py`` lists every one):
+    the node's own type has no such form (MaxPool at opset < 22 in bf16); an operand read
+    through a variable of its own that lacks it (:data:`OPERAND_INPUTS`: Pow's exponent
+    ``T1`` at opset 13-14 has no bfloat16, so the realization would leave it FLOAT and
+    TensorRT then runs the layer in FP32); or the op's function body does not type-check
+    in it (:data:`FUNCTION_BODY_GAPS`: MVN).
+    """
+    wanted = _TYPE_STR_OF_PRECISION[precision]
+    opset = ctx.opset_of(node)
+    primary = _primary_type_var(node, schema, ctx)
+    if wanted not in _allowed(schema, primary):
+        return f"{node.op_type} has no {precision} form at opset {opset}"
+    output_vars = {f.type_str for f in schema.outputs}
+    for slot, name in enumerate(node.input):
+        formal = _formal(schema.inputs, slot)
+        if not ctx.is_float(name) or formal is None or not _is_type_var(schema, formal.type_str):
+            continue
+        var = formal.type_str
+        if var == primary or var in output_vars or _accepts_anything(schema, var):
+            continue
+        if formal.name not in OPERAND_INPUTS.get(node.op_type, ()):
+            continue  # a parameter (Resize roi): read as FLOAT, the node keeps its precision
+        allowed = _allowed(schema, var)
+        if wanted not in allowed and any(t in _ELEM_OF_TYPE_STR for t in allowed):
+            return (f"{node.op_type}'s input {formal.name!r} ({var}) has no {precision} type at opset {opset}, "
+                    f"so it would stay FLOAT and TensorRT would run the layer in fp32")
+    if node.op_type in FUNCTION_BODY_GAPS and _domain(node) == "":
+        return f"{node.op_type}: " + FUNCTION_BODY_GAPS[node.op_type].format(precision=precision)
+    return None
 
 
 # --------------------------------------------------------------------------------------
@@ -1059,14 +1155,29 @@ def _compute_io(node, p: str, schema, ctx: _GraphContext, current) -> NodeIO:
     primary = _primary_type_var(node, schema, ctx)
     output_formals = [_formal(schema.outputs, i) for i in range(len(node.output))]
     output_vars = {f.type_str for f, o in zip(output_formals, node.output, strict=True) if o and f is not None}
-    outputs = []
+    input_vars = {_formal(schema.inputs, i).type_str for i, n in enumerate(node.input)
+                  if n and _formal(schema.inputs, i) is not None}
+    p_type = _TYPE_STR_OF_PRECISION[p]
+    outputs: list[str | None] = []
+    inferred_slots = []
     for index, out in enumerate(node.output):
+        formal = output_formals[index]
         if not ctx.is_float(out):
             outputs.append(None)
-        elif output_formals[index] is not None and output_formals[index].type_str == primary:
+        elif formal is not None and formal.type_str == primary:
             outputs.append(p)
+        elif (formal is not None and _is_type_var(schema, formal.type_str) and formal.type_str in input_vars
+              and p_type in _allowed(schema, formal.type_str)):
+            # a second value path through the node (Attention's V -> present_value, a KV
+            # cache): one precision per path, the node's
+            outputs.append(p)
+        elif formal is not None and _is_type_var(schema, formal.type_str):
+            # output-only variable: ONNX infers it (LayerNormalization's Mean from stash_type,
+            # LinearAttention's present_state from the query): decided below from inference
+            outputs.append(ctx.original(out))
+            inferred_slots.append(index)
         else:
-            outputs.append(ctx.original(out))  # other constraints keep their types (LayerNorm Mean)
+            outputs.append(ctx.original(out))
 
     groups = _input_groups(node, schema, ctx)
     inputs: list[str | None] = [None] * len(node.input)
@@ -1077,7 +1188,8 @@ def _compute_io(node, p: str, schema, ctx: _GraphContext, current) -> NodeIO:
         elif type_str == primary:
             wanted = [p] * len(slots)
         elif type_str in output_vars:
-            wanted = [ctx.original(n) for n in names]  # shared with a non-primary output: as written
+            # shared with a non-primary output: the same path as that output (see above)
+            wanted = [p if p_type in _allowed(schema, type_str) else ctx.original(n) for n in names]
         elif _accepts_anything(schema, type_str):
             allowed = _allowed(schema, type_str)
             wanted = [current(n) if _TYPE_STR_OF_PRECISION[current(n)] in allowed else ctx.original(n)
@@ -1088,13 +1200,45 @@ def _compute_io(node, p: str, schema, ctx: _GraphContext, current) -> NodeIO:
             wanted = _agreeing(names, schema, type_str, ctx, current)
         for slot, precision in zip(slots, wanted, strict=True):
             inputs[slot] = precision if precision is not None else ctx.original(node.input[slot])
+    if inferred_slots:
+        inferred = _infer_node(node, schema, ctx, inputs)
+        for index in inferred_slots:
+            elem = inferred.get(node.output[index])
+            if elem in PRECISION_OF_ELEM:
+                outputs[index] = PRECISION_OF_ELEM[elem]
     return NodeIO(tuple(inputs), tuple(outputs))
+
+
+def _infer_node(node, schema, ctx: _GraphContext, inputs) -> dict[str, int]:
+    """ONNX's type inference of one node with its inputs typed as planned: ``{output: elem_type}``."""
+    import onnx
+
+    types = {}
+    for name, precision in zip(node.input, inputs, strict=True):
+        if not name:
+            continue
+        vi = ctx.infos.get(name)
+        if precision is not None:
+            types[name] = onnx.helper.make_tensor_type_proto(ELEM_OF_PRECISION[precision], None)
+        elif vi is not None:
+            types[name] = vi.type
+        else:
+            return {}
+    try:
+        out = onnx.shape_inference.infer_node_outputs(
+            schema, node, types, opset_imports=list(ctx.model.proto.opset_import))
+    except Exception:  # inference needs what it cannot have here (e.g. constant values): as written
+        return {}
+    return {name: t.tensor_type.elem_type for name, t in out.items() if t.HasField("tensor_type")}
 
 
 def _fixed_io(node, schema, ctx: _GraphContext, current) -> NodeIO:
     outputs = tuple(ctx.original(o) if ctx.is_float(o) else None for o in node.output)
     inputs: list[str | None] = [None] * len(node.input)
-    as_written = schema is None or _has_subgraph(node) or node.op_type in QUANTIZATION_OPS
+    # A node that builds or reads a sequence/optional stores tensors in a container whose
+    # element type the model declares: read as written, so the container keeps its type.
+    as_written = (schema is None or _has_subgraph(node) or node.op_type in QUANTIZATION_OPS
+                  or _domain(node) != "" or any(ctx.is_container(n) for n in (*node.input, *node.output) if n))
     if as_written:
         for slot, name in enumerate(node.input):
             if ctx.is_float(name):

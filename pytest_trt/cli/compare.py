@@ -65,14 +65,20 @@ def run(args) -> int:
     d_rtol, d_atol = default_tolerances(plan.low_precision or "fp32")
     rtol = args.rtol if args.rtol is not None else d_rtol
     atol = args.atol if args.atol is not None else d_atol
-    result = compare_outputs(actual, expected, rtol=rtol, atol=atol)
+    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=plan.low_precision or "fp32")
+    overflows = []
+    if not result.passed and plan.low_precision:
+        from ..ranges import range_overflows
+
+        overflows = range_overflows(plan, feeds)  # why it failed, when it is the range and not rounding
     # the parser check adds a verdict beside the accuracy one; it never replaces it
     parsed = parser_check_from_args(args, plan, engine.config, session.cache)
     passed = result.passed and (parsed is None or parsed.passed)
     if args.json:
+        extra = {"range_overflows": [o.to_json() for o in overflows]} if overflows else {}
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "seed": args.seed, "baseline": args.baseline,
-                   **result.to_json(), "passed": passed, "accuracy_passed": result.passed,
+                   **result.to_json(), **extra, "passed": passed, "accuracy_passed": result.passed,
                    "parser_check": parsed.to_json() if parsed is not None else None})
     else:
         print(f"{model.label}: {engine.describe()}")
@@ -80,6 +86,10 @@ def run(args) -> int:
             print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
         print(f"reference: {reference_label(model, args.baseline)}")
         print(result.message())
+        if overflows:
+            from ..ranges import range_message
+
+            print(range_message(overflows))
         if parsed is not None:
             print(parsed.message())
     return 0 if passed else 1

@@ -212,6 +212,7 @@ class _StrongBuilder:
         del self.graph.node[:]
         self.graph.node.extend(self.new_nodes)
         self._write_value_info()
+        self._import_default_domain()
         notes = self._notes()
         self._write_metadata(notes)
         return Realized(self.model, self.types, self.origin, notes)
@@ -256,6 +257,10 @@ class _StrongBuilder:
             converted, clamped = convert_tensor(snapshot, target, init.name)
             self._count_clamped(init.name, target, clamped)
             self.graph.initializer[index].CopyFrom(converted)
+            if self.model.ir_version < 4:  # its graph input entry (IR < 4 lists every initializer) follows
+                for vi in self.graph.input:
+                    if vi.name == init.name and vi.type.HasField("tensor_type"):
+                        vi.type.tensor_type.elem_type = converted.data_type
 
     def _as_written(self, name: str):
         value = self.initial_values[name]
@@ -371,6 +376,23 @@ class _StrongBuilder:
     # -- bookkeeping -----------------------------------------------------------------------
     def _write_value_info(self) -> None:
         write_value_info(self.graph, self.types, self.plan.value_info, self.origin)
+
+    def _import_default_domain(self) -> None:
+        """Inserted Casts are default-domain ops: a model that imports only ``ai.onnx.ml`` (or
+        another domain) gets the default-domain opset of its IR version (at least 13 for bf16)."""
+        from onnx import helper
+
+        if any(imp.domain in ("", "ai.onnx") for imp in self.model.opset_import):
+            return
+        if not any(n.op_type == "Cast" and n.domain in ("", "ai.onnx") for n in self.graph.node):
+            return
+        ir = self.model.ir_version
+        versions = [row[2] for row in helper.VERSION_TABLE if row[1] <= ir] or [1]
+        version = max(versions)
+        if any(t == ELEM_BFLOAT16 for t in self.types.values()):
+            version = max(version, 13)
+            self.model.ir_version = max(ir, 7)
+        self.model.opset_import.append(helper.make_opsetid("", version))
 
     def _notes(self) -> list[str]:
         notes = []

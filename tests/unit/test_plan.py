@@ -233,7 +233,11 @@ def test_input_only_type_variable_follows_the_schema():
     plan = resolve(decomposed_layernorm_block(), "fp16")
     assert plan.node_io[f"{LN}/Pow"].inputs == ("fp16", "fp16")  # Pow-13 T1 allows fp16
     plan = resolve(decomposed_layernorm_block(), "bf16")
-    assert plan.node_io[f"{LN}/Pow"].inputs == ("bf16", "fp32")  # ... but not bf16: left as written
+    # ... but not bf16: the exponent would stay FLOAT and TensorRT would run the layer in FP32
+    # (issue 16: every GPT-2 Pow planned bf16 parsed as FP32), so the plan says fp32 and why
+    assert plan.nodes[f"{LN}/Pow"].precision == "fp32"
+    assert "'Y' (T1) has no bf16 type at opset" in plan.nodes[f"{LN}/Pow"].rule
+    assert plan.node_io[f"{LN}/Pow"].inputs == ("fp32", "fp32")
     plan = resolve(decomposed_layernorm_block(opset=18), "bf16")
     assert plan.node_io[f"{LN}/Pow"].inputs == ("bf16", "bf16")  # Pow-15 does
 
