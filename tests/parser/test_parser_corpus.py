@@ -33,8 +33,6 @@ KNOWN_GAPS = {
     ("node/test_celu", "bf16"): "Celu: parser sees rank -1 for the realized input",
     ("node/test_lstm_with_peepholes", "fp16"): "LSTM peepholes: Select of Half and Float",
     ("node/test_lstm_with_peepholes", "bf16"): "LSTM peepholes: Select of BFloat16 and Float",
-    ("node/test_mvn", "fp16"): "MeanVarianceNormalization: SUM of mixed input types",
-    ("node/test_mvn", "bf16"): "MeanVarianceNormalization: SUM of mixed input types",
     **{(f"node/test_gru_{v}", "bf16"): "GRU: SUB of Float and BFloat16"
        for v in ("batchwise", "bidirectional", "defaults", "reverse", "seq_length", "with_initial_bias")},
     ("node/test_hardswish", "bf16"): "HardSwish: only FLOAT, HALF or INT8 input in this parser",
