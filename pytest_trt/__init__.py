@@ -41,6 +41,8 @@ _LAZY = {
     "CacheWarning": "pytest_trt.errors",
     "locate_divergence": "pytest_trt.layerwise",
     "suggest_fp32_islands": "pytest_trt.suggest",
+    "check_parser": "pytest_trt.parser_check",
+    "ParserCheck": "pytest_trt.parser_check",
     "AccuracyError": "pytest_trt.errors",
     "PrecisionError": "pytest_trt.errors",
     "PytestTrtError": "pytest_trt.errors",

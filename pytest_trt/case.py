@@ -140,6 +140,7 @@ class TrtCase:
         self._engine = None
         self._build_event = None
         self._default_feeds = None
+        self._parser_recorded: set = set()
 
     # -- declared things --------------------------------------------------------------
     @property
@@ -327,7 +328,41 @@ class TrtCase:
                 pytest.skip(reason)
             self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
             self.records.append({"kind": "engine", **self._build_event.to_json()})
+            if self.session.settings.parser_check != "off":
+                # --trt-parser-check: a verdict beside the backend's; a failure fails the test after
+                # its body ran (plugin.pytest_runtest_makereport), so no accuracy verdict is lost
+                self._parser_check(self.session.settings.parser_check)
         return self._engine
+
+    def _parser_check(self, which: str, *, explicit: bool = False):
+        check = self.session.parser_check(self.plan, self.build_config, which)
+        key = (check.model, check.policy, check.library)
+        if key not in self._parser_recorded:
+            self._parser_recorded.add(key)
+            # explicit: trt.check_parser() raised (or returned) its verdict itself; only the
+            # automatic (--trt-parser-check) ones are turned into test failures by the plugin
+            self.records.append({"kind": "parser", **check.to_json(), "message": check.message(),
+                                 "explicit": explicit})
+        return check
+
+    def check_parser(self, which: str = "tensorrt-rtx"):
+        """Parse and build this case's plan with TensorRT-RTX's real parser (CPU or GPU) and judge
+        every node, planned vs parsed (see :mod:`pytest_trt.parser_check`).
+
+        Raises :class:`~pytest_trt.errors.PrecisionError` when a node planned FP32 was parsed in
+        lower precision, or the realization is rejected; promotions to FP32 are reported, never
+        failed. UsageError when TensorRT-RTX is not installed. Returns the
+        :class:`~pytest_trt.parser_check.ParserCheck`. Independent of ``--trt-backend``: it
+        adds a verdict, it does not run the model.
+        """
+        from .errors import PrecisionError
+        from .parser_check import require
+
+        require(which, "trt.check_parser()")
+        check = self._parser_check(which, explicit=True)
+        if not check.passed:
+            raise PrecisionError(check.message(), check)
+        return check
 
     # -- inputs -------------------------------------------------------------------------
     @property
@@ -431,9 +466,22 @@ class TrtCase:
             # small, JSON-able: error histogram + max-pooled error grid per failing output (HTML report)
             record["figures"] = failing_output_figures(actual, expected, result)
         self.records.append(record)
+        # weak typing: the planned-vs-ran rule (pytest_trt.network_rule) on the engine's layers
+        lowered = getattr(engine, "typing_rule_failures", list)()
         if not result.passed:
             label = reference_label(self.model, which, self.session.settings.baseline_provider)
-            raise AccuracyError(self._failure_message(result, feeds, locate, label, which, (rtol, atol)), result)
+            message = self._failure_message(result, feeds, locate, label, which, (rtol, atol))
+            if lowered:
+                message += "\nalso, under weak typing, node(s) planned FP32 ran lower:\n  " + "\n  ".join(lowered)
+            raise AccuracyError(message, result)
+        if lowered:
+            from .errors import PrecisionError
+
+            raise PrecisionError(
+                f"{self.model.label}: {engine.backend_name} engine [{self.plan.policy.describe()}], weak typing: "
+                f"{len(lowered)} node(s) planned FP32 ran in lower precision (the precision constraints were not "
+                f"honoured; outputs were within tolerance on these inputs):\n  " + "\n  ".join(lowered[:20])
+                + "\nUse strong typing (--trt-typing strong), where the network's types are the contract.")
         return result
 
     def _inputs_line(self, feeds, which: str, tolerances=None) -> str:

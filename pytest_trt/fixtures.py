@@ -80,6 +80,9 @@ def trt_build(request, trt_session):
             pytest.skip(reason)
         engine, event = trt_session.engine(plan, config)
         records.append({"kind": "engine", **event.to_json()})
+        if trt_session.settings.parser_check != "off":  # --trt-parser-check: judged after the test body
+            check = trt_session.parser_check(plan, config)
+            records.append({"kind": "parser", **check.to_json(), "message": check.message()})
         return engine
 
     return build

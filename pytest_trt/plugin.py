@@ -115,6 +115,9 @@ def _short_longrepr(item, excinfo) -> str:
 def pytest_runtest_makereport(item, call):
     report = yield
     excinfo = call.excinfo
+    records = item.stash.get(RECORDS_KEY, None)
+    if records and call.when == "call":
+        _apply_parser_checks(report, records, excinfo)
     if excinfo is not None and excinfo.errisinstance(BackendUnavailable):
         # Found only when an engine is loaded or run (e.g. TensorRT-RTX on a GPU it does not
         # support), wherever that happens: fixture, trt.check, assert_precision, locate,
@@ -158,6 +161,22 @@ def _attach_results(item, call, report) -> None:
             item.user_properties.extend(_junit_properties(records))
         elif facts.get("message"):
             item.user_properties.append(("trt_message", facts["message"]))
+
+def _apply_parser_checks(report, records, excinfo) -> None:
+    """--trt-parser-check: a failed parser check fails the test, after its body gave every other
+    verdict; it never turns a failure, skip or xfail into a pass."""
+    failed = [r for r in records if r.get("kind") == "parser" and not r.get("passed") and not r.get("explicit")]
+    if not failed:
+        return
+    if excinfo is not None and excinfo.errisinstance(PrecisionError) and \
+            type(getattr(excinfo.value, "findings", None)).__name__ == "ParserCheck":
+        return  # trt.check_parser() raised it: already the test's failure
+    text = "\n\n".join(r.get("message") or r.get("error") or "parser check failed" for r in failed)
+    if report.passed:
+        report.outcome = "failed"
+        report.longrepr = f"pytest-trt --trt-parser-check: the plan failed TensorRT-RTX's parser check\n{text}"
+    else:
+        report.sections.append(("pytest-trt parser check", text))
 
 
 def _junit_properties(records):

@@ -55,6 +55,7 @@ class TrtSession:
     _models: dict = field(default_factory=dict)
     _plans: dict = field(default_factory=dict)
     _engines: dict = field(default_factory=dict)
+    _parser_checks: dict = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
     #: callback(str) to show progress lines (set by the plugin to the terminal reporter)
     progress: Any = None
@@ -69,6 +70,10 @@ class TrtSession:
 
         backend, reason = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
         session = cls(settings=settings, backend=backend, backend_reason=reason)
+        if settings.parser_check != "off":
+            from .parser_check import require
+
+            require(settings.parser_check, settings.sources.get("trt_parser_check", "--trt-parser-check"))
         if started_at is not None:
             session.started_at = started_at
         if settings.sources.get("trt_cache_dir", "default") != "default" or settings.cache_dir.exists():
@@ -136,6 +141,19 @@ class TrtSession:
             self._engines[key] = engine
             return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name,
                                       info.cache_hit, info.build_seconds, info.key)
+
+    def parser_check(self, plan: PrecisionPlan, config: BuildConfig, which: str | None = None):
+        """The plan parsed and built by TensorRT-RTX (:func:`pytest_trt.parser_check.check_parser`),
+        once per plan and config in this process, through the artifact cache."""
+        from .parser_check import check_parser
+
+        which = which or (self.settings.parser_check if self.settings.parser_check != "off" else "tensorrt-rtx")
+        key = (which, plan.model.sha256, plan.fingerprint(), config.fingerprint())
+        with self._lock:
+            if key not in self._parser_checks:
+                self._parser_checks[key] = check_parser(plan, config, cache=self.cache, rebuild=self.settings.rebuild,
+                                                        which=which)
+            return self._parser_checks[key]
 
     @contextlib.contextmanager
     def _heartbeat(self, label: str, start: float):

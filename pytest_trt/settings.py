@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .backends.base import BACKEND_CHOICES, TYPING_CHOICES
 from .errors import UsageError
+from .parser_check import PARSER_CHECK_CHOICES
 
 DEFAULT_CACHE_DIRNAME = ".trt-cache"
 
@@ -73,6 +74,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("trt-report-all-records", "Keep every record of repeated checks (each Hypothesis example) in "
            "--trt-report; by default a repeated check keeps its worst example and the example count "
            "(default: off).", "bool", False),
+
+    Option("trt-parser-check", "Also parse and build every plan with TensorRT-RTX's real ONNX parser and builder "
+           "(works without a GPU; needs the rtx extra): a node planned FP32 but parsed lower, or a realization it "
+           "rejects, fails the test; promotions to higher precision are reported. Adds verdicts to the accuracy "
+           "checks of --trt-backend, never replaces them. Default: off.",
+           "choice", "off", PARSER_CHECK_CHOICES),
     Option("trt-gpus", "Spread pytest-xdist workers over N GPUs (or 'auto'), one worker per GPU, honouring "
            "CUDA_VISIBLE_DEVICES (default: not set).", "str", None, metavar="N|auto"),
 )
@@ -176,6 +183,7 @@ class Settings:
     report_html: Path | None = None
     report_all_records: bool = False
     gpus: str | None = None
+    parser_check: str = "off"
     rootdir: Path = field(default_factory=Path.cwd)
     sources: dict = field(default_factory=dict)
 
@@ -231,6 +239,7 @@ def resolve_settings(config) -> Settings:
         report_html=as_path(values["trt_html"]),
         report_all_records=bool(values["trt_report_all_records"]),
         gpus=values["trt_gpus"],
+        parser_check=values["trt_parser_check"],
         rootdir=rootdir,
         sources=sources,
     )

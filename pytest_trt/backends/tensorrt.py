@@ -79,7 +79,9 @@ ENGINE_FILE = "engine.plan"
 RECORD_FILE = "build.json"
 TIMING_CACHE_DIR = "timing-cache"
 #: Bump when the way engines are built changes, so old cache entries are not reused.
-GLUE_VERSION = 1
+#: 2: build.json records the parsed dtype of every planned node (``network_nodes``) and
+#: the verdict of the planned-vs-parsed rule per mismatch; a lowered node fails the build.
+GLUE_VERSION = 2
 
 
 # --------------------------------------------------------------------------------------
@@ -126,21 +128,37 @@ def _layer_node(layer, known) -> str | None:
 
 @dataclass(frozen=True)
 class DtypeMismatch:
-    """A network layer output whose dtype differs from the plan."""
+    """A network layer output whose dtype differs from the plan.
+
+    ``verdict`` is :func:`pytest_trt.network_rule.judge` of planned vs actual: ``lower``
+    (a failure) or ``higher`` (TensorRT computes it in higher precision than planned).
+    """
 
     node: str
     layer: str
     tensor: str
     planned: str
     actual: str
+    op_type: str = ""
+
+    @property
+    def verdict(self) -> str:
+        from ..network_rule import judge
+
+        return judge(self.planned, self.actual)
 
     def describe(self) -> str:
-        return (f"{self.node}: layer {self.layer!r} output {self.tensor!r} is {self.actual}, "
-                f"planned {self.planned}")
+        from ..network_rule import HIGHER
+
+        text = (f"{self.node}{f' ({self.op_type})' if self.op_type else ''}: planned {self.planned}, parsed "
+                f"{self.actual} (layer {self.layer!r}, output {self.tensor!r})")
+        if self.verdict == HIGHER:
+            text += ": TensorRT computes this in higher precision than planned"
+        return text
 
     def to_json(self) -> dict[str, str]:
-        return {"node": self.node, "layer": self.layer, "tensor": self.tensor, "planned": self.planned,
-                "actual": self.actual}
+        return {"node": self.node, "op_type": self.op_type, "layer": self.layer, "tensor": self.tensor,
+                "planned": self.planned, "actual": self.actual, "verdict": self.verdict}
 
 
 def check_network_dtypes(network, plan: PrecisionPlan, compat: TrtCompat | None = None) -> list[DtypeMismatch]:
@@ -174,8 +192,52 @@ def check_network_dtypes(network, plan: PrecisionPlan, compat: TrtCompat | None 
                 continue
             planned = tensor_precision.get(str(t.name), decision.precision)
             if planned != actual:
-                out.append(DtypeMismatch(node, str(layer.name), str(t.name), planned, actual))
+                out.append(DtypeMismatch(node, str(layer.name), str(t.name), planned, actual, decision.op_type))
     return out
+
+
+def network_node_dtypes(network, plan: PrecisionPlan) -> dict[str, str]:
+    """Planned compute node -> the float dtype its layers output in the parsed network.
+
+    ``mixed`` when its layers output several float types (e.g. a helper layer in FP32);
+    nodes carried by no layer are absent (the parser folded them, e.g. into a constant).
+    """
+    known = plan.nodes
+    seen: dict[str, set[str]] = {}
+    for i in range(int(network.num_layers)):
+        layer = network.get_layer(i)
+        node = _layer_node(layer, known)
+        if node is None or known[node].kind != "compute" or known[node].precision is None:
+            continue
+        for j in range(int(layer.num_outputs)):
+            t = layer.get_output(j)
+            actual = dtype_name(t.dtype) if t is not None else None
+            if actual in FLOAT_PRECISIONS:
+                seen.setdefault(node, set()).add(actual)
+    return {n: (next(iter(d)) if len(d) == 1 else "mixed") for n, d in seen.items()}
+
+
+class LoweredPrecisionError(BuildError):
+    """Strong typing: a node planned FP32 was parsed in lower precision (the one rule,
+    :mod:`pytest_trt.network_rule`). ``mismatches`` are the offending layer outputs."""
+
+    def __init__(self, message: str, mismatches: list[DtypeMismatch], nodes: dict[str, str] | None = None):
+        super().__init__(message)
+        self.mismatches = mismatches
+        #: planned compute node -> parsed dtype (:func:`network_node_dtypes`)
+        self.nodes = dict(nodes or {})
+
+
+def lowered_message(label: str, lowered: list[DtypeMismatch]) -> str:
+    nodes = sorted({m.node for m in lowered})
+    lines = [f"{label}: {len(nodes)} node(s) parsed in a different or lower precision than planned "
+             f"(a precision request TensorRT would not honour):"]
+    lines += [f"  {m.describe()}" for m in lowered[:20]]
+    if len(lowered) > 20:
+        lines.append(f"  ... {len(lowered) - 20} more")
+    lines.append("The realization (pytest_trt.realize.realize_strong) should have typed these nodes as planned: "
+                 "please report it with `pytest-trt plan MODEL ... --export-onnx OUT.onnx` attached.")
+    return "\n".join(lines)
 
 
 @dataclass
@@ -505,8 +567,26 @@ class TensorRTEngine(Engine):
 
     @property
     def network_mismatches(self) -> list[DtypeMismatch]:
-        """Network-level dtype check recorded at build time (strong typing; empty for weak)."""
-        return [DtypeMismatch(**m) for m in self.record.get("network_mismatches", [])]
+        """Network-level dtype check recorded at build time (strong typing; empty for weak).
+
+        Only ``higher`` ones can be here: a ``lower`` one fails the build
+        (:class:`LoweredPrecisionError`)."""
+        fields = ("node", "layer", "tensor", "planned", "actual", "op_type")
+        return [DtypeMismatch(**{k: m[k] for k in fields if k in m}) for m in self.record.get("network_mismatches", [])]
+
+    def typing_rule_failures(self) -> list[str]:
+        """Weak typing: :func:`pytest_trt.network_rule.weak_typing_failures` on this engine's
+        layer report (strong typing was judged on the parsed network at build time: [])."""
+        if self.typing != "weak":
+            return []
+        from ..network_rule import weak_typing_failures
+
+        return weak_typing_failures(self.layers())
+
+    @property
+    def network_nodes(self) -> dict[str, str]:
+        """Planned compute node -> its parsed float dtype (strong typing; empty for weak)."""
+        return dict(self.record.get("network_nodes", {}))
 
     @property
     def weak_hints(self) -> dict | None:
@@ -806,8 +886,16 @@ class TensorRTBackend(Backend):
                     raise _Failure("the ONNX parser rejected the model")
                 stage = "network"
                 if strong:
+                    from ..network_rule import LOWER
+
                     mismatches = check_network_dtypes(network, plan, compat)
                     record["network_mismatches"] = [m.to_json() for m in mismatches]
+                    record["network_nodes"] = network_node_dtypes(network, plan)
+                    lowered = [m for m in mismatches if m.verdict == LOWER]
+                    if lowered:
+                        raise LoweredPrecisionError(lowered_message(
+                            f"{compat.label} build of {plan.model.label} [{plan.policy.describe()}]", lowered),
+                            lowered, record["network_nodes"])
                 else:
                     from ..realize import weak_hints
 
@@ -940,6 +1028,7 @@ register_backend("tensorrt-rtx", TensorRTRTXBackend)
 
 __all__ = [
     "DtypeMismatch",
+    "LoweredPrecisionError",
     "TensorRTBackend",
     "TensorRTEngine",
     "TensorRTRTXBackend",
@@ -947,5 +1036,6 @@ __all__ = [
     "apply_weak_hints",
     "check_network_dtypes",
     "device_info",
+    "network_node_dtypes",
     "LIBRARY_NAMES",
 ]

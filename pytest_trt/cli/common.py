@@ -138,6 +138,26 @@ def cli_spelling(text: str, only: frozenset | set | None = None) -> str:
     return text
 
 
+def add_parser_check_flag(p) -> None:
+    from ..parser_check import PARSER_CHECK_CHOICES
+
+    p.add_argument("--parser-check", choices=PARSER_CHECK_CHOICES, default="off",
+                   help="also parse and build the plan with TensorRT-RTX's real ONNX parser and builder (no GPU "
+                   "needed; needs the rtx extra): a node planned FP32 but parsed lower, or a realization it rejects, "
+                   "fails (exit 1); promotions to higher precision are listed (default: off)")
+
+
+def parser_check_from_args(args, plan, config=None, cache=None):
+    """``--parser-check``: None when off, else the ParserCheck (UsageError when TensorRT-RTX is missing)."""
+    which = getattr(args, "parser_check", "off")
+    if which == "off":
+        return None
+    from ..parser_check import check_parser, require
+
+    require(which, "--parser-check")
+    return check_parser(plan, config, cache=cache, rebuild=bool(getattr(args, "rebuild", False)), which=which)
+
+
 def policy_from_args(args):
     from ..policy import PrecisionPolicy
 

@@ -6,10 +6,12 @@ from .common import (
     add_engine_flags,
     add_input_flags,
     add_model_and_policy,
+    add_parser_check_flag,
     add_tolerance_flags,
     build_config_from_args,
     emit_json,
     feeds_from_args,
+    parser_check_from_args,
     policy_from_args,
     session_from_args,
 )
@@ -28,11 +30,16 @@ def add_parser(sub) -> None:
                    help="reference: fp32 = ONNX Runtime on the model upcast to FP32 (Q/DQ removed; for an FP32 model, "
                    "the model itself), as-written = ONNX Runtime on the model as written (fake-quant for Q/DQ) "
                    "(default: fp32)")
+    add_parser_check_flag(p)
     p.set_defaults(run=run)
 
 
 def prepare(args):
     """Session, model, plan, feeds and engine for the compare-style subcommands."""
+    if getattr(args, "parser_check", "off") != "off":  # a usage error before any work
+        from ..parser_check import require
+
+        require(args.parser_check, "--parser-check")
     session = session_from_args(args)
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
@@ -64,11 +71,15 @@ def run(args) -> int:
         from ..ranges import range_overflows
 
         overflows = range_overflows(plan, feeds)  # why it failed, when it is the range and not rounding
+    # the parser check adds a verdict beside the accuracy one; it never replaces it
+    parsed = parser_check_from_args(args, plan, engine.config, session.cache)
+    passed = result.passed and (parsed is None or parsed.passed)
     if args.json:
         extra = {"range_overflows": [o.to_json() for o in overflows]} if overflows else {}
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "seed": args.seed, "baseline": args.baseline,
-                   "passed": result.passed, **result.to_json(), **extra})
+                   **result.to_json(), **extra, "passed": passed, "accuracy_passed": result.passed,
+                   "parser_check": parsed.to_json() if parsed is not None else None})
     else:
         print(f"{model.label}: {engine.describe()}")
         if engine.backend_name == "emulate":
@@ -79,4 +90,6 @@ def run(args) -> int:
             from ..ranges import range_message
 
             print(range_message(overflows))
-    return 0 if result.passed else 1
+        if parsed is not None:
+            print(parsed.message())
+    return 0 if passed else 1

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from .common import add_model_and_policy, emit_json, policy_from_args
+from .common import (
+    add_model_and_policy,
+    add_parser_check_flag,
+    emit_json,
+    parser_check_from_args,
+    policy_from_args,
+)
 
 
 def add_parser(sub) -> None:
@@ -13,6 +19,7 @@ def add_parser(sub) -> None:
     p.add_argument("--export-onnx", metavar="PATH", help="write the strongly typed realization (Casts at island "
                    "boundaries) to PATH; never over MODEL, and over another existing file only with --force")
     p.add_argument("--force", action="store_true", help="with --export-onnx: overwrite an existing PATH")
+    add_parser_check_flag(p)
     p.set_defaults(run=run)
 
 
@@ -35,6 +42,10 @@ def run(args) -> int:
 
     if args.export_onnx:
         _check_export_path(args)  # before any work, so a refused path costs nothing
+    if args.parser_check != "off":  # a usage error before any work
+        from ..parser_check import require
+
+        require(args.parser_check, "--parser-check")
     model = load_model(args.model)
     plan = policy_from_args(args).resolve(model)
     if args.export_onnx:
@@ -48,9 +59,14 @@ def run(args) -> int:
         except OSError as exc:
             raise UsageError(f"--export-onnx {args.export_onnx}: cannot write it: {exc.strerror or exc}; "
                              f"give a path in an existing, writable directory") from exc
+    parsed = parser_check_from_args(args, plan)
+    status = 0 if parsed is None or parsed.passed else 1
     if args.json:
-        emit_json(plan.to_json())
-        return 0
+        data = plan.to_json()
+        if parsed is not None:
+            data["parser_check"] = parsed.to_json()
+        emit_json(data)
+        return status
     rows = [(d.name, d.op_type, d.precision or "fixed", d.rule) for d in plan.nodes.values()]
     widths = [max(len(r[i]) for r in rows + [("node", "op", "precision", "rule")]) for i in range(3)]
     print(f"{'node':<{widths[0]}}  {'op':<{widths[1]}}  {'precision':<{widths[2]}}  rule")
@@ -60,4 +76,6 @@ def run(args) -> int:
     print("\n" + ", ".join(f"{k}: {v}" for k, v in counts.items() if v) + f"  ({len(rows)} nodes; policy {plan.policy.describe()})")
     if args.export_onnx:
         print(f"strongly typed model written to {args.export_onnx}")
-    return 0
+    if parsed is not None:
+        print(parsed.message())
+    return status

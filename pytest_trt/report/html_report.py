@@ -616,6 +616,35 @@ def _layerwise_section(results, use_png) -> str:
     return '<section id="layerwise"><h2>Layerwise error</h2>' + "".join(cards) + "</section>"
 
 
+def _parser_section(results) -> str:
+    """Parser checks (TensorRT-RTX): one card per plan, failures and promotions per node."""
+    from .summary import parser_rows
+
+    rows = parser_rows(results)
+    if not rows:
+        return ""
+    cards = []
+    for r in sorted(rows, key=lambda r: bool(r.get("passed"))):
+        c = r.get("counts") or {}
+        lines = [(f, "fail", "lower than planned: a precision request not honoured") for f in r.get("failures") or ()]
+        lines += [(p, "ok", "TensorRT computes this in higher precision than planned") for p in r.get("promotions") or ()]
+        table = "".join(f'<tr class="{cls}"><td class="mono">{_e(n["node"])}</td><td>{_e(n.get("op_type"))}</td>'
+                        f'<td>{_e(n["planned"])}</td><td>{_e(n["parsed"])}</td><td>{_e(what)}</td></tr>'
+                        for n, cls, what in lines)
+        if table:
+            table = ("<table><tr><th>node</th><th>op</th><th>planned</th><th>parsed</th><th>verdict</th></tr>"
+                     + table + "</table>")
+        error = f'<div class="note">{_e(r.get("error"))}</div>' if r.get("error") else ""
+        cards.append(
+            f'<div class="card {"ok" if r.get("passed") else "fail"}"><h3>{"ok" if r.get("passed") else "FAIL"} '
+            f'<span class="mono">{_e(r["test"])}</span>: {_e(r.get("model"))} [{_e(r.get("policy"))}]</h3>'
+            f'<div class="note">{_e(r.get("library"))}, {_e(r.get("status"))}: {c.get("ok", 0)} node(s) as planned, '
+            f'{c.get("lower", 0)} lower, {c.get("higher", 0)} computed in higher precision than planned (counted, '
+            f'never failed), {c.get("not_in_network", 0)} folded away; {_e(r.get("how"))}</div>{error}{table}</div>')
+    return ('<section id="parser"><h2>Parser check: planned vs parsed network dtypes (TensorRT-RTX)</h2>'
+            + "".join(cards) + "</section>")
+
+
 def render_html(session, results, exitstatus=None) -> str:
     """The report as one HTML string."""
     meta = session_metadata(session)
@@ -639,6 +668,7 @@ def render_html(session, results, exitstatus=None) -> str:
         _tests_section(results, rows, anchors),
         _failures_section(rows, anchors, use_png),
         _precision_section(prec),
+        _parser_section(results),
         _layerwise_section(results, use_png),
         _session_section(meta),
         f"<footer>pytest-trt {_e(meta['pytest_trt'])}; plots: {_e(plots)}</footer>",

@@ -7,7 +7,7 @@ or changes meaning. Version 2 (issue 15): precision checks carry ``evidence`` (p
 and counted per check), and a node known only from a fused kernel's boundary is no longer
 ``pass`` under weak typing (it is ``unverifiable``).
 
-Schema (``schema_version`` 2)
+Schema (``schema_version`` 2; 2 also added the parser check: ``tests[].parser``, ``summary.parser_*``)
 -----------------------------
 ::
 
@@ -33,7 +33,9 @@ Schema (``schema_version`` 2)
         "outcomes": {"passed": 2, "failed": 1, "xfailed": 1},   # pytest's outcomes of those tests
         "outputs": 7, "outputs_failed": 2,
         "precision_checks": 2, "precision_checks_failed": 0,
-        "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84
+        "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84,
+        "parser_checks": 2, "parser_checks_failed": 0,  # --trt-parser-check / trt.check_parser()
+        "parser_promotions": 4                          # distinct (model, policy, node) computed higher than planned
       },
       "tests": [                                        # every trt test, in report order
         {
@@ -92,6 +94,17 @@ Schema (``schema_version`` 2)
              "notes": [...]}
           ],
           "layerwise": [                                # records of kind "layerwise", as recorded (below)
+          ],
+          "parser": [                                   # one per plan put through TensorRT-RTX's parser and builder
+            {"model": ..., "policy": ..., "library": "TensorRT-RTX 1.7.1.116",
+             "status": "passed" | "failed" | "source_unparsable", "passed": true,
+             "how": "observed: layer dtypes of the parsed, strongly typed network",
+             "counts": {"nodes": 98, "ok": 94, "lower": 0, "higher": 4, "not_in_network": 0},
+             "failures": [{"node", "op_type", "planned": "fp32", "parsed": "fp16", "verdict": "lower"}],
+             "promotions": [{"node", "op_type", "planned": "bf16", "parsed": "fp32", "verdict": "higher"}],
+                                                        # "TensorRT computes this in higher precision than planned"
+             "error": null | "<parser or builder message>", "cache_hit": bool, "build_seconds": float, "key": ...,
+             "explicit": bool}                          # true: trt.check_parser(); false: --trt-parser-check
           ]
         }
       ]
@@ -136,7 +149,15 @@ from pathlib import Path
 from typing import Any
 
 from .outcomes import verdict_text
-from .summary import accuracy_rows, engine_counts, precision_rows, records_of, tolerance_ratio
+from .summary import (
+    accuracy_rows,
+    engine_counts,
+    parser_promotions,
+    parser_rows,
+    precision_rows,
+    records_of,
+    tolerance_ratio,
+)
 
 SCHEMA_VERSION = 2
 
@@ -219,9 +240,11 @@ def entry_of_test(res: dict) -> dict[str, Any]:
             "counts": row["counts"], "evidence": row["evidence"], "nodes": row["constrained"], "notes": row["notes"],
         })
     layerwise = [{k: v for k, v in rec.items() if k != "kind"} for _, rec in records_of(single, "layerwise")]
+    parser = [{k: v for k, v in rec.items() if k not in ("kind", "message")} for _, rec in records_of(single, "parser")]
     return {"nodeid": res["nodeid"], "outcome": res.get("outcome"), "verdict": verdict_text(res),
             "message": res.get("message"), "expected_failure": res.get("expected_failure"),
-            "engines": engines, "accuracy": accuracy, "precision": precision, "layerwise": layerwise}
+            "engines": engines, "accuracy": accuracy, "precision": precision, "layerwise": layerwise,
+            "parser": parser}
 
 
 def build_report(session, results, exitstatus=None) -> dict[str, Any]:
@@ -229,6 +252,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
     rows = accuracy_rows(results)
     prec = precision_rows(results)
     counts = engine_counts(results)
+    parser = parser_rows(results)
     outcomes: dict[str, int] = {}
     for res in results:
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
@@ -243,6 +267,8 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "precision_checks": len(prec), "precision_checks_failed": sum(1 for p in prec if not p["passed"]),
             "engines_built": counts["built"], "engines_reused": counts["reused"], "engine_uses": counts["uses"],
             "build_seconds": counts["build_seconds"],
+            "parser_checks": len(parser), "parser_checks_failed": sum(1 for r in parser if not r.get("passed")),
+            "parser_promotions": len(parser_promotions(parser)),
         },
         "tests": [entry_of_test(res) for res in results],
     }

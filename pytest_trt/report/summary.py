@@ -327,6 +327,26 @@ def precision_rows(results) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------
 # JUnit XML properties
 # --------------------------------------------------------------------------------------
+def parser_rows(results) -> list[dict[str, Any]]:
+    """One row per parser check (``--trt-parser-check`` / ``trt.check_parser()``), in test order."""
+    rows = []
+    for res, rec in records_of(results, "parser"):
+        rows.append({"test": res["nodeid"], **{k: v for k, v in rec.items() if k != "kind"}})
+    return rows
+
+
+def parser_promotions(rows: list[dict]) -> list[dict[str, Any]]:
+    """Promotions (planned FP16/BF16, parsed FP32), once per model, policy and node."""
+    seen, out = set(), []
+    for r in rows:
+        for p in r.get("promotions") or ():
+            key = (r.get("model"), r.get("policy"), p.get("node"))
+            if key not in seen:
+                seen.add(key)
+                out.append({"model": r.get("model"), "policy": r.get("policy"), "library": r.get("library"), **p})
+    return out
+
+
 def junit_properties(records: list[dict]) -> list[tuple[str, str]]:
     """Flat per-test properties for JUnit XML (``<property name=... value=...>``), one value each.
 
@@ -565,6 +585,7 @@ def write_terminal_summary(tr, session, results) -> None:
                 what = ", ".join(f"{n['node']} ({_seen(n)})" for n in bad[:3])
                 more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""
                 tr.write_line(f"  FAIL {p['test']}: {p['pattern']} -> {p['precision']}: {what}{more}", red=True)
+    _write_parser_lines(tr, parser_rows(results))
     s = session.settings
     wanted = [str(p) for p in (s.report_json, s.report_html) if p]
     if wanted:
@@ -579,3 +600,28 @@ def _seen(node: dict) -> str:
     if node.get("status") == "unverifiable":
         return "unverifiable" + (f", {seen}" if node.get("observed") else "")
     return seen
+
+def _write_parser_lines(tr, rows: list[dict]) -> None:
+    """Parser checks: how many plans, failures by node, and every promotion (counted, never failed)."""
+    if not rows:
+        return
+    failed = [r for r in rows if not r.get("passed")]
+    promotions = parser_promotions(rows)
+    libraries = ", ".join(_unique(r.get("library") for r in rows))
+    plans = len({(r.get("model"), r.get("policy")) for r in rows})
+    tr.write_line(f"parser check ({libraries}, observed in the parsed network): {len(rows)} check(s) of {plans} "
+                  f"plan(s), {len(rows) - len(failed)} passed, {len(failed)} failed; {len(promotions)} node(s) computed in "
+                  f"higher precision than planned (reported, never failed)", red=bool(failed))
+    for r in failed:
+        bad = r.get("failures") or []
+        what = ", ".join(f"{f['node']} (planned {f['planned']}, parsed {f['parsed']})" for f in bad[:3])
+        more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""
+        why = what + more if bad else (r.get("error") or "").splitlines()[0][:200]
+        tr.write_line(f"  FAIL {r['test']}: {r.get('model')} [{r.get('policy')}]: {why}", red=True)
+    verbose = getattr(getattr(getattr(tr, "config", None), "option", None), "verbose", 0) or 0
+    shown = promotions if verbose > 0 else promotions[:TERMINAL_ROWS]
+    for p in shown:
+        tr.write_line(f"  higher {p['model']} [{p['policy']}]: {p['node']} ({p.get('op_type')}): planned "
+                      f"{p['planned']}, parsed {p['parsed']}: TensorRT computes this in higher precision than planned")
+    if len(promotions) > len(shown):
+        tr.write_line(f"  ... {len(promotions) - len(shown)} more promotion(s): run with -v, or see --trt-report")

@@ -488,3 +488,82 @@ def test_probe_is_evidence_never_a_pass_under_weak_typing(use_fake, plan, cache,
         pow_ = next(v for v in check.nodes if v.node == f"{LN}/Pow")
         assert pow_.status == "unverifiable" and pow_.probe.endswith("behaves like fp32")  # ... as evidence only
         assert check.counts()["pass"] == (0 if method == "probe" else 1)
+
+# -- the planned-vs-parsed rule on every strongly typed build (pytest_trt.network_rule) ----
+def _realize_all_fp16(monkeypatch):
+    """Alter the strongly typed realization on purpose: nodes planned FP32 reach the parser in FP16."""
+    import pytest_trt.realize as realize
+
+    real = realize.realize_strong
+    monkeypatch.setattr(realize, "realize_strong",
+                        lambda plan, *a, **k: real(PrecisionPolicy(default="fp16").resolve(plan.model), *a, **k))
+
+
+@pytest.mark.parametrize("version, rtx", [("11.1.0", False), ("1.7.1", True)])
+def test_strong_build_fails_when_a_planned_fp32_node_is_parsed_lower(use_fake, plan, cache, monkeypatch, version, rtx):
+    fake, backend = use_fake(version, rtx=rtx)
+    _realize_all_fp16(monkeypatch)
+    with pytest.raises(trt_backend.LoweredPrecisionError) as info:
+        build(backend, plan, cache)
+    assert isinstance(info.value, BuildError)
+    assert f"{LN}/Pow (Pow): planned fp32, parsed fp16" in str(info.value)
+    assert {m.verdict for m in info.value.mismatches} == {"lower"}
+    assert info.value.nodes[f"{LN}/Pow"] == "fp16" and cache.entries("engine") == []  # never cached
+
+
+def test_strong_build_records_promotions_without_failing(use_fake, model, cache, monkeypatch):
+    """Planned FP16, parsed FP32: "TensorRT computes this in higher precision than planned"."""
+    fake, backend = use_fake("1.7.1", rtx=True)
+    import pytest_trt.realize as realize
+
+    real = realize.realize_strong
+    keep = PrecisionPolicy(default="fp16", keep_fp32=("*/LayerNorm/*", f"{DENSE}/*"))
+    monkeypatch.setattr(realize, "realize_strong", lambda plan, *a, **k: real(keep.resolve(plan.model), *a, **k))
+    plan16 = PrecisionPolicy(default="fp16", keep_fp32=("*/LayerNorm/*",)).resolve(model)
+    engine = build(backend, plan16, cache)
+    promoted = engine.network_mismatches
+    assert promoted and {m.verdict for m in promoted} == {"higher"}
+    assert all(m.node.startswith(DENSE) and (m.planned, m.actual) == ("fp16", "fp32") for m in promoted)
+    assert "higher precision than planned" in promoted[0].describe()
+    assert engine.network_nodes[promoted[0].node] == "fp32"
+
+
+def test_weak_typing_rule_on_the_engine_layers(use_fake, plan, tmp_path):
+    """Weak typing: a node planned FP32 that the engine ran in FP16 (Myelin ignoring the hints)
+    is a failure of the same rule, found on the engine's layer report."""
+    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/")
+    lowered = build(backend, plan, ArtifactCache(tmp_path / "a"), typing="weak").typing_rule_failures()
+    assert lowered and all("planned fp32, the engine ran it in fp16" in line for line in lowered)
+    assert any(line.startswith(f"{LN}/Pow (Pow)") for line in lowered)
+    fake, backend = use_fake("10.8.0")  # hints honoured
+    assert build(backend, plan, ArtifactCache(tmp_path / "b"), typing="weak").typing_rule_failures() == []
+    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/")
+    strong = build(backend, plan, ArtifactCache(tmp_path / "c"), typing="strong")
+    assert strong.typing_rule_failures() == []  # strong typing was judged on the parsed network at build time
+
+
+def test_weak_typing_rule_fails_trt_check_after_the_accuracy_verdict(use_fake, plan, model, tmp_path):
+    """trt.check() on a weakly typed engine whose Myelin region ran planned-FP32 nodes in FP16:
+    outputs within (generous) tolerance, then PrecisionError naming the nodes."""
+    from pytest_trt.case import TrtCase
+    from pytest_trt.errors import PrecisionError
+    from pytest_trt.session import TrtSession
+    from pytest_trt.settings import Settings
+
+    class Node:  # what TrtCase reads from a pytest item
+        nodeid, path = "test_weak.py::test_weak", None
+
+        def iter_markers(self, name):
+            return iter(())
+
+    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/")
+    engine = build(backend, plan, ArtifactCache(tmp_path / "a"), typing="weak")
+    session = TrtSession.create(Settings(cache_dir=tmp_path / "c"))
+    case = TrtCase(session, Node(), model=model, precision="fp16", keep_fp32=["*/LayerNorm/*"])
+    case.__dict__["plan"] = plan
+    case._engine = engine
+    with pytest.raises(PrecisionError) as info:
+        case.check(atol=1e3, rtol=1e3)
+    assert "weak typing" in str(info.value) and f"{LN}/Pow (Pow): planned fp32, the engine ran it in fp16" in str(
+        info.value)
+    assert [r["result"]["passed"] for r in case.records if r["kind"] == "accuracy"] == [True]
