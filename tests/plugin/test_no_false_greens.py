@@ -304,3 +304,29 @@ def test_space_form_in_pytest_addopts_is_refused_too(pytester, fp16_project, mon
     result = pytester.runpytest_subprocess()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*--trt-html {report} (PYTEST_ADDOPTS): write it --trt-html={report}*"])
+
+
+# --------------------------------------------------------------------------------------
+# CI: the GPU workflow runs every trt test, and no workflow uses the space form
+# --------------------------------------------------------------------------------------
+def _run_lines(name: str) -> list[str]:
+    yaml = pytest.importorskip("yaml")
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / name).read_text())
+    return [step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
+
+
+def test_gpu_workflow_requires_every_trt_test_to_run():
+    pytest_runs = [run for run in _run_lines("gpu.yml") if "pytest " in run and "example_suite" in run]
+    assert pytest_runs and all("--trt-require-run" in run for run in pytest_runs), pytest_runs
+
+
+@pytest.mark.parametrize("name", ["cpu.yml", "gpu.yml"])
+def test_workflows_write_path_options_with_equals(name):
+    import shlex
+
+    from pytest_trt.settings import OPTIONS
+
+    path_flags = {f"--{o.name}" for o in OPTIONS if o.path}
+    for run in _run_lines(name):
+        words = shlex.split(run.replace("\\\n", " "))
+        assert not path_flags & set(words), f"{name}: a path option in the space form in {run!r}"
