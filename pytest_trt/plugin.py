@@ -23,6 +23,8 @@ SESSION_KEY = pytest.StashKey["object"]()
 RESULTS_KEY = pytest.StashKey[list]()
 #: header lines still to show (a session activated by collection shows them after "collected N items")
 PENDING_HEADER_KEY = pytest.StashKey[bool]()
+#: on a pytest-xdist worker: why the plugin could not be put in use (each trt test errors with it)
+ACTIVATION_ERROR_KEY = pytest.StashKey[str]()
 PROPERTY = "pytest_trt"
 #: on a trt test's setup report: "this is a trt test"; on a skipped trt test's report: the reason.
 #: They ride on the reports (pytest-xdist serializes them) and never reach JUnit XML, which
@@ -104,9 +106,25 @@ def pytest_collection_modifyitems(session, config, items):
     if config.stash.get(SESSION_KEY, None) is not None:
         return
     first = next((item for item in items if is_trt_test(item)), None)
-    if first is not None:
+    if first is None:
+        return
+    try:
         activate(config, f"trt test collected: {first.nodeid}")
-        config.stash[PENDING_HEADER_KEY] = True
+    except pytest.UsageError as exc:
+        if not hasattr(config, "workerinput"):
+            raise
+        # A pytest-xdist worker that raises here crashes without showing the message (the
+        # controller reports an internal error): each trt test errors with it instead.
+        config.stash[ACTIVATION_ERROR_KEY] = str(exc)
+        return
+    config.stash[PENDING_HEADER_KEY] = True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    error = item.config.stash.get(ACTIVATION_ERROR_KEY, None)
+    if error is not None and is_trt_test(item):
+        raise pytest.UsageError(error)
 
 
 @pytest.hookimpl(optionalhook=True)

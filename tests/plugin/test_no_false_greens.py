@@ -123,6 +123,21 @@ def test_onnxruntime_missing_is_a_usage_error_naming_the_extra(pytester):
     result.stderr.fnmatch_lines(['*pytest-trt: ONNX Runtime is not installed*pip install "pytest-trt[[]cpu[]]"*'])
 
 
+def test_under_xdist_the_controller_counts_skips_and_workers_report_the_usage_error(pytester):
+    """The controller collects nothing: a worker's report puts it in use; a worker that
+    cannot be put in use errors each trt test with the message (raising during a worker's
+    collection showed only an xdist internal error)."""
+    pytester.makepyfile(SKIPPING)
+    result = pytester.runpytest_subprocess("-n", "2")
+    result.assert_outcomes(passed=1, skipped=3)
+    result.stdout.fnmatch_lines(["*= pytest-trt =*", "trt tests: 2 of 3 SKIPPED (tested nothing): *"])
+    pytester.makepyfile(no_ort="import sys\nsys.modules['onnxruntime'] = None  # as if not installed\n")
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no_ort")
+    result.assert_outcomes(errors=3, skipped=1)  # every trt test; the plain test still skips itself
+    result.stdout.fnmatch_lines(['E * pytest.UsageError: pytest-trt: ONNX Runtime is not installed*'
+                                 'pytest-trt[[]cpu[]]*'])
+
+
 def test_onnxruntime_failing_to_import_is_a_usage_error_naming_the_extra(pytester):
     pytester.makepyfile(ACCURACY_TEST)
     broken = pytester.mkpydir("onnxruntime")  # shadows the real one: a broken install
