@@ -128,7 +128,7 @@ def write_project(root: Path, n: int, batch: int, seq: int, emulation: Path) -> 
 def run_pytest(root: Path, cache: Path, out: Path, files: list[str]) -> dict:
     env = {**os.environ, "OVERHEAD_OUT": str(out)}
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q",
-           "--trt-cache-dir", str(cache), *files]
+           "--trt-cache-dir=" + str(cache), *files]
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"pytest failed:\n{proc.stdout}\n{proc.stderr}")

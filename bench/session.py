@@ -76,9 +76,9 @@ def main(argv=None) -> int:
         rows = {
             "python -c pass": lambda: [py, "-c", "pass"],
             "import numpy, onnx, onnxruntime": lambda: [py, "-c", "import numpy, onnx, onnxruntime"],
-            "pytest --collect-only": lambda: [*pytest_cmd, "--collect-only", "--trt-cache-dir", str(tmp / "c0")],
-            "cold (empty cache)": lambda: [*pytest_cmd, "--trt-cache-dir", str(tmp / "cold")],
-            "warm (populated cache)": lambda: [*pytest_cmd, "--trt-cache-dir", str(warm_cache)],
+            "pytest --collect-only": lambda: [*pytest_cmd, "--collect-only", "--trt-cache-dir=" + str(tmp / "c0")],
+            "cold (empty cache)": lambda: [*pytest_cmd, "--trt-cache-dir=" + str(tmp / "cold")],
+            "warm (populated cache)": lambda: [*pytest_cmd, "--trt-cache-dir=" + str(warm_cache)],
         }
         # Populate the warm cache, and the bytecode cache.
         _, out = timed(rows["warm (populated cache)"](), envs["bytecode cache"])
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
               f"{len(builds) - len(engines)} baseline(s); {build_seconds:.2f}s building in total\n")
 
         # What a warm run spends its test time on (pytest's own per-test durations).
-        _, out = timed([*pytest_cmd, "--trt-cache-dir", str(warm_cache), "--durations=6", "--durations-min=0"],
+        _, out = timed([*pytest_cmd, "--trt-cache-dir=" + str(warm_cache), "--durations=6", "--durations-min=0"],
                        envs["bytecode cache"])
         slowest = [ln for ln in out.splitlines() if re.match(r"^\d+\.\d+s (call|setup|teardown)", ln)]
         print("slowest test phases of a warm run:\n  " + "\n  ".join(slowest) + "\n")

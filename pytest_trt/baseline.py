@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import warnings
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .errors import BackendUnavailable, InputError, ModelError, UsageError
+from .errors import InputError, ModelError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cache import ArtifactCache
@@ -36,29 +37,75 @@ def onnxruntime_version() -> str:
     return dist_version("onnxruntime", "onnxruntime-gpu") or "missing"
 
 
-def _import_ort():
+def install_hint(gpu: bool | None = None) -> str:
+    """Which extra brings ONNX Runtime: ``[gpu]`` on a machine with a CUDA GPU (or when asked), else ``[cpu]``."""
+    if gpu is None:
+        from .environment import gpus
+
+        gpu = bool(gpus())
+    if gpu:
+        return ('pip install "pytest-trt[gpu]" (onnxruntime-gpu with TensorRT; never together with the [cpu] '
+                'extra: onnxruntime and onnxruntime-gpu overwrite each other)')
+    return 'pip install "pytest-trt[cpu]"'
+
+
+def _import_ort(gpu: bool | None = None):
+    """Import ONNX Runtime; a missing or broken install is a :class:`UsageError` naming the extra to install."""
     try:
         import onnxruntime as ort
-    except ImportError as exc:
-        raise BackendUnavailable(
-            "ONNX Runtime not installed: install pytest-trt[cpu] (CPU) or pytest-trt[gpu] (GPU runners)"
-        ) from exc
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] != "onnxruntime":
+            raise UsageError(f"ONNX Runtime cannot be imported ({exc}): reinstall it: {install_hint(gpu)}") from exc
+        raise UsageError(f"ONNX Runtime is not installed: pytest-trt needs it for the FP32 baseline: "
+                         f"{install_hint(gpu)}") from exc
+    except Exception as exc:  # a broken install: ImportError, OSError from a missing shared library, ...
+        raise UsageError(f"ONNX Runtime cannot be imported ({type(exc).__name__}: {exc}): reinstall it: "
+                         f"{install_hint(gpu)}") from exc
     # FATAL only: ONNX Runtime's own (coloured) log lines would reach stderr before, and apart from,
     # our message; every error it logs is also raised, and we re-raise it as ours (ModelError, ...)
     ort.set_default_logger_severity(4)
     return ort
 
 
-def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "model"):
-    """An ONNX Runtime session over serialized ONNX, graph optimizations disabled."""
-    ort = _import_ort()
+def check_runtime(provider: str = "cpu", *, gpu: bool | None = None, source: str = "--trt-baseline-provider") -> None:
+    """Fail now, with the fix, when the baseline cannot be computed as asked.
+
+    ONNX Runtime must import, and ``provider`` must really run: ONNX Runtime silently falls
+    back to its CPU provider when the CUDA provider cannot be created (measured with
+    onnxruntime 1.32: a UserWarning, then ``get_providers() == ['CPUExecutionProvider']``),
+    so ``cuda`` is checked on a one-node model.
+    """
+    ort = _import_ort(gpu=gpu or (provider == "cuda" or None))
+    if provider == "cpu":
+        return
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "provider_check",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = min(model.ir_version, 8)
+    try:
+        make_session(model.SerializeToString(), provider=provider, label=f"{source} {provider} check", ort=ort)
+    except ModelError as exc:
+        raise UsageError(f"{source} {provider}: ONNX Runtime's {PROVIDERS[provider]} cannot run here: {exc}") from exc
+
+
+def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "model", ort=None):
+    """An ONNX Runtime session over serialized ONNX, graph optimizations disabled.
+
+    The session runs on ``provider`` or this raises :class:`UsageError`: ONNX Runtime's own
+    fallback to the CPU provider would compute a "cuda" baseline on the CPU without a word.
+    """
+    ort = ort or _import_ort(gpu=provider == "cuda" or None)
     if provider not in PROVIDERS:
         raise UsageError(f"unknown baseline provider {provider!r}: use one of {', '.join(PROVIDERS)}")
     name = PROVIDERS[provider]
     if name not in ort.get_available_providers():
-        raise BackendUnavailable(
-            f"ONNX Runtime provider {name} is not available (have: {', '.join(ort.get_available_providers())}); "
-            f"install onnxruntime-gpu for provider 'cuda'"
+        raise UsageError(
+            f"baseline provider {provider!r}: ONNX Runtime's {name} is not available here (this ONNX Runtime "
+            f"has: {', '.join(ort.get_available_providers())}). On a CUDA machine: {install_hint(True)}; "
+            f"elsewhere use the default provider cpu"
         )
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
@@ -69,10 +116,20 @@ def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "mod
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     provider_entry = (name, {"use_tf32": "0"}) if provider == "cuda" else name
     try:
-        return ort.InferenceSession(model_bytes, sess_options=options, providers=[provider_entry])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "Specified provider ... is not in available provider names"
+            session = ort.InferenceSession(model_bytes, sess_options=options, providers=[provider_entry])
     except Exception as exc:  # onnxruntime raises its own exception types
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         raise ModelError(f"ONNX Runtime cannot load {label}: {first}") from exc
+    ran = session.get_providers()
+    if not ran or ran[0] != name:
+        raise UsageError(
+            f"baseline provider {provider!r}: ONNX Runtime could not create its {name} (it fell back to "
+            f"{', '.join(ran) or 'nothing'}): check the CUDA and cuDNN libraries ONNX Runtime needs, and that a GPU "
+            f"is visible; or use the default provider cpu"
+        )
+    return session
 
 
 def cached_session(key: str, make_bytes, *, provider: str = "cpu", label: str = "model"):

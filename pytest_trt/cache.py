@@ -115,7 +115,7 @@ _CACHEDIR_TAG = (
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
 _PROBE_PREFIX = ".pytest-trt-probe-"
-_HINT_DIR = "Pass --trt-cache-dir DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
+_HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
 
 # Lock paths held by the current thread: re-entering the same key from inside its own
 # build would deadlock on flock (a second descriptor of the same process), so it is an error.
@@ -259,7 +259,7 @@ class ArtifactCache:
             if not self.root.is_dir():
                 raise CacheError(
                     f"the read-only pytest-trt cache directory {self.root} does not exist. "
-                    f"Point --trt-cache-dir at an existing cache, or open a writable one."
+                    f"Point --trt-cache-dir=DIR at an existing cache, or open a writable one."
                 )
             return
         try:
@@ -981,8 +981,8 @@ def _why(exc: OSError) -> str:
 def _space_hint(exc: OSError) -> str:
     if getattr(exc, "errno", None) in _NO_SPACE:
         return (
-            ". The disk is full: free space, lower the cache size limit, or point --trt-cache-dir "
-            "at a larger disk"
+            ". The disk is full: free space, lower the cache size limit, or point --trt-cache-dir=DIR "
+            "to a larger disk"
         )
     return ""
 

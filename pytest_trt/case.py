@@ -304,7 +304,8 @@ class TrtCase:
         )
 
     def skip_reason(self) -> str | None:
-        """Why this case cannot run on the session's backend (None when it can)."""
+        """Why this case is skipped here: only ``requires=`` naming backends that do not run the
+        session (the documented skip). None when it runs."""
         requires = self.options.get("requires")
         backend = self.session.backend
         if requires:
@@ -315,7 +316,12 @@ class TrtCase:
                 reasons = [get_backend(w).unavailable_reason() for w in wanted]
                 why = "; ".join(r for r in reasons if r) or f"backend is {backend.name}"
                 return f"needs {' or '.join(wanted)}: {why}"
-        return backend.supports(self.plan, self.build_config)
+        return None
+
+    def unsupported_reason(self) -> str | None:
+        """Why the session's backend cannot build this case as declared (None when it can):
+        a usage error, never a skip (e.g. ``typing="weak"`` on TensorRT 11)."""
+        return self.session.backend.supports(self.plan, self.build_config)
 
     @property
     def engine(self):
@@ -326,6 +332,11 @@ class TrtCase:
             reason = self.skip_reason()
             if reason:
                 pytest.skip(reason)
+            why = self.unsupported_reason()
+            if why:
+                raise UsageError(f"{self.session.backend.name} cannot build {self.model.label} "
+                                 f"[{self.plan.policy.describe()}] as this test declares it: {why}. Change the "
+                                 f"marker (typing=, as_is=), or declare requires= for the backends that can")
             self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
             self.records.append({"kind": "engine", **self._build_event.to_json()})
             if self.session.settings.parser_check != "off":

@@ -350,7 +350,8 @@ class OutputComparison:
         if self.needed_rtol is not None and math.isfinite(self.needed_rtol):
             opts.append(f"rtol >= {_fmt_up(self.needed_rtol)} at atol={_fmt_tol(self.atol)}")
         elif self.needed_rtol is not None:
-            opts.append(f"(no rtol: expected is 0 where abs err > atol={_fmt_tol(self.atol)})")
+            opts.append(f"(no finite rtol: expected is 0, or the rel error overflows, where abs err > "
+                        f"atol={_fmt_tol(self.atol)})")
         txt = "would pass with " + ", or ".join(opts) if opts else "no finite tolerance passes (abs error overflows)"
         if self.unfixable:
             return (
@@ -983,8 +984,13 @@ class _Acc:
             oc.mismatch_worst_abs = el(self.mm_worst_abs)
             oc.mismatch_worst_rel = el(self.mm_worst_rel)
             if self.mm_count:
-                oc.mismatch_mean_abs = self.mm_sum / self.mm_count
                 vals = np.concatenate(self.mm_vals)
+                oc.mismatch_mean_abs = self.mm_sum / self.mm_count
+                if not math.isfinite(oc.mismatch_mean_abs):  # the float64 sum overflowed (errors ~1e308)
+                    top = float(vals.max())
+                    if math.isfinite(top) and top > 0:
+                        with np.errstate(all="ignore"):
+                            oc.mismatch_mean_abs = float(np.mean(vals / top, dtype=np.float64)) * top
                 # the smallest value that 99% of the mismatched abs errors do not exceed
                 oc.mismatch_p99_abs = float(np.percentile(vals, 99, method="inverted_cdf"))
             rows = self.nan_rows[:TABLE_ROWS] + self.top
@@ -993,54 +999,123 @@ class _Acc:
 
 
 class _MetricSums:
-    __slots__ = ("ae", "aa", "ee", "dd", "n")
+    """Float64 sums of ``a*e``, ``a*a``, ``e*e`` and ``(a-e)^2`` for cosine and SNR, overflow- and underflow-proof.
+
+    Each sum is kept as ``mantissa * 2**exponent``: a block is scaled by powers of two (exact)
+    so its largest element is in [0.5, 1) before squaring, and its partial sums are merged
+    at the larger exponent. Plain float64 sums overflow for |x| > 1e154 (``[1e200]`` vs
+    ``[1.0]`` made the SNR ``log10(0)``, a ValueError) and underflow to zero for |x| < 1e-162
+    (two opposite tiny vectors looked "equal": cosine 1, SNR inf).
+    """
+
+    __slots__ = ("m", "k", "n", "_scratch")
+
+    AE, AA, EE, DD = range(4)
 
     def __init__(self):
-        self.ae = self.aa = self.ee = self.dd = 0.0
+        self.m = [0.0, 0.0, 0.0, 0.0]
+        self.k = [0, 0, 0, 0]
         self.n = 0
+        self._scratch = None
 
-    def add(self, a64: np.ndarray, e64: np.ndarray, scratch: np.ndarray) -> None:
-        s = scratch[: a64.shape[0]]
-        red = np.add.reduce
-        np.multiply(a64, e64, out=s)
-        ae = float(red(s))
-        np.multiply(a64, a64, out=s)
-        aa = float(red(s))
-        np.multiply(e64, e64, out=s)
-        ee = float(red(s))
-        np.subtract(a64, e64, out=s)
-        np.multiply(s, s, out=s)
-        dd = float(red(s))
-        if not math.isfinite(ae + aa + ee + dd):
+    def _merge(self, i: int, value: float, exp: int) -> None:
+        if value == 0.0:
+            return
+        if self.m[i] == 0.0:
+            self.m[i], self.k[i] = value, exp
+        else:
+            k = max(self.k[i], exp)
+            self.m[i] = math.ldexp(self.m[i], self.k[i] - k) + math.ldexp(value, exp - k)
+            self.k[i] = k
+        if self.m[i] != 0.0:
+            frac, e = math.frexp(self.m[i])
+            self.m[i], self.k[i] = frac, self.k[i] + e
+
+    def add(self, a64: np.ndarray, e64: np.ndarray) -> None:
+        m = a64.shape[0]
+        if m == 0:
+            return
+        if self._scratch is None or self._scratch[0].shape[0] < m:
+            self._scratch = tuple(np.empty(m, np.float64) for _ in range(3))
+        x, y, s = (buf[:m] for buf in self._scratch)
+        np.abs(a64, out=x)
+        np.abs(e64, out=y)
+        ma, me = float(x.max()), float(y.max())
+        if not (math.isfinite(ma) and math.isfinite(me)):
             fin = np.isfinite(a64) & np.isfinite(e64)
-            if not fin.all():
-                self.add(a64[fin], e64[fin], scratch)  # compressed copies: finite only
-                return
-        self.ae += ae
-        self.aa += aa
-        self.ee += ee
-        self.dd += dd
-        self.n += a64.shape[0]
+            self.add(a64[fin], e64[fin])  # compressed copies: finite only
+            return
+        ka = math.frexp(ma)[1] if ma else 0
+        ke = math.frexp(me)[1] if me else 0
+        _scale2(a64, -ka, x)
+        _scale2(e64, -ke, y)
+        self._merge(self.AA, _sum_of(x, x, s), 2 * ka)
+        self._merge(self.EE, _sum_of(y, y, s), 2 * ke)
+        self._merge(self.AE, _sum_of(x, y, s), ka + ke)
+        # the difference as is (exact for subnormal differences), or at a common scale when it overflows;
+        # then scaled by its own largest element
+        c = 0
+        np.subtract(a64, e64, out=x)
+        np.abs(x, out=y)
+        md = float(y.max())
+        if not math.isfinite(md):
+            c = max(ka, ke)
+            _scale2(a64, -c, x)
+            _scale2(e64, -c, y)
+            np.subtract(x, y, out=x)
+            np.abs(x, out=y)
+            md = float(y.max())
+        if md:
+            kd = math.frexp(md)[1]
+            _scale2(x, -kd, x)
+            self._merge(self.DD, _sum_of(x, x, s), 2 * (kd + c))
+        self.n += m
 
     def cosine(self) -> float:
         if self.n == 0:
             return float("nan")
-        if self.aa == 0.0 and self.ee == 0.0:
+        aa, ee = self.m[self.AA], self.m[self.EE]
+        if aa == 0.0 and ee == 0.0:
             return 1.0
-        if self.aa == 0.0 or self.ee == 0.0:
+        if aa == 0.0 or ee == 0.0:
             return 0.0
-        # divide step by step: aa * ee can underflow or overflow; |ae / sqrt(aa)| <= sqrt(ee)
-        c = self.ae / math.sqrt(self.aa) / math.sqrt(self.ee)
+        # ae / sqrt(aa * ee), mantissas in [0.5, 1) and the exponents apart: nothing overflows
+        ae = self.m[self.AE]
+        if ae == 0.0:
+            return 0.0
+        exp = self.k[self.AE] - (self.k[self.AA] + self.k[self.EE]) / 2.0  # near 0: |ae| <= sqrt(aa * ee)
+        try:
+            c = ae / math.sqrt(aa * ee) * 2.0 ** exp if exp > -1100 else 0.0
+        except OverflowError:  # only by rounding at the very edge: the bound says |c| <= 1
+            c = math.copysign(1.0, ae)
         return max(-1.0, min(1.0, c))
 
     def snr_db(self) -> float:
         if self.n == 0:
             return float("nan")
-        if self.dd == 0.0:
+        if self.m[self.DD] == 0.0:
             return float("inf")
-        if self.ee == 0.0:
+        if self.m[self.EE] == 0.0:
             return float("-inf")
-        return 10.0 * math.log10(self.ee / self.dd)
+        return 10.0 * (math.log10(self.m[self.EE] / self.m[self.DD])
+                       + (self.k[self.EE] - self.k[self.DD]) * math.log10(2.0))
+
+
+def _scale2(src: np.ndarray, k: int, out: np.ndarray) -> None:
+    """``out = src * 2**k``, exact (a power of two) unless the result underflows; ``np.ldexp``
+    does the same about 15x slower. Two steps where ``2**k`` itself is out of range."""
+    if -1000 <= k <= 1000:
+        np.multiply(src, 2.0 ** k, out=out)
+    else:
+        half = k // 2
+        np.multiply(src, 2.0 ** half, out=out)
+        np.multiply(out, 2.0 ** (k - half), out=out)
+
+
+def _sum_of(x: np.ndarray, y: np.ndarray, scratch: np.ndarray) -> float:
+    """``sum(x * y)``, pairwise-summed (``np.dot`` is a single pass but slower here under BLAS threading)."""
+    np.multiply(x, y, out=scratch)
+    return float(np.add.reduce(scratch))
 
 
 def _metric_args(actual, expected):
@@ -1056,10 +1131,9 @@ def _metric_sums(a: np.ndarray, e: np.ndarray) -> _MetricSums:
     f64 = np.dtype(np.float64)
     B = _block_elems(f64, e.size)
     sums = _MetricSums()
-    scratch = np.empty(B, f64)
     with np.errstate(all="ignore"):
         for _, ab, eb in _iter_blocks(a, e, f64, B, "K"):
-            sums.add(ab, eb, scratch)
+            sums.add(ab, eb)
     return sums
 
 
@@ -1082,7 +1156,6 @@ def _detail_float(oc, a, e, W, rtol, atol, equal_nan) -> None:
     d = np.empty(B, W)
     ae = np.empty(B, W)
     rel = np.empty(B, W)
-    s64 = np.empty(B, f64)
     a64 = np.empty(B, f64)
     e64 = np.empty(B, f64)
     inf = W.type(np.inf)
@@ -1094,6 +1167,8 @@ def _detail_float(oc, a, e, W, rtol, atol, equal_nan) -> None:
             np.abs(dd, out=dd)
             np.abs(eb, out=aee)
             tol = aee * r
+            if np.isinf(r):  # inf * 0 is NaN: rtol * |0| is 0 whatever rtol, so such an element needs atol
+                tol[aee == 0] = 0
             fail = (dd > at) & (dd > tol)  # NaN compares False: finite elements only
             fin_a = np.isfinite(ab)
             fin_e = np.isfinite(eb)
@@ -1120,6 +1195,9 @@ def _detail_float(oc, a, e, W, rtol, atol, equal_nan) -> None:
                     dd[both_nan] = 0
             np.divide(dd, aee, out=rr)
             rr[dd == 0] = 0  # 0/0
+            ovf = np.isinf(dd) if allfin else np.isinf(dd) & both
+            if ovf.any():  # |a - e| overflowed between finite values: |a/|e| - e/|e||, finite unless it overflows too
+                rr[ovf] = np.abs(ab[ovf] / aee[ovf] - eb[ovf] / aee[ovf])
             if not allfin:
                 rr[fail_inf] = inf  # finite vs inf: inf/inf
                 # needed tolerances over the finite elements only
@@ -1139,7 +1217,7 @@ def _detail_float(oc, a, e, W, rtol, atol, equal_nan) -> None:
             y = e64[:m]
             x[...] = ab
             y[...] = eb
-            sums.add(x, y, s64)
+            sums.add(x, y)
     acc.finish(oc)
     oc.needed_atol = acc.need_atol
     oc.needed_rtol = acc.need_rtol

@@ -34,11 +34,17 @@ class InputError(PytestTrtError):
 
 
 class BackendUnavailable(PytestTrtError):
-    """The chosen backend cannot run here. ``reason`` is the exact skip reason."""
+    """The chosen backend (or the baseline's runtime) cannot run here. ``reason`` says why."""
 
     def __init__(self, reason: str):
         super().__init__(reason)
         self.reason = reason
+
+
+class UnsupportedGpu(BackendUnavailable):
+    """A built engine cannot be loaded on this GPU (TensorRT-RTX on a compute capability it
+    does not support). The one backend failure that is a documented skip in a test; every
+    other :class:`BackendUnavailable` is an error."""
 
 
 class BuildError(PytestTrtError):

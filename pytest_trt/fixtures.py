@@ -18,11 +18,13 @@ RECORDS_KEY = pytest.StashKey[list]()
 
 
 def _session(config):
-    from .plugin import SESSION_KEY
+    from .plugin import SESSION_KEY, activate
 
-    session = config.stash.get(SESSION_KEY, None)
-    if session is None:
+    if config.pluginmanager.get_plugin("pytest-trt-results") is None:
         raise UsageError("pytest-trt is not configured (was the plugin disabled with -p no:trt?)")
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:  # e.g. request.getfixturevalue("trt_session") in a test that is no trt test
+        session = activate(config, "a trt fixture was requested")
     return session
 
 
@@ -53,7 +55,7 @@ def trt(request, trt_session):
 
 @pytest.fixture
 def trt_engine(trt):
-    """The engine of the test's ``trt`` case (skips with the exact reason when the backend cannot build it)."""
+    """The engine of the test's ``trt`` case (skips with the reason only under ``requires=``)."""
     return trt.engine
 
 
@@ -77,7 +79,8 @@ def trt_build(request, trt_session):
         config = trt_session.build_config(typing=typing, tf32=tf32, profiles=profiles)
         reason = trt_session.backend.supports(plan, config)
         if reason:
-            pytest.skip(reason)
+            raise UsageError(f"trt_build: {trt_session.backend.name} cannot build {loaded.label} "
+                             f"[{plan.policy.describe()}] as asked: {reason}")
         engine, event = trt_session.engine(plan, config)
         records.append({"kind": "engine", **event.to_json()})
         if trt_session.settings.parser_check != "off":  # --trt-parser-check: judged after the test body

@@ -1,7 +1,11 @@
 """pytest-trt's pytest plugin (entry point ``pytest11: trt``). Hooks in the order pytest calls them.
 
-Importing this module imports neither TensorRT nor ONNX Runtime: collection works on
-any machine, and the backend is chosen once per session in ``pytest_configure``.
+The plugin is inert until it is *in use* (shared/CONVENTIONS.md): a ``--trt-*`` option or
+``trt_*`` ini value is given (known in ``pytest_configure``), or a trt test is collected (a
+test with the ``trt`` marker or a fixture whose name starts with ``trt``; known in
+``pytest_collection_modifyitems``). Until then it imports nothing beyond pytest, runs no
+subprocess, selects no backend and prints nothing. From then on, anything asked for that
+cannot be honoured is a usage error (:meth:`~pytest_trt.session.TrtSession.create`).
 """
 
 from __future__ import annotations
@@ -12,12 +16,21 @@ import pytest
 
 from . import settings as _settings
 from ._version import __version__
-from .errors import AccuracyError, BackendUnavailable, PrecisionError, PytestTrtError
+from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
 from .fixtures import RECORDS_KEY, trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
 
 SESSION_KEY = pytest.StashKey["object"]()
 RESULTS_KEY = pytest.StashKey[list]()
+#: header lines still to show (a session activated by collection shows them after "collected N items")
+PENDING_HEADER_KEY = pytest.StashKey[bool]()
+#: on a pytest-xdist worker: why the plugin could not be put in use (each trt test errors with it)
+ACTIVATION_ERROR_KEY = pytest.StashKey[str]()
 PROPERTY = "pytest_trt"
+#: on a trt test's setup report: "this is a trt test"; on a skipped trt test's report: the reason.
+#: They ride on the reports (pytest-xdist serializes them) and never reach JUnit XML, which
+#: takes properties from the teardown report only.
+TEST_PROPERTY = "pytest_trt_test"
+SKIP_PROPERTY = "pytest_trt_skip"
 
 MARKERS = (
     "trt(model=None, *, precision=None, keep_fp32=(), rules=(), policy=None, atol=None, rtol=None, shapes=None, "
@@ -37,22 +50,42 @@ def pytest_configure(config):
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     config.stash[RESULTS_KEY] = []
-    config.pluginmanager.register(ResultsCollector(config.stash[RESULTS_KEY]), "pytest-trt-results")
+    config.pluginmanager.register(ResultsCollector(config), "pytest-trt-results")
     if config.option.help or getattr(config.option, "markers", False) or getattr(config.option, "fixtures", False):
         return
     from . import xdist_gpus
-    from .session import TrtSession
 
     # --trt-gpus: on a worker this sets CUDA_VISIBLE_DEVICES, so it runs before the session probes any GPU
     xdist_gpus.configure(config)
+    given = _settings.given_options(config)
+    if given:
+        activate(config, "options: " + ", ".join(given))
+
+
+def is_trt_test(item) -> bool:
+    """A test with the ``trt`` marker or a fixture whose name starts with ``trt``."""
+    if item.get_closest_marker("trt") is not None:
+        return True
+    return any(name.startswith("trt") for name in getattr(item, "fixturenames", ()))
+
+
+def activate(config, why: str):
+    """Put the plugin in use (once): resolve the settings, select the backend, check that what
+    was asked for can be honoured. Returns the :class:`~pytest_trt.session.TrtSession`;
+    raises ``pytest.UsageError`` naming the fix."""
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        return session
+    from .session import TrtSession
+
     try:
+        _settings.check_path_option_forms(config)
         session_settings = _settings.resolve_settings(config)
         started_at = getattr(config, "workerinput", {}).get("trt_session_start")
         session = TrtSession.create(session_settings, started_at=started_at)
-    except BackendUnavailable as exc:
-        raise pytest.UsageError(f"pytest-trt: {exc}") from None
     except PytestTrtError as exc:
         raise pytest.UsageError(f"pytest-trt: {exc}") from None
+    session.activated_by = why
     config.stash[SESSION_KEY] = session
     if not hasattr(config, "workerinput"):
         # engines that took over a second, and "still building" heartbeats; every engine with -v.
@@ -64,6 +97,34 @@ def pytest_configure(config):
 
         session.progress = progress
         session.verbose = config.option.verbose > 0
+    return session
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    """The first collected (and selected) trt test puts the plugin in use."""
+    if config.stash.get(SESSION_KEY, None) is not None:
+        return
+    first = next((item for item in items if is_trt_test(item)), None)
+    if first is None:
+        return
+    try:
+        activate(config, f"trt test collected: {first.nodeid}")
+    except pytest.UsageError as exc:
+        if not hasattr(config, "workerinput"):
+            raise
+        # A pytest-xdist worker that raises here crashes without showing the message (the
+        # controller reports an internal error): each trt test errors with it instead.
+        config.stash[ACTIVATION_ERROR_KEY] = str(exc)
+        return
+    config.stash[PENDING_HEADER_KEY] = True
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    error = item.config.stash.get(ACTIVATION_ERROR_KEY, None)
+    if error is not None and is_trt_test(item):
+        raise pytest.UsageError(error)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -76,11 +137,24 @@ def pytest_configure_node(node):
 
 
 def pytest_report_header(config):
-    from . import environment
-
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return None
+    return header_lines(session)
+
+
+def pytest_report_collectionfinish(config, start_path, items):
+    """A session put in use by its first trt test states its header here, after collection."""
+    if not config.stash.get(PENDING_HEADER_KEY, False):
+        return None
+    config.stash[PENDING_HEADER_KEY] = False
+    return header_lines(config.stash[SESSION_KEY])
+
+
+def header_lines(session) -> list[str]:
+    """Everything needed to reproduce a result: backend and why, precision, versions, GPU, cache."""
+    from . import environment
+
     s = session.settings
     versions = environment.library_versions()
 
@@ -114,15 +188,22 @@ def _short_longrepr(item, excinfo) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
+    session = item.config.stash.get(SESSION_KEY, None)
+    if session is None:  # not in use: leave every report alone
+        return report
+    trt_test = is_trt_test(item)
+    if trt_test and call.when == "setup":
+        report.user_properties.append((TEST_PROPERTY, item.nodeid))
     excinfo = call.excinfo
     records = item.stash.get(RECORDS_KEY, None)
     if records and call.when == "call":
         _apply_parser_checks(report, records, excinfo)
-    if excinfo is not None and excinfo.errisinstance(BackendUnavailable):
-        # Found only when an engine is loaded or run (e.g. TensorRT-RTX on a GPU it does not
-        # support), wherever that happens: fixture, trt.check, assert_precision, locate,
-        # user code. The test cannot run here; that is a skip with the reason, not a failure
-        # (and not an xfail's "raised the wrong exception").
+    if excinfo is not None and excinfo.errisinstance(UnsupportedGpu):
+        # The documented skip: an engine built for a GPU that cannot load it (TensorRT-RTX on
+        # an unsupported compute capability), found when it is loaded or run wherever that
+        # happens (fixture, trt.check, assert_precision, locate, user code). Not a failure,
+        # and not an xfail's "raised the wrong exception". Every other BackendUnavailable is
+        # an error: what was asked for cannot be honoured.
         report.outcome = "skipped"
         if hasattr(report, "wasxfail"):
             del report.wasxfail
@@ -130,27 +211,41 @@ def pytest_runtest_makereport(item, call):
     elif excinfo is not None and excinfo.errisinstance((AccuracyError, PrecisionError, PytestTrtError)):
         if item.config.option.tbstyle in ("auto", "short", "line", "no"):
             report.longrepr = _short_longrepr(item, excinfo)
-    _attach_results(item, call, report)
+    if trt_test and report.skipped and not hasattr(report, "wasxfail"):
+        reason = skip_reason_of(report)
+        if session.settings.require_run:
+            source = session.settings.sources.get("trt_require_run", "--trt-require-run")
+            report.outcome = "failed"
+            report.longrepr = (f"{item.nodeid}: pytest-trt: skipped ({reason}), but {source} asks every "
+                               f"collected trt test to run here")
+        else:
+            report.user_properties.append((SKIP_PROPERTY, reason))
+    if trt_test:
+        _attach_results(item, call, report, session)
     return report
 
 
-def _attach_results(item, call, report) -> None:
+def skip_reason_of(report) -> str:
+    """The reason of a skipped report (``longrepr`` is ``(path, lineno, "Skipped: reason")``)."""
+    longrepr = report.longrepr
+    text = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text[len("Skipped: "):] if text.startswith("Skipped: ") else text
+
+
+def _attach_results(item, call, report, session) -> None:
     """Every trt test reaches the reports with its pytest outcome (report/outcomes.py), its records
     (condensed: one per repeated check, unless --trt-report-all-records) and, when it failed, its message.
 
     The blob rides on the deciding phase's report only (ResultsCollector reads it there; it stays
     out of JUnit XML, which takes properties from the teardown report = item.user_properties).
     """
-    from .report.outcomes import classify, is_trt_item, junit_outcome_properties
+    from .report.outcomes import classify, junit_outcome_properties
 
-    if not is_trt_item(item):
-        return
     facts = classify(item, call, report)
     if facts is None:
         return
     records = list(item.stash.get(RECORDS_KEY, None) or ())
-    session = item.config.stash.get(SESSION_KEY, None)
-    if records and not (session is not None and session.settings.report_all_records):
+    if records and not session.settings.report_all_records:
         from .report.summary import condense_records
 
         records = condense_records(records)
@@ -161,6 +256,7 @@ def _attach_results(item, call, report) -> None:
             item.user_properties.extend(_junit_properties(records))
         elif facts.get("message"):
             item.user_properties.append(("trt_message", facts["message"]))
+
 
 def _apply_parser_checks(report, records, excinfo) -> None:
     """--trt-parser-check: a failed parser check fails the test, after its body gave every other
@@ -187,18 +283,28 @@ def _junit_properties(records):
 
 
 class ResultsCollector:
-    """Collects per-test records from test reports.
+    """Collects per-test records, trt tests and their skips from test reports.
 
-    Records ride on ``report.user_properties``, which pytest-xdist serializes, so on the
-    controller this sees every worker's results; reports are then written once there.
+    They ride on ``report.user_properties``, which pytest-xdist serializes, so on the
+    controller this sees every worker's results; reports are then written once there. A
+    controller that was not put in use by options is put in use by the first trt test a
+    worker reports (it collects nothing itself).
     """
 
-    def __init__(self, sink: list):
-        self.sink = sink
+    def __init__(self, config):
+        self.config = config
+        self.sink = config.stash[RESULTS_KEY]
         self._by_nodeid: dict[str, dict] = {}
 
     def pytest_runtest_logreport(self, report):
         for name, value in report.user_properties:
+            if name in (TEST_PROPERTY, SKIP_PROPERTY):
+                session = activate(self.config, f"trt test reported: {report.nodeid}")
+                if name == TEST_PROPERTY:
+                    session.trt_tests.add(report.nodeid)
+                else:
+                    session.skipped.append((report.nodeid, value))
+                continue
             if name != PROPERTY:
                 continue
             blob = json.loads(value)

@@ -64,11 +64,37 @@ class TrtSession:
     #: seconds between "still building" lines
     heartbeat_seconds: float = 30.0
 
+    #: trt tests that ran here (or on the workers) and those skipped, ``(nodeid, reason)``:
+    #: the terminal summary's first line
+    trt_tests: set = field(default_factory=set)
+    skipped: list = field(default_factory=list)
+    #: how the session came to be in use: the options given, or "a trt test was collected"
+    activated_by: str = ""
+
     @classmethod
     def create(cls, settings: Settings, *, started_at: float | None = None) -> TrtSession:
+        """Select the backend and check that everything asked for can be honoured here.
+
+        Raises :class:`~pytest_trt.errors.PytestTrtError` (a usage error) naming the fix: an
+        explicit backend that cannot run, ONNX Runtime missing or broken, a baseline provider
+        that does not really run, a typing the TensorRT version lacks.
+        """
         from .backends.base import select_backend
+        from .baseline import check_runtime
 
         backend, reason = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
+        provider_source = settings.sources.get("trt_baseline_provider", "default")
+        check_runtime(settings.baseline_provider, gpu=(backend.name != "emulate") or None,
+                      source="--trt-baseline-provider" if provider_source == "default" else provider_source)
+        if backend.name in ("tensorrt", "tensorrt-rtx") and settings.typing != "auto":
+            from .backends.trt_compat import installed_version, version_typing_reason
+
+            why = version_typing_reason(backend.name, installed_version(backend.name), settings.typing)
+            if why:
+                from .errors import UsageError
+
+                raise UsageError(f"{settings.sources.get('trt_typing', '--trt-typing')} {settings.typing} cannot be "
+                                 f"honoured by {backend.name}: {why}")
         session = cls(settings=settings, backend=backend, backend_reason=reason)
         if settings.parser_check != "off":
             from .parser_check import require

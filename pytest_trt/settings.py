@@ -26,6 +26,9 @@ class Option:
     default: object = None
     choices: tuple = ()
     metavar: str | None = None
+    #: the value is a file or directory path: it must be written ``--flag=PATH`` (see
+    #: :func:`check_path_option_forms`)
+    path: bool = False
 
     @property
     def dest(self) -> str:
@@ -53,7 +56,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("trt-keep-fp32", "Keep nodes matching PATTERN in FP32 (shell glob over ONNX node names, or op:TYPE); "
            "repeatable; adds to the marker's keep_fp32. Default: none.", "list", (), metavar="PATTERN"),
     Option("trt-cache-dir", f"Directory of cached engines, baselines and timing caches "
-           f"(default: $PYTEST_TRT_CACHE_DIR or <rootdir>/{DEFAULT_CACHE_DIRNAME}).", "str", None, metavar="DIR"),
+           f"(default: $PYTEST_TRT_CACHE_DIR or <rootdir>/{DEFAULT_CACHE_DIRNAME}). Write it --trt-cache-dir=DIR.",
+           "str", None, metavar="DIR", path=True),
     Option("trt-cache-max-size", "Evict least-recently-used cache entries beyond this size, e.g. 20G, 500M "
            "(default: no limit).", "str", None, metavar="SIZE"),
     Option("trt-cache-read-only", "Use the cache directory read-only (e.g. a pre-populated cache shared by CI "
@@ -69,12 +73,13 @@ OPTIONS: tuple[Option, ...] = (
            "(TF32 off). Default: cpu.", "choice", "cpu", ("cpu", "cuda")),
     Option("trt-locate-on-failure", "On an accuracy failure, run a layerwise comparison and name the first "
            "divergent node in the message (default: off).", "bool", False),
-    Option("trt-report", "Write machine-readable results (JSON) to PATH (default: none).", "str", None, metavar="PATH"),
-    Option("trt-html", "Write a self-contained HTML report to PATH (default: none).", "str", None, metavar="PATH"),
+    Option("trt-report", "Write machine-readable results (JSON) to PATH (default: none). Write it --trt-report=PATH.",
+           "str", None, metavar="PATH", path=True),
+    Option("trt-html", "Write a self-contained HTML report to PATH (default: none). Write it --trt-html=PATH.",
+           "str", None, metavar="PATH", path=True),
     Option("trt-report-all-records", "Keep every record of repeated checks (each Hypothesis example) in "
            "--trt-report; by default a repeated check keeps its worst example and the example count "
            "(default: off).", "bool", False),
-
     Option("trt-parser-check", "Also parse and build every plan with TensorRT-RTX's real ONNX parser and builder "
            "(works without a GPU; needs the rtx extra): a node planned FP32 but parsed lower, or a realization it "
            "rejects, fails the test; promotions to higher precision are reported. Adds verdicts to the accuracy "
@@ -82,6 +87,9 @@ OPTIONS: tuple[Option, ...] = (
            "choice", "off", PARSER_CHECK_CHOICES),
     Option("trt-gpus", "Spread pytest-xdist workers over N GPUs (or 'auto'), one worker per GPU, honouring "
            "CUDA_VISIBLE_DEVICES (default: not set).", "str", None, metavar="N|auto"),
+    Option("trt-require-run", "Every collected trt test must run: a skipped trt test (requires=, an unsupported "
+           "GPU, a skip marker) fails with the skip's reason. For CI jobs that exist to run them (default: off).",
+           "bool", False),
 )
 
 OPTIONS_BY_DEST = {o.dest: o for o in OPTIONS}
@@ -146,6 +154,58 @@ def _lookup(config, opt: Option):
     return opt.default, "default"
 
 
+def given_options(config) -> list[str]:
+    """The ``--trt-*`` options and ``trt_*`` ini values this run sets (their spelling), in table order.
+
+    Any of them puts the plugin in use (shared/CONVENTIONS.md); a value that cannot be read
+    counts as given, so that resolving the settings reports it.
+    """
+    given = []
+    for opt in OPTIONS:
+        try:
+            _, source = _lookup(config, opt)
+        except UsageError:
+            source = f"--{opt.name}"
+        if source != "default":
+            given.append(source)
+    return given
+
+
+def _space_form_tokens() -> list[str]:
+    import shlex
+
+    try:
+        return shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
+    except ValueError:
+        return []
+
+
+def check_path_option_forms(config) -> None:
+    """Refuse ``--trt-report PATH`` (space form) for every path-valued option; ask for ``--trt-report=PATH``.
+
+    pytest chooses the rootdir and ini file before plugin options are known, so it reads the
+    separate ``PATH`` as a test path too (pytest-dev/pytest#8846): an existing path outside the
+    project moves the rootdir there and the project's ini (``testpaths``, ``trt_fp16`` ...) is
+    silently dropped. That happens only once the file exists (the second run of a CI job),
+    so the space form is refused whether or not the rootdir changed this time. Command-line
+    arguments and ``PYTEST_ADDOPTS`` are checked (both take part in choosing the rootdir;
+    ini ``addopts`` does not).
+    """
+    flags = {f"--{o.name}" for o in OPTIONS if o.path}
+    for where, tokens in (("PYTEST_ADDOPTS", _space_form_tokens()),
+                          ("the command line", [str(a) for a in config.invocation_params.args])):
+        for i, token in enumerate(tokens[:-1]):
+            if token in flags:
+                value = tokens[i + 1]
+                inifile = getattr(config, "inipath", None)
+                raise UsageError(
+                    f"{token} {value} ({where}): write it {token}={value}. Given as a separate argument, "
+                    f"pytest also takes {value!r} for a test path when it chooses the rootdir and ini file "
+                    f"(pytest-dev/pytest#8846); once that path exists outside the project the project's ini "
+                    f"settings are silently ignored (this run: rootdir {config.rootpath}, ini file "
+                    f"{inifile or 'none'})")
+
+
 def parse_size(text: str | None) -> int | None:
     """'20G' -> bytes. None stays None."""
     if text in (None, ""):
@@ -184,6 +244,7 @@ class Settings:
     report_all_records: bool = False
     gpus: str | None = None
     parser_check: str = "off"
+    require_run: bool = False
     rootdir: Path = field(default_factory=Path.cwd)
     sources: dict = field(default_factory=dict)
 
@@ -240,6 +301,7 @@ def resolve_settings(config) -> Settings:
         report_all_records=bool(values["trt_report_all_records"]),
         gpus=values["trt_gpus"],
         parser_check=values["trt_parser_check"],
+        require_run=bool(values["trt_require_run"]),
         rootdir=rootdir,
         sources=sources,
     )

@@ -187,7 +187,8 @@ def register_backend(name: str, factory) -> None:
 
 
 def _load_builtin() -> None:
-    if _FACTORIES:
+    # each module is checked: importing one (e.g. emulate, from a conftest) must not hide the other
+    if all(name in _FACTORIES for name in ("emulate", "tensorrt", "tensorrt-rtx")):
         return
     from . import emulate, tensorrt  # noqa: F401  (they register themselves)
 

@@ -87,7 +87,7 @@ class EmulateBackend(Backend):
         from ..environment import module_available
 
         if not module_available("onnxruntime"):
-            return "ONNX Runtime not installed (pip install pytest-trt[cpu])"
+            return 'ONNX Runtime not installed: pip install "pytest-trt[cpu]"'
         return None
 
     def versions(self) -> dict[str, str]:

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..environment import gpus, tensorrt_unavailable_reason
-from ..errors import BackendUnavailable, BuildError, InputError
+from ..errors import BackendUnavailable, BuildError, InputError, UnsupportedGpu
 from ..layers import LayerReport, metadata_nodes
 from .base import Backend, BuildConfig, BuildInfo, Engine, register_backend
 from .trt_compat import (
@@ -606,7 +606,7 @@ class TensorRTEngine(Engine):
         if self._engine is not None:
             return self._engine
         if self._unavailable:
-            raise BackendUnavailable(self._unavailable)
+            raise UnsupportedGpu(self._unavailable)
         compat = self._backend.compat()
         logger = get_logger(compat.trt)
         runtime = compat.create_runtime()
@@ -622,7 +622,7 @@ class TensorRTEngine(Engine):
             reason = compat.unsupported_gpu_reason(texts, device_info().get("gpu", ""))
             if reason:
                 self._unavailable = reason
-                raise BackendUnavailable(reason)
+                raise UnsupportedGpu(reason)
             said = "; ".join(m.line() for m in messages if m.severity in ("error", "internal_error", "warning"))
             raise BuildError(
                 f"{self._label()}: {compat.label} could not deserialize the engine "

@@ -55,17 +55,52 @@ def prepare(args):
     return session, model, plan, feeds, engine, event
 
 
+def compare_figures(plan, actual, expected, args):
+    """Compare under the policy's precision (its label and default tolerances), with the figures of
+    passing outputs too (max abs / rel error, cosine, SNR) up to the plugin's size limit.
+
+    Returns ``(result, rtol, atol, ratios)``; ``ratios`` maps each output to its x-tolerance
+    factor (the terminal summary's ``x tol``: > 1 fails), None where not computed.
+    """
+    from ..case import DETAILS_MAX_ELEMENTS
+    from ..compare import compare_outputs, default_tolerances
+    from ..report.summary import tolerance_ratio
+
+    precision = plan.low_precision or "fp32"
+    d_rtol, d_atol = default_tolerances(precision)
+    rtol = args.rtol if args.rtol is not None else d_rtol
+    atol = args.atol if args.atol is not None else d_atol
+    details = sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS
+    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=precision, details=details)
+    ratios = {name: tolerance_ratio(oc.to_json()) for name, oc in result.outputs.items()}
+    return result, rtol, atol, ratios
+
+
+def figures_json(result, ratios) -> dict:
+    """``result.to_json()`` with each output's ``tolerance_ratio``."""
+    from ..jsonsafe import json_number
+
+    data = result.to_json()
+    for name, out in data["outputs"].items():
+        out["tolerance_ratio"] = json_number(ratios.get(name))
+    return data
+
+
+def ratio_line(ratios) -> str:
+    def fmt(r):
+        return "n/a (figures not computed: output over the size limit)" if r is None else f"{r:.3g}"
+
+    return ("x tol (worst element's error / tolerance; > 1 fails): "
+            + ", ".join(f"{name!r} {fmt(r)}" for name, r in ratios.items()))
+
+
 def run(args) -> int:
     from ..baseline import reference_label, reference_model
-    from ..compare import compare_outputs, default_tolerances
 
     session, model, plan, feeds, engine, event = prepare(args)
     expected = session.baseline(reference_model(model, getattr(args, "baseline", "fp32")), feeds)
     actual = engine.run(feeds)
-    d_rtol, d_atol = default_tolerances(plan.low_precision or "fp32")
-    rtol = args.rtol if args.rtol is not None else d_rtol
-    atol = args.atol if args.atol is not None else d_atol
-    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=plan.low_precision or "fp32")
+    result, rtol, atol, ratios = compare_figures(plan, actual, expected, args)
     overflows = []
     if not result.passed and plan.low_precision:
         from ..ranges import range_overflows
@@ -78,7 +113,7 @@ def run(args) -> int:
         extra = {"range_overflows": [o.to_json() for o in overflows]} if overflows else {}
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "seed": args.seed, "baseline": args.baseline,
-                   **result.to_json(), **extra, "passed": passed, "accuracy_passed": result.passed,
+                   **figures_json(result, ratios), **extra, "passed": passed, "accuracy_passed": result.passed,
                    "parser_check": parsed.to_json() if parsed is not None else None})
     else:
         print(f"{model.label}: {engine.describe()}")
@@ -86,6 +121,7 @@ def run(args) -> int:
             print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
         print(f"reference: {reference_label(model, args.baseline)}")
         print(result.message())
+        print(ratio_line(ratios))
         if overflows:
             from ..ranges import range_message
 

@@ -41,28 +41,25 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..compare import compare_outputs, default_tolerances
     from ..layerwise import locate_divergence
-    from .compare import prepare
+    from .compare import compare_figures, figures_json, prepare, ratio_line
 
     session, model, plan, feeds, engine, event = prepare(args)
     expected = session.baseline(model, feeds)
     actual = engine.run(feeds)
-    d_rtol, d_atol = default_tolerances(plan.low_precision or "fp32")
-    rtol = args.rtol if args.rtol is not None else d_rtol
-    atol = args.atol if args.atol is not None else d_atol
-    result = compare_outputs(actual, expected, rtol=rtol, atol=atol)
+    result, rtol, atol, ratios = compare_figures(plan, actual, expected, args)
     found = locate_divergence(engine, feeds, threshold=args.threshold, jump=args.jump, top=args.top)
     if args.json:
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "seed": args.seed, "passed": result.passed,
-                   "compare": result.to_json(), "divergence": found.to_json()})
+                   "compare": figures_json(result, ratios), "divergence": found.to_json()})
     else:
         print(f"{model.label}: {engine.describe()}")
         if engine.backend_name == "emulate":
             print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
         verdict = "within tolerance" if result.passed else "OUTSIDE tolerance"
-        print(f"outputs {verdict} (rtol {rtol:g}, atol {atol:g}): "
+        print(f"outputs {verdict} [precision {result.precision}; rtol {rtol:g}, atol {atol:g}]: "
               + "; ".join(oc.summary_line() for oc in result.outputs.values()))
+        print(ratio_line(ratios))
         print(found.message())
     return 0 if result.passed else 1

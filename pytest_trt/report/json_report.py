@@ -1,4 +1,4 @@
-"""``--trt-report PATH.json``: machine-readable results of a pytest-trt session.
+"""``--trt-report=PATH.json``: machine-readable results of a pytest-trt session.
 
 Written once, by the controller under pytest-xdist, at the end of the session. Plain
 JSON (no NaN: non-finite numbers are the strings ``"inf"``, ``"-inf"``, ``"nan"``).

@@ -526,16 +526,37 @@ def table_lines(rows: list[dict], width: int = 120) -> list[str]:
     return out
 
 
+def skipped_line(total: int, skipped: list, *, reasons: int = 5) -> str:
+    """How many trt tests were skipped and why: a skipped test tested nothing, and a run that
+    skipped them all is green; this line is the first thing the summary says."""
+    if not skipped:
+        return f"trt tests: {total} ran, none skipped"
+    by_reason: dict[str, int] = {}
+    for _, reason in skipped:
+        by_reason[reason] = by_reason.get(reason, 0) + 1
+    ordered = sorted(by_reason.items(), key=lambda kv: -kv[1])
+    why = "; ".join(f"{n} x {reason}" for reason, n in ordered[:reasons])
+    if len(ordered) > reasons:
+        why += f"; {len(ordered) - reasons} more reason(s) (-rs lists them)"
+    return (f"trt tests: {len(skipped)} of {total} SKIPPED (tested nothing): {why}. "
+            f"--trt-require-run makes a skipped trt test a failure")
+
+
 def write_terminal_summary(tr, session, results) -> None:
     """The ``pytest-trt`` section at the end of the run (controller only).
 
     Engines built and reused, then one row per output of every accuracy check, worst
     first (failing outputs, then by how close to the tolerance), then precision checks.
     """
-    if not results:
+    trt_tests = getattr(session, "trt_tests", ())
+    if not results and not trt_tests:
         return
     tr.section("pytest-trt", sep="=")
+    skipped = getattr(session, "skipped", [])
+    tr.write_line(skipped_line(len(trt_tests), skipped), yellow=bool(skipped))
     tr.write_line(backend_line(session))
+    if not results:
+        return
     tr.write_line(engines_line(engine_counts(results)))
     all_rows = accuracy_rows(results)
     rows = worst_per_test_output(all_rows)

@@ -63,7 +63,7 @@ def test_fails_bad_baseline(trt):
 def test_as_is_markers_and_failure_messages(pytester, cache_dir):
     planted = _planted(pytester.path / "planted.onnx")
     pytester.makepyfile(AS_IS_TESTS.replace("PLANTED", repr(str(planted))))
-    result = pytester.runpytest("--trt-cache-dir", str(cache_dir))
+    result = pytester.runpytest("--trt-cache-dir=" + str(cache_dir))
     result.assert_outcomes(passed=2, failed=4)
     result.stdout.fnmatch_lines([
         # expect_fp32 on a model that computes the island's Pow in FP16
@@ -83,7 +83,7 @@ def test_as_is_markers_and_failure_messages(pytester, cache_dir):
 
 def test_as_is_tests_ignore_the_session_precision(pytester, cache_dir):
     pytester.makepyfile(AS_IS_TESTS.replace("PLANTED", "None"))
-    result = pytester.runpytest("--trt-cache-dir", str(cache_dir), "--trt-fp16", "--trt-keep-fp32", "/norm/*",
+    result = pytester.runpytest("--trt-cache-dir=" + str(cache_dir), "--trt-fp16", "--trt-keep-fp32", "/norm/*",
                                 "-k", "not fails")
     result.assert_outcomes(passed=2, deselected=4)
 
@@ -105,7 +105,7 @@ def test_pinned_policy_is_not_as_is(trt):
 def test_opted_out(trt):
     assert not trt.plan.as_is
 """)
-    result = pytester.runpytest("--trt-cache-dir", str(cache_dir), "--trt-as-is")
+    result = pytester.runpytest("--trt-cache-dir=" + str(cache_dir), "--trt-as-is")
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["pytest-trt: default precision as-is (model's own types)*"])
 

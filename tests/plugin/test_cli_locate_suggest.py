@@ -135,7 +135,7 @@ def test_encoder_fp16_outliers(trt):
 
 def test_locate_on_failure_names_the_layernorm_node(pytester):
     pytester.makepyfile(test_enc=TEST_FILE)
-    result = pytester.runpytest("--trt-backend", "emulate", "--trt-cache-dir", str(pytester.path / "cache"),
+    result = pytester.runpytest("--trt-backend", "emulate", "--trt-cache-dir=" + str(pytester.path / "cache"),
                                 "--trt-locate-on-failure")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()

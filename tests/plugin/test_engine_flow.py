@@ -36,7 +36,7 @@ def test_fp16_layernorm_failure_message_says_what_and_where(pytester, cache_dir)
 def test_everything_fp16(trt):
     trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
 """)
-    result = pytester.runpytest("--trt-cache-dir", str(cache_dir))
+    result = pytester.runpytest("--trt-cache-dir=" + str(cache_dir))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*test_fp16_layernorm_failure_message_says_what_and_where.py:*: AccuracyError",
@@ -63,21 +63,21 @@ def test_fp32_matches_to_rounding(trt):
     result = trt.check(rtol=0, atol=0)
     assert all(o.max_abs == 0.0 for o in result.outputs.values())
 """)
-    first = pytester.runpytest("--trt-cache-dir", str(cache_dir))
+    first = pytester.runpytest("--trt-cache-dir=" + str(cache_dir))
     first.assert_outcomes(passed=2)
     first.stdout.fnmatch_lines(["*engines: 2 built*0 reused*"])
     builds_after_first = len(events(cache_dir, event="build"))
     assert len(events(cache_dir, kind="emulate", event="build")) == 2
     assert len(events(cache_dir, kind="baseline", event="build")) == 2
 
-    second = pytester.runpytest("--trt-cache-dir", str(cache_dir))
+    second = pytester.runpytest("--trt-cache-dir=" + str(cache_dir))
     second.assert_outcomes(passed=2)
     second.stdout.fnmatch_lines(["*engines: 0 built*2 reused*"])
     assert len(events(cache_dir, event="build")) == builds_after_first, "second run built something"
     assert len(events(cache_dir, kind="emulate", event="hit")) == 2
     assert len(events(cache_dir, kind="baseline", event="hit")) == 2
 
-    third = pytester.runpytest("--trt-cache-dir", str(cache_dir), "--trt-rebuild")
+    third = pytester.runpytest("--trt-cache-dir=" + str(cache_dir), "--trt-rebuild")
     third.assert_outcomes(passed=2)
     assert len(events(cache_dir, kind="emulate", event="build")) == 4
 
@@ -90,7 +90,7 @@ def test_two_xdist_workers_build_a_shared_engine_once(pytester, cache_dir):
 def test_shared(trt, seed):
     trt.check(trt.feeds(seed=seed), atol=1e-2)
 """)
-    result = pytester.runpytest_subprocess("-n", "2", "--trt-cache-dir", str(cache_dir))
+    result = pytester.runpytest_subprocess("-n", "2", "--trt-cache-dir=" + str(cache_dir))
     result.assert_outcomes(passed=4)
     builds = events(cache_dir, kind="emulate", event="build")
     assert len(builds) == 1, builds
@@ -98,7 +98,7 @@ def test_shared(trt, seed):
     assert len(pids) == 2, "both workers should have asked for the engine"
 
     # --trt-rebuild rebuilds each key once per run, not once per worker
-    again = pytester.runpytest_subprocess("-n", "2", "--trt-cache-dir", str(cache_dir), "--trt-rebuild")
+    again = pytester.runpytest_subprocess("-n", "2", "--trt-cache-dir=" + str(cache_dir), "--trt-rebuild")
     again.assert_outcomes(passed=4)
     assert len(events(cache_dir, kind="emulate", event="build")) == 2
 
@@ -109,12 +109,12 @@ def test_corrupted_cache_entry_warns_and_rebuilds(pytester, cache_dir):
 def test_kept(trt):
     trt.check(atol=1e-2)
 """)
-    pytester.runpytest("--trt-cache-dir", str(cache_dir)).assert_outcomes(passed=1)
+    pytester.runpytest("--trt-cache-dir=" + str(cache_dir)).assert_outcomes(passed=1)
     [entry] = list((cache_dir / "emulate").iterdir())
     model_file = entry / "emulation.onnx"
     model_file.write_bytes(model_file.read_bytes()[: model_file.stat().st_size // 2])  # truncate
 
-    result = pytester.runpytest("--trt-cache-dir", str(cache_dir), "-W", "always")
+    result = pytester.runpytest("--trt-cache-dir=" + str(cache_dir), "-W", "always")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*CacheWarning*emulation.onnx*"])
     assert len(events(cache_dir, kind="emulate", event="corrupt")) == 1
@@ -193,14 +193,14 @@ def test_backend_found_unable_to_run_at_load_time_skips_with_its_reason(pytester
     """TensorRT-RTX builds on a GPU it cannot run on and fails only at deserialization
     (seen on an H200): wherever that surfaces, the test is skipped with the reason."""
     pytester.makepyfile(HEADER + """
-from pytest_trt.errors import AccuracyError, BackendUnavailable
+from pytest_trt.errors import AccuracyError, UnsupportedGpu
 
 REASON = "TensorRT-RTX does not support compute capability 9.0 (NVIDIA H200)"
 
 @pytest.fixture
 def unloadable(monkeypatch, trt):
     def refuse(self, *args, **kwargs):
-        raise BackendUnavailable(REASON)
+        raise UnsupportedGpu(REASON)
     monkeypatch.setattr(type(trt.engine), "run", refuse)
     monkeypatch.setattr(type(trt.engine), "layers", refuse)
 
@@ -227,10 +227,12 @@ def test_long_builds_show_progress_with_elapsed_time(pytester):
     pytester.makeconftest("""
 import time
 import pytest
-from pytest_trt.backends.emulate import EmulateBackend
 
 @pytest.fixture(autouse=True)
 def slow_builds_quick_heartbeat(trt_session, monkeypatch):
+    # the session's own backend class (pytester's sys.modules snapshot can leave a freshly
+    # imported pytest_trt.backends.emulate beside the one whose instance the session holds)
+    EmulateBackend = type(trt_session.backend)
     build = EmulateBackend.build
 
     def slow_build(self, *args, **kwargs):   # stands in for a TensorRT build of minutes

@@ -34,7 +34,7 @@ def test_property_test_finds_shrinks_saves_and_replays(pytester):
     onnx.save(tm.decomposed_layernorm_block(hidden=64, seq=8), model_path)
     pytester.makepyfile(test_planted_property=TEST_FILE.format(model=str(model_path)))
 
-    result = pytester.runpytest("--trt-cache-dir", str(pytester.path / "cache"))
+    result = pytester.runpytest("--trt-cache-dir=" + str(pytester.path / "cache"))
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "Falsifying example" in out or "Failing test case" in out  # Hypothesis reports the shrunk example

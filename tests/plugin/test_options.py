@@ -13,6 +13,7 @@ def test_help_lists_every_option_with_its_default(pytester):
     out = result.stdout.str()
     assert "pytest-trt (TensorRT engine accuracy testing)" in out
     for flag in ("--trt-fp16", "--trt-bf16", "--trt-backend", "--trt-cache-dir", "--trt-rebuild",
+                 "--trt-require-run",
                  "--trt-atol", "--trt-rtol", "--trt-keep-fp32", "--trt-typing", "--trt-seed"):
         assert flag in out, flag
     # ini twins are listed too
@@ -85,7 +86,7 @@ def test_unwritable_cache_dir_fails_at_session_start(pytester):
     blocker = pytester.path / "not-a-dir"
     blocker.write_text("a file where the cache directory should be")
     pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest("--trt-cache-dir", str(blocker / "cache"))
+    result = pytester.runpytest("--trt-cache-dir=" + str(blocker / "cache"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{blocker}*"])
 

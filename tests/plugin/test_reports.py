@@ -137,8 +137,8 @@ def suite(pytester):
 
 def run(pytester, *args):
     cache = pytester.path / "engine-cache"
-    return pytester.runpytest("--trt-cache-dir", str(cache), "--trt-report", "out/report.json",
-                              "--trt-html", "out/report.html", "--junitxml", "out/junit.xml", *args)
+    return pytester.runpytest("--trt-cache-dir=" + str(cache), "--trt-report=out/report.json",
+                              "--trt-html=out/report.html", "--junitxml", "out/junit.xml", *args)
 
 
 # --------------------------------------------------------------------------------------

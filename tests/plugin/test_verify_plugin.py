@@ -38,7 +38,7 @@ def test_assert_precision_fails_naming_the_lowered_node(pytester, cache_dir):
 def test_layernorm_stays_fp32(trt):
     trt.assert_precision("*/LayerNorm/*", "fp32")
 """)
-    result = pytester.runpytest(*FAST, "--trt-cache-dir", cache_dir)
+    result = pytester.runpytest(*FAST, f"--trt-cache-dir={cache_dir}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "*test_assert_precision_fails_naming_the_lowered_node.py:*: PrecisionError",
@@ -66,7 +66,7 @@ def test_kept(trt):
 def test_lowered(trt):
     trt.assert_precision("op:LayerNormalization", "fp32")
 """)
-    reprec = pytester.inline_run(*FAST, "--trt-cache-dir", cache_dir)
+    reprec = pytester.inline_run(*FAST, f"--trt-cache-dir={cache_dir}")
     reprec.assertoutcome(passed=1, failed=1)
     calls = {r.nodeid.split("::")[-1]: r for r in reprec.getreports("pytest_runtest_logreport") if r.when == "call"}
 
@@ -97,7 +97,7 @@ def test_collapse(trt):
     check = pytest_trt.assert_no_collapse(trt.engine)
     assert check.checked is False
 """)
-    result = pytester.runpytest(*FAST, "--trt-cache-dir", cache_dir)
+    result = pytester.runpytest(*FAST, f"--trt-cache-dir={cache_dir}")
     result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(["*NotObservableWarning*cannot observe fusion*"])
 

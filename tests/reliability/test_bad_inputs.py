@@ -529,7 +529,7 @@ def _sections(out: str) -> dict[str, str]:
 def test_pytest_shows_the_message_without_internal_tracebacks_for_every_row(pytester, models):
     """See PYTEST_ROWS; rows with a bug are checked (strictly xfailed) in the next test."""
     pytester.makepyfile(test_rows=_inner_module(models))
-    result = pytester.runpytest("--trt-cache-dir", str(pytester.path / "cache"), "-rA")
+    result = pytester.runpytest("--trt-cache-dir=" + str(pytester.path / "cache"), "-rA")
     out = result.stdout.str()
     sections = _sections(out)
     problems = []
@@ -564,7 +564,7 @@ def test_pytest_rows_broken_by_a_bug(row: PytestRow, pytester, models):
     text = _ROW_TEXT.get(row.id)
     if text is None:  # run on its own
         pytester.makepyfile(test_rows=_inner_module(models))
-        result = pytester.runpytest("--trt-cache-dir", str(pytester.path / "cache"), "-k", row.test_name)
+        result = pytester.runpytest("--trt-cache-dir=" + str(pytester.path / "cache"), "-k", row.test_name)
         text = _sections(result.stdout.str()).get(row.test_name, "")
     assert _shows(text, row.kind), text
     assert all(f in text for f in row.fragments), text

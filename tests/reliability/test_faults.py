@@ -133,7 +133,7 @@ def project(pytester, models):
 
 def next_run(pytester, cache: Path, passed: int):
     """The next pytest session on ``cache`` (in-process): passes, with no CacheWarning."""
-    result = pytester.runpytest("--trt-cache-dir", str(cache), "-W", "always::pytest_trt.errors.CacheWarning")
+    result = pytester.runpytest("--trt-cache-dir=" + str(cache), "-W", "always::pytest_trt.errors.CacheWarning")
     result.assert_outcomes(passed=passed)
     assert "CacheWarning" not in result.stdout.str()
     return result
@@ -213,7 +213,7 @@ def assert_clean_pass(run, passed: int):
 
 def test_kill_9_mid_build_then_the_next_run_rebuilds_and_never_reads_the_partial_engine(project, start_pytest, pytester):
     root, cache, sync = project()
-    victim = start_pytest(root, "--trt-cache-dir", str(cache), env=fault_env("hang", sync))
+    victim = start_pytest(root, "--trt-cache-dir=" + str(cache), env=fault_env("hang", sync))
     pid, tmp = wait_for(lambda: building(sync), "the build to start", run=victim)
     assert pid == victim.pid
     half_written = [p for p in tmp.iterdir()]
@@ -247,7 +247,7 @@ def test_kill_9_mid_build_then_the_next_run_rebuilds_and_never_reads_the_partial
 def test_kill_9_of_an_xdist_worker_mid_build_the_other_worker_builds_and_the_run_continues(project, start_pytest):
     pytest.importorskip("xdist")
     root, cache, sync = project("four-seeds")
-    run = start_pytest(root, "-n", "2", "--trt-cache-dir", str(cache), env=fault_env("hang", sync))
+    run = start_pytest(root, "-n", "2", "--trt-cache-dir=" + str(cache), env=fault_env("hang", sync))
     pid, tmp = wait_for(lambda: building(sync), "a worker to start the build", run=run)
     assert pid != run.pid, "the build runs in a worker, not in the controller"
     os.kill(pid, signal.SIGKILL)
@@ -268,7 +268,7 @@ def test_kill_9_of_an_xdist_worker_mid_build_the_other_worker_builds_and_the_run
 
 def test_ctrl_c_during_a_build_stops_the_run_and_the_next_run_rebuilds(project, start_pytest, pytester):
     root, cache, sync = project("two")
-    run = start_pytest(root, "--trt-cache-dir", str(cache), env=fault_env("hang", sync))
+    run = start_pytest(root, "--trt-cache-dir=" + str(cache), env=fault_env("hang", sync))
     pid, tmp = wait_for(lambda: building(sync), "the build to start", run=run)
     os.kill(pid, signal.SIGINT)
     run.finish()
@@ -289,7 +289,7 @@ def test_ctrl_c_during_a_build_stops_the_run_and_the_next_run_rebuilds(project, 
 
 def test_two_pytest_processes_building_the_same_key_at_once_build_it_once(project, start_pytest):
     root, cache, sync = project()
-    runs = [start_pytest(root, "--trt-cache-dir", str(cache), env=fault_env("barrier", sync)) for _ in range(2)]
+    runs = [start_pytest(root, "--trt-cache-dir=" + str(cache), env=fault_env("barrier", sync)) for _ in range(2)]
     wait_for(lambda: len(list(sync.glob("ready-*"))) == 2, "both runs to reach the engine build")
     (sync / "go").touch()
     for run in runs:
@@ -413,7 +413,7 @@ def populated_cache(pytester, tmp_path_factory, models) -> Path:
         cache = tmp_path_factory.mktemp("template") / "cache"
         sub = pytester.mkpydir("populate")
         (sub / "test_populate.py").write_text(module_text(models.layernorm))
-        pytester.runpytest("populate", "--trt-cache-dir", str(cache)).assert_outcomes(passed=1)
+        pytester.runpytest("populate", "--trt-cache-dir=" + str(cache)).assert_outcomes(passed=1)
         shutil.rmtree(sub)
         assert len(entries(cache, "emulate")) == len(entries(cache, "baseline")) == 1
         _TEMPLATE["cache"] = cache
@@ -431,7 +431,7 @@ def test_damaged_cache_entry_is_reported_and_rebuilt_never_used(damage, pytester
     before = {k: len(events(cache, k, "build")) for k in ("emulate", "baseline")}
 
     pytester.makepyfile(test_model=module_text(models.layernorm))
-    result = pytester.runpytest("test_model.py", "--trt-cache-dir", str(cache),
+    result = pytester.runpytest("test_model.py", "--trt-cache-dir=" + str(cache),
                                 "-W", "always::pytest_trt.errors.CacheWarning")
 
     out = result.stdout.str()
@@ -474,7 +474,7 @@ def _no_space_message(out: str, cache: Path):
     assert "CacheError" in out, out
     assert f"no space left on the device while building cache emulate entry {cache}/emulate/" in out, out
     assert "Nothing was stored. The disk is full: free space, lower the cache size limit, or point " \
-           "--trt-cache-dir at a larger disk" in out, out
+           "--trt-cache-dir=DIR to a larger disk" in out, out
     assert "pytest_trt/cache.py" not in out and "Traceback" not in out, "internal frames shown"
 
 
@@ -500,7 +500,7 @@ def test_full_disk_for_real_on_a_tiny_tmpfs_fails_clearly_and_stores_nothing(pyt
     cache = root / "cache"
     cache.mkdir()
     pytest_cmd = " ".join([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-                           "-q", "--color=no", "--trt-cache-dir", str(cache)])
+                           "-q", "--color=no", "--trt-cache-dir=" + str(cache)])
     script = textwrap.dedent(f"""
         set -u
         mount -t tmpfs -o size=128k tmpfs {cache} || exit 99
@@ -527,7 +527,7 @@ def test_full_disk_simulated_fails_clearly_stores_nothing_and_recovers(project, 
     root, cache, sync = project()
     monkeypatch.setenv("TRT_FAULT_MODE", "enospc")
     monkeypatch.setenv("TRT_FAULT_SYNC", str(sync))
-    result = pytester.runpytest("--trt-cache-dir", str(cache))
+    result = pytester.runpytest("--trt-cache-dir=" + str(cache))
     result.assert_outcomes(failed=1)
     _no_space_message(result.stdout.str(), cache)
     assert entries(cache, "emulate") == [] and tmp_items(cache) == []
@@ -586,7 +586,7 @@ def test_read_only_cache_directory_is_a_usage_error_at_session_start_and_is_left
     before = _snapshot(cache)
     try:
         prefix, reason = _unwritable(mode, cache)
-        run = start_pytest(pytester.path, "--trt-cache-dir", str(cache), prefix=tuple(prefix)).finish()
+        run = start_pytest(pytester.path, "--trt-cache-dir=" + str(cache), prefix=tuple(prefix)).finish()
     finally:
         for d in [cache, *(p for p in cache.rglob("*") if p.is_dir())]:
             d.chmod(0o755)
@@ -594,7 +594,7 @@ def test_read_only_cache_directory_is_a_usage_error_at_session_start_and_is_left
     # pytest's usage error (exit 4) before any test runs, naming the directory, the OS reason and the way out.
     assert run.rc == 4, run.out
     assert f"ERROR: pytest-trt: the pytest-trt cache directory {cache} is not writable: {reason}." in run.out, run.out
-    assert "Pass --trt-cache-dir DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory" in run.out
+    assert "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory" in run.out
     assert "Traceback" not in run.out and "passed" not in run.out
     assert _snapshot(cache) == before, "a read-only cache must not be modified (not even events or LRU times)"
 
@@ -607,7 +607,7 @@ def test_read_only_cache_error_offers_a_way_that_works_from_pytest(pytester, mod
         (pytester.path / "test_model.py").write_text(module_text(models.layernorm))
         try:
             prefix, _ = _unwritable("permission-denied", cache)
-            out = start_pytest(pytester.path, "--trt-cache-dir", str(cache), prefix=tuple(prefix)).finish().out
+            out = start_pytest(pytester.path, "--trt-cache-dir=" + str(cache), prefix=tuple(prefix)).finish().out
         finally:
             for d in [cache, *(p for p in cache.rglob("*") if p.is_dir())]:
                 d.chmod(0o755)
@@ -624,7 +624,7 @@ def test_read_only_cache_is_usable_with_trt_cache_read_only(mode, pytester, mode
     before = _snapshot(cache)
     try:
         prefix, _ = _unwritable(mode, cache)
-        run = start_pytest(pytester.path, "--trt-cache-dir", str(cache), "--trt-cache-read-only",
+        run = start_pytest(pytester.path, "--trt-cache-dir=" + str(cache), "--trt-cache-read-only",
                            prefix=tuple(prefix)).finish()
     finally:
         for d in [cache, *(p for p in cache.rglob("*") if p.is_dir())]:

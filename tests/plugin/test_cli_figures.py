@@ -1,0 +1,70 @@
+"""``pytest-trt compare`` / ``locate`` as a subprocess: the precision label is the policy's, and
+a passing output shows its margin (issue 15 item 8).
+
+Before: ``compare --fp16`` printed ``[precision fp32; ...]`` and the JSON said
+``"precision": "fp32"``; a passing output's ``max_abs``, ``max_rel``, ``cosine`` and ``snr_db``
+were null, so nobody saw how close to the tolerance it was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ENCODER = Path(__file__).resolve().parents[2] / "example_suite" / "models" / "encoder_opset14.onnx"
+SHAPES = ("--input-shapes", "hidden_states:[2,8,64]")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("cli-figures-cache"))
+
+
+def _cli(cache_dir, *args):
+    proc = subprocess.run([sys.executable, "-m", "pytest_trt.cli", *args, "--backend", "emulate",
+                           f"--cache-dir={cache_dir}", *SHAPES], capture_output=True, text=True, timeout=300)
+    return proc
+
+
+def _passing_figures(out: dict) -> None:
+    assert out["passed"] is True
+    for key in ("max_abs", "max_rel", "cosine", "snr_db", "tolerance_ratio"):
+        assert isinstance(out[key], float) and math.isfinite(out[key]), (key, out[key])
+    assert 0.99 < out["cosine"] <= 1.0 and out["snr_db"] > 20
+    assert 0 < out["tolerance_ratio"] <= 1.0
+
+
+@pytest.mark.parametrize("flag, precision", [("--fp16", "fp16"), ("--bf16", "bf16")])
+def test_compare_labels_the_policy_precision_and_shows_the_margin_of_a_pass(cache_dir, flag, precision):
+    proc = _cli(cache_dir, "compare", str(ENCODER), flag, "--keep-fp32", "*/LayerNorm/*", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["precision"] == precision
+    _passing_figures(data["outputs"]["last_hidden_state"])
+
+    text = _cli(cache_dir, "compare", str(ENCODER), flag, "--keep-fp32", "*/LayerNorm/*")
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert f"match the reference [precision {precision}; " in text.stdout, text.stdout
+    assert "precision fp32" not in text.stdout
+    passed = next(line for line in text.stdout.splitlines() if line.startswith("passed: 'last_hidden_state'"))
+    for figure in ("max abs err", "max rel err", "cosine", "SNR"):
+        assert figure in passed, passed
+    assert "x tol (worst element's error / tolerance; > 1 fails): 'last_hidden_state' " in text.stdout
+
+
+def test_locate_labels_the_policy_precision_and_shows_the_figures(cache_dir):
+    proc = _cli(cache_dir, "locate", str(ENCODER), "--fp16", "--keep-fp32", "*/LayerNorm/*", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["compare"]["precision"] == "fp16"
+    _passing_figures(data["compare"]["outputs"]["last_hidden_state"])
+
+    text = _cli(cache_dir, "locate", str(ENCODER), "--fp16", "--keep-fp32", "*/LayerNorm/*")
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert "outputs within tolerance [precision fp16; rtol 0.01, atol 0.001]" in text.stdout, text.stdout
+    assert "max abs err" in text.stdout and "SNR" in text.stdout and "x tol" in text.stdout

@@ -1,0 +1,347 @@
+"""No false greens (issue 15 items 1 and 2) and a plugin that stays inert where unused (issue 19 item 7).
+
+Each test shows the run that used to end green without testing what it promised, and that
+it is now a usage error or a failure naming the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
+
+HEADER = f"""
+import pytest
+ENCODER = {str(ENCODER)!r}
+DIMS = {{"batch": 2, "sequence": 8}}
+NORMAL = {{"hidden_states": (-1.0, 1.0)}}
+OUTLIERS = {{"hidden_states": {{"count": 2, "magnitude": 400.0}}}}
+"""
+
+#: an accuracy test that passes on every backend in FP32
+ACCURACY_TEST = HEADER + """
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL)
+def test_accuracy(trt):
+    trt.check()
+"""
+
+# Runs pytest in a fresh interpreter, records every subprocess started, and reports which
+# heavy modules got imported: what the plugin did in a session where it is not in use.
+PROBE = r"""
+import json, subprocess, sys
+started = []
+_Popen = subprocess.Popen
+class Recording(_Popen):
+    def __init__(self, args, *a, **k):
+        started.append(str(args))
+        super().__init__(args, *a, **k)
+subprocess.Popen = Recording
+import pytest
+code = pytest.main(sys.argv[1:] + ["-p", "no:cacheprovider"])
+heavy = [m for m in ("numpy", "onnx", "onnxruntime", "tensorrt", "tensorrt_rtx", "polygraphy") if m in sys.modules]
+print("PROBE " + json.dumps({"exit": int(code), "heavy": heavy, "subprocesses": started}))
+"""
+
+
+def _probe(pytester, *args):
+    pytester.makepyfile(probe=PROBE)
+    result = pytester.run(sys.executable, str(pytester.path / "probe.py"), *args)
+    line = next(ln for ln in result.outlines if ln.startswith("PROBE "))
+    import json
+
+    return json.loads(line[len("PROBE "):]), result.stdout.str()
+
+
+# --------------------------------------------------------------------------------------
+# Issue 19 item 7: inert where unused
+# --------------------------------------------------------------------------------------
+def test_plugin_is_inert_in_a_project_without_trt_tests(pytester):
+    pytester.makepyfile(test_plain="def test_plain():\n    assert 1 + 1 == 2\n")
+    found, out = _probe(pytester, "test_plain.py")
+    assert found["exit"] == 0, out
+    assert found["heavy"] == [], f"imported {found['heavy']} in a session without trt tests"
+    assert found["subprocesses"] == [], f"started {found['subprocesses']} (nvidia-smi?) in a session without trt tests"
+    assert "pytest-trt" not in out, "header or summary lines in a session without trt tests:\n" + out
+
+
+def test_a_collected_trt_test_puts_the_plugin_in_use_and_states_the_header(pytester):
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n",
+                        test_uses_trt="def test_session(trt_session):\n    assert trt_session.backend.name\n")
+    found, out = _probe(pytester)
+    assert found["exit"] == 0, out
+    assert "numpy" in found["heavy"] and "onnxruntime" in found["heavy"]
+    assert "pytest-trt" in out and "backend emulate (auto:" in out, out  # the header, after collection
+    assert "trt tests: 1 ran, none skipped" in out, out
+
+
+def test_a_trt_option_alone_puts_the_plugin_in_use(pytester):
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest("--trt-seed=3")
+    result.stdout.fnmatch_lines(["pytest-trt *: backend emulate*", "*input seed 3*"])
+
+
+# --------------------------------------------------------------------------------------
+# Issue 15 item 1: what cannot be honoured is a usage error
+# --------------------------------------------------------------------------------------
+def test_baseline_provider_cuda_without_cuda_is_a_usage_error_not_a_green_of_skips(pytester):
+    """Before: every accuracy test skipped ("provider CUDAExecutionProvider is not available")
+    and pytest exited 0."""
+    pytester.makepyfile(ACCURACY_TEST)
+    result = pytester.runpytest("--trt-baseline-provider", "cuda")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines([
+        "*pytest-trt: baseline provider 'cuda': ONNX Runtime's CUDAExecutionProvider is not available here*"
+        "pytest-trt[[]gpu[]]*elsewhere use the default provider cpu*"])
+    assert "skipped" not in result.stdout.str()
+
+
+def test_cuda_provider_that_falls_back_to_the_cpu_is_a_usage_error(pytester, monkeypatch):
+    """onnxruntime-gpu on a machine whose CUDA libraries do not load lists the CUDA provider,
+    then silently creates a CPU session: the "cuda" baseline would be the CPU one."""
+    import onnxruntime
+
+    real = onnxruntime.get_available_providers()
+    monkeypatch.setattr(onnxruntime, "get_available_providers", lambda: ["CUDAExecutionProvider", *real])
+    pytester.makepyfile(ACCURACY_TEST)
+    result = pytester.runpytest("--trt-baseline-provider", "cuda")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*ONNX Runtime could not create its CUDAExecutionProvider (it fell back to "
+                                 "CPUExecutionProvider)*"])
+
+
+def test_onnxruntime_missing_is_a_usage_error_naming_the_extra(pytester):
+    """Before: a plain ``pip install pytest-trt`` skipped every accuracy test and exited 0."""
+    pytester.makepyfile(ACCURACY_TEST)
+    pytester.makepyfile(no_ort="import sys\nsys.modules['onnxruntime'] = None  # as if not installed\n")
+    result = pytester.runpytest_subprocess("-p", "no_ort")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(['*pytest-trt: ONNX Runtime is not installed*pip install "pytest-trt[[]cpu[]]"*'])
+
+
+def test_under_xdist_the_controller_counts_skips_and_workers_report_the_usage_error(pytester):
+    """The controller collects nothing: a worker's report puts it in use; a worker that
+    cannot be put in use errors each trt test with the message (raising during a worker's
+    collection showed only an xdist internal error)."""
+    pytester.makepyfile(SKIPPING)
+    result = pytester.runpytest_subprocess("-n", "2")
+    result.assert_outcomes(passed=1, skipped=3)
+    result.stdout.fnmatch_lines(["*= pytest-trt =*", "trt tests: 2 of 3 SKIPPED (tested nothing): *"])
+    pytester.makepyfile(no_ort="import sys\nsys.modules['onnxruntime'] = None  # as if not installed\n")
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no_ort")
+    result.assert_outcomes(errors=3, skipped=1)  # every trt test; the plain test still skips itself
+    result.stdout.fnmatch_lines(['E * pytest.UsageError: pytest-trt: ONNX Runtime is not installed*'
+                                 'pytest-trt[[]cpu[]]*'])
+
+
+def test_onnxruntime_failing_to_import_is_a_usage_error_naming_the_extra(pytester):
+    pytester.makepyfile(ACCURACY_TEST)
+    broken = pytester.mkpydir("onnxruntime")  # shadows the real one: a broken install
+    (broken / "__init__.py").write_text(
+        "raise ImportError('libonnxruntime.so.1.32.0: cannot open shared object file')\n")
+    result = pytester.runpytest_subprocess()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(["*pytest-trt: ONNX Runtime cannot be imported (ImportError: libonnxruntime.so*"
+                                 'reinstall it: pip install "pytest-trt[[]cpu[]]"*'])
+
+
+def test_tensorrt_import_failure_under_explicit_tensorrt_is_a_usage_error(pytester, monkeypatch):
+    """A GPU (a stand-in nvidia-smi on PATH) and a TensorRT whose import fails."""
+    bin_dir = pytester.mkdir("bin")
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho '0, NVIDIA Stand-in GPU, 9.0, 555.42, 81559 MiB'\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    broken = pytester.mkpydir("tensorrt")
+    (broken / "__init__.py").write_text("raise ImportError('libnvinfer.so.10: cannot open shared object file')\n")
+    pytester.makepyfile(ACCURACY_TEST)
+    result = pytester.runpytest_subprocess("--trt-backend", "tensorrt")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    result.stderr.fnmatch_lines(["*pytest-trt: --trt-backend tensorrt cannot run here: TensorRT cannot be "
+                                 "imported: libnvinfer.so.10*"])
+
+
+def test_backend_failures_are_errors_and_only_the_unsupported_gpu_skips(pytester):
+    """Before: any BackendUnavailable raised in a test became a skip."""
+    pytester.makepyfile(HEADER + """
+from pytest_trt.errors import BackendUnavailable, UnsupportedGpu
+
+def test_backend_gone(trt_session):
+    raise BackendUnavailable("TensorRT cannot be imported: libnvinfer.so.10")
+
+def test_rtx_on_cc90(trt_session):
+    raise UnsupportedGpu("TensorRT-RTX does not support compute capability 9.0")
+""")
+    result = pytester.runpytest("-rs")
+    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*BackendUnavailable*", "TensorRT cannot be imported: libnvinfer.so.10",
+                                 "SKIPPED*TensorRT-RTX does not support compute capability 9.0"])
+
+
+SKIPPING = HEADER + """
+@pytest.mark.trt(model=ENCODER, requires="tensorrt", dims=DIMS, val_range=NORMAL)
+def test_on_gpu_only(trt):
+    trt.check()
+
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL)
+def test_runs(trt):
+    trt.check()
+
+@pytest.mark.skip(reason="flaky on Tuesdays")
+def test_marked(trt):
+    trt.check()
+
+def test_not_trt():
+    pytest.skip("nothing to do with pytest-trt")
+"""
+
+
+def test_summary_first_line_says_how_many_trt_tests_were_skipped_and_why(pytester):
+    pytester.makepyfile(SKIPPING)
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, skipped=3)  # green: the summary must say what was not tested
+    lines = result.stdout.lines
+    section = next(i for i, ln in enumerate(lines) if "pytest-trt" in ln and "====" in ln)
+    first = next(ln for ln in lines[section + 1:] if ln.strip())
+    assert first.startswith("trt tests: 2 of 3 SKIPPED (tested nothing): "), first
+    assert "1 x needs tensorrt: TensorRT not installed" in first and "1 x flaky on Tuesdays" in first, first
+    assert "nothing to do with pytest-trt" not in first  # not a trt test
+
+
+@pytest.mark.parametrize("how", ["option", "ini"])
+def test_require_run_turns_every_skipped_trt_test_into_a_failure(pytester, how):
+    pytester.makepyfile(SKIPPING)
+    if how == "ini":
+        pytester.makeini("[pytest]\ntrt_require_run = true\n")
+        result = pytester.runpytest()
+    else:
+        result = pytester.runpytest("--trt-require-run")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    # requires= skips inside the test (a failure), the skip marker in setup (an error)
+    result.assert_outcomes(passed=1, skipped=1, failed=1, errors=1)
+    source = "--trt-require-run" if how == "option" else "ini trt_require_run"
+    result.stdout.fnmatch_lines_random([
+        f"*test_on_gpu_only: pytest-trt: skipped (needs tensorrt: TensorRT not installed), but {source} asks every "
+        "collected trt test to run here*",
+        f"*test_marked: pytest-trt: skipped (flaky on Tuesdays), but {source}*",
+    ])
+
+
+def test_typing_the_backend_lacks_is_an_error_not_a_skip(pytester, monkeypatch):
+    """``typing="weak"`` on a backend that has none (here: declared on TensorRT 11 through the
+    backend's own check) used to skip the test."""
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, typing="weak", dims=DIMS, val_range=NORMAL)
+def test_weak(trt):
+    trt.check()
+""")
+    from pytest_trt.backends.base import get_backend
+
+    monkeypatch.setattr(get_backend("emulate"), "supports",
+                        lambda plan, config: "TensorRT 11 has no weak typing (removed in 11.0; use strong typing)"
+                        if config.typing == "weak" else None)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*UsageError*", "*emulate cannot build encoder_opset14.onnx*as this test declares it: "
+                                 "TensorRT 11 has no weak typing*"])
+
+
+# --------------------------------------------------------------------------------------
+# Issue 15 item 2: path options in the space form
+# --------------------------------------------------------------------------------------
+FP16_PROJECT_TEST = HEADER + """
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL)
+def test_layernorm_must_fail_in_fp16(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+"""
+
+
+@pytest.fixture
+def fp16_project(pytester):
+    """A project that finds its tests through ``testpaths`` and sets ``trt_fp16`` in its ini,
+    and an existing report file outside it (the second run of a CI job)."""
+    project = pytester.mkdir("project")
+    (project / "tox.ini").write_text("[pytest]\ntestpaths = tests\ntrt_fp16 = true\n")
+    (project / "tests").mkdir()
+    (project / "tests" / "test_model.py").write_text(FP16_PROJECT_TEST)
+    elsewhere = pytester.mkdir("elsewhere")
+    report = elsewhere / "r.json"
+    report.write_text("{}")
+    return project, report
+
+
+def test_space_form_silently_dropped_the_project_ini_without_the_check(pytester, fp16_project, monkeypatch):
+    """The old false green, reproduced with the check switched off: pytest takes the report
+    path for a test path, the rootdir leaves the project, its ini (``testpaths``,
+    ``trt_fp16 = true``) is dropped, and the test that must fail in FP16 passes in FP32."""
+    import pytest_trt.settings
+
+    project, report = fp16_project
+    monkeypatch.chdir(project)
+    monkeypatch.setattr(pytest_trt.settings, "check_path_option_forms", lambda config: None)
+    result = pytester.runpytest("--trt-report", str(report))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines_random([f"rootdir: {project.parent}", "*default precision fp32 (default)*",
+                                        "*encoder_opset14.onnx [[]fp32[]]"])
+
+
+@pytest.mark.parametrize("flag", ["--trt-report", "--trt-html", "--trt-cache-dir"])
+def test_space_form_path_option_is_a_usage_error_showing_the_equals_form(pytester, fp16_project, flag, monkeypatch):
+    project, report = fp16_project
+    value = str(report if flag != "--trt-cache-dir" else report.parent)
+    monkeypatch.chdir(project)
+    result = pytester.runpytest_subprocess(flag, value)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    err = result.stderr.str()
+    assert f"write it {flag}={value}" in err, err
+    assert "pytest-dev/pytest#8846" in err
+    # the proof of the silent drop: pytest took the path for a test path and left the project
+    assert f"(this run: rootdir {project.parent}, ini file none)" in err, err
+
+
+def test_equals_form_keeps_the_project_ini_and_the_fp16_test_fails(pytester, fp16_project, monkeypatch):
+    project, report = fp16_project
+    monkeypatch.chdir(project)
+    result = pytester.runpytest_subprocess(f"--trt-report={report}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*default precision fp16 (ini trt_fp16)*", "*AccuracyError*"])
+
+
+def test_space_form_in_pytest_addopts_is_refused_too(pytester, fp16_project, monkeypatch):
+    project, report = fp16_project
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PYTEST_ADDOPTS", f"--trt-html {report}")
+    result = pytester.runpytest_subprocess()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*--trt-html {report} (PYTEST_ADDOPTS): write it --trt-html={report}*"])
+
+
+# --------------------------------------------------------------------------------------
+# CI: the GPU workflow runs every trt test, and no workflow uses the space form
+# --------------------------------------------------------------------------------------
+def _run_lines(name: str) -> list[str]:
+    yaml = pytest.importorskip("yaml")
+    workflow = yaml.safe_load((REPO / ".github" / "workflows" / name).read_text())
+    return [step["run"] for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
+
+
+def test_gpu_workflow_requires_every_trt_test_to_run():
+    pytest_runs = [run for run in _run_lines("gpu.yml") if "pytest " in run and "example_suite" in run]
+    assert pytest_runs and all("--trt-require-run" in run for run in pytest_runs), pytest_runs
+
+
+@pytest.mark.parametrize("name", ["cpu.yml", "gpu.yml"])
+def test_workflows_write_path_options_with_equals(name):
+    import shlex
+
+    from pytest_trt.settings import OPTIONS
+
+    path_flags = {f"--{o.name}" for o in OPTIONS if o.path}
+    for run in _run_lines(name):
+        words = shlex.split(run.replace("\\\n", " "))
+        assert not path_flags & set(words), f"{name}: a path option in the space form in {run!r}"

@@ -1,0 +1,66 @@
+"""``TrtSession.create`` refuses what the session cannot honour (issue 15 item 1): a typing the
+installed TensorRT lacks (checked against the fake TensorRT module of tests/unit, named as a
+fake), and a baseline provider that is not there."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_trt.backends import base, trt_compat
+from pytest_trt.backends import tensorrt as trt_backend
+from pytest_trt.errors import UsageError
+from pytest_trt.session import TrtSession
+from pytest_trt.settings import Settings
+
+_spec = importlib.util.spec_from_file_location("_pytest_trt_fake_tensorrt", Path(__file__).with_name("fake_tensorrt.py"))
+fake_tensorrt = sys.modules.setdefault("_pytest_trt_fake_tensorrt", importlib.util.module_from_spec(_spec))
+if not hasattr(fake_tensorrt, "make_fake_tensorrt"):
+    _spec.loader.exec_module(fake_tensorrt)
+
+
+@pytest.fixture
+def fake_trt(monkeypatch):
+    def install(version):
+        fake = fake_tensorrt.make_fake_tensorrt(version)
+        monkeypatch.setitem(sys.modules, fake.__name__, fake)
+        monkeypatch.setattr(trt_backend, "tensorrt_unavailable_reason", lambda module="tensorrt": None)
+        monkeypatch.setattr(trt_backend, "installed_version", lambda backend: version)
+        monkeypatch.setattr(trt_compat, "installed_version", lambda backend: version)
+        monkeypatch.setattr(base, "_INSTANCES", {})  # a fresh backend instance, no cached import error
+        monkeypatch.setattr("pytest_trt.baseline.check_runtime", lambda *a, **k: None)  # no onnxruntime-gpu here
+
+    return install
+
+
+def _settings(tmp_path, **kw):
+    return Settings(cache_dir=tmp_path / "cache", sources={"trt_typing": "--trt-typing",
+                                                           "trt_backend": "--trt-backend"}, **kw)
+
+
+def test_weak_typing_on_tensorrt_11_is_a_usage_error(fake_trt, tmp_path):
+    fake_trt("11.4.0.106")
+    with pytest.raises(UsageError, match=r"--trt-typing weak cannot be honoured by tensorrt: TensorRT 11 has no "
+                                         r"weak typing"):
+        TrtSession.create(_settings(tmp_path, backend="tensorrt", typing="weak"))
+    session = TrtSession.create(_settings(tmp_path, backend="tensorrt", typing="strong"))
+    assert session.backend.name == "tensorrt"
+
+
+def test_weak_typing_on_tensorrt_10_is_accepted(fake_trt, tmp_path):
+    fake_trt("10.13.0.35")
+    assert TrtSession.create(_settings(tmp_path, backend="tensorrt", typing="weak")).backend.name == "tensorrt"
+
+
+def test_baseline_provider_that_is_not_there_is_a_usage_error(tmp_path):
+    pytest.importorskip("onnxruntime")
+    import onnxruntime
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        pytest.skip("this ONNX Runtime has the CUDA provider")
+    with pytest.raises(UsageError, match="baseline provider 'cuda': ONNX Runtime's CUDAExecutionProvider is not "
+                                         "available here"):
+        TrtSession.create(_settings(tmp_path, backend="emulate", baseline_provider="cuda"))
