@@ -410,7 +410,7 @@ def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: 
             plans[n] = (host, ptr, dt)
         if listener is not None:
             context.set_debug_listener(listener)
-            context.set_all_tensors_debug_state(True)
+            compat.set_debug_state(context, True)
         logger = get_logger(trt)
         with logger.capture() as messages:
             ok = context.execute_async_v3(stream)
@@ -425,7 +425,7 @@ def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: 
     finally:
         if listener is not None:
             with contextlib.suppress(Exception):
-                context.set_all_tensors_debug_state(False)
+                compat.set_debug_state(context, False)
         for ptr in allocated:
             with contextlib.suppress(Exception):
                 memory.free(ptr)

@@ -421,6 +421,37 @@ class TrtCompat:
         """``IDebugListener`` + ``IExecutionContext.set_debug_listener`` (10.0+, pyCore.cpp)."""
         return hasattr(self.trt, "IDebugListener")
 
+    def has_unfused_debug_state(self) -> bool:
+        """``IExecutionContext.unfused_tensors_debug_state``: the run-time switch for tensors
+        marked by ``mark_unfused_tensors_as_debug_tensors`` (off by default), separate from
+        ``set_all_tensors_debug_state``. Real bindings (trt_api tier): absent in 10.0.1 and
+        10.8.0.43, present in 10.12.0.36 ... 11.4.0.106 and TensorRT-RTX 1.7.1.116."""
+        ctx = getattr(self.trt, "IExecutionContext", None)
+        return ctx is not None and hasattr(ctx, "unfused_tensors_debug_state")
+
+    def has_output_allocator(self) -> bool:
+        """``IOutputAllocator`` + ``IExecutionContext.set_output_allocator`` (every version of the
+        trt_api matrix): data-dependent output shapes."""
+        ctx = getattr(self.trt, "IExecutionContext", None)
+        return hasattr(self.trt, "IOutputAllocator") and ctx is not None and hasattr(ctx, "set_output_allocator")
+
+    def set_debug_state(self, context, on: bool) -> list[str]:
+        """Turn debug-tensor emission on or off; returns the switches set.
+
+        Both switches: ``set_all_tensors_debug_state`` covers tensors marked with
+        ``mark_debug``; tensors marked by ``mark_unfused_tensors_as_debug_tensors`` are only
+        emitted with ``unfused_tensors_debug_state`` on ("default is off"; trtexec
+        ``--dumpDebugTensors``-style runs set it). Where the property is absent (10.0 ... 10.11)
+        so is the marking call, and only the first switch exists.
+        """
+        done = []
+        context.set_all_tensors_debug_state(bool(on))
+        done.append("set_all_tensors_debug_state")
+        if self.has_unfused_debug_state():
+            context.unfused_tensors_debug_state = bool(on)
+            done.append("unfused_tensors_debug_state")
+        return done
+
     def resolve_typing(self, requested: str) -> str:
         """``auto`` -> ``strong`` where the library has it, else ``weak``."""
         if requested == "auto":
@@ -694,6 +725,13 @@ class TrtCompat:
     def is_host_location(self, location) -> bool:
         host = _member(self.trt.TensorLocation, "HOST") if hasattr(self.trt, "TensorLocation") else None
         return host is not None and location == host
+
+
+#: The capability checks the trt_api tier evaluates on every real version (tests/trt_api): a
+#: TensorRT member the adapter uses that a version lacks must be guarded by one of these
+#: returning False there.
+CAPABILITIES = ("has_strong_typing", "has_weak_typing", "has_unfused_debug_tensors", "has_debug_listener",
+                "has_unfused_debug_state", "has_output_allocator")
 
 
 def has_weak_typing(trt) -> bool:

@@ -64,6 +64,23 @@ def cache(tmp_path):
     return ArtifactCache(tmp_path / "cache")
 
 
+MATRIX = fake_tensorrt.matrix_params()
+MATRIX_IDS = [fake_tensorrt.matrix_id(v, r) for v, r in MATRIX]
+WEAK_MATRIX = [v for v, r in MATRIX if not r and v.split(".")[0] == "10"]
+
+
+@pytest.fixture(params=MATRIX, ids=MATRIX_IDS)
+def release(request):
+    """``(version, rtx)``: the fake configured as each real version of the matrix (tests/trt_api)."""
+    return request.param
+
+
+@pytest.fixture(params=WEAK_MATRIX, ids=[f"trt-{v}" for v in WEAK_MATRIX])
+def weak_release(request):
+    """The 10.x versions of the matrix: the ones with weak typing."""
+    return request.param
+
+
 @pytest.fixture
 def use_fake(monkeypatch):
     """Install a fake tensorrt / tensorrt_rtx module and pretend a GPU is there."""
@@ -171,23 +188,27 @@ def test_weak_on_11_refuses_to_build(use_fake, plan, cache):
 
 
 # -- strong typing -----------------------------------------------------------------------
-def test_strong_build_flags_and_network(use_fake, plan, cache):
-    fake, backend = use_fake("10.13.0.35")
+def test_strong_build_flags_and_network(use_fake, plan, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
+    compat = TrtCompat(fake)
     engine = build(backend, plan, cache)
-    assert engine.typing == "strong" and engine.backend_name == "tensorrt"
+    assert engine.typing == "strong" and engine.backend_name == ("tensorrt-rtx" if release[1] else "tensorrt")
     net, cfg = fake.state.last_network, fake.state.last_config
-    assert net.strongly_typed and net.flags == 1 << int(fake.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
-    assert fake.BuilderFlag.FP16 not in cfg.flags and fake.BuilderFlag.TF32 not in cfg.flags
+    strongly_typed = 1 << int(fake.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    # 11.x: STRONGLY_TYPED is "Deprecated: always enabled", so no flag
+    assert net.strongly_typed and net.flags == (0 if compat.major == 11 else strongly_typed)
+    assert getattr(fake.BuilderFlag, "FP16", None) not in cfg.flags and fake.BuilderFlag.TF32 not in cfg.flags
     assert cfg.profiling_verbosity == fake.ProfilingVerbosity.DETAILED
-    assert net.unfused_debug and engine.debug_tensors
+    # mark_unfused_tensors_as_debug_tensors: 10.12 and later, 11.x, RTX (absent in the real 10.0.1/10.8.0.43)
+    assert net.unfused_debug == engine.debug_tensors == (release[1] or compat.version >= (10, 12))
     assert engine.record["parsed"] == "strongly typed realization of the plan"
     assert engine.network_mismatches == []
     # the parsed model is the realization: Casts around the FP32 island
     assert any(layer.name.endswith("/Cast_to_fp32") for layer in net.layers)
 
 
-def test_strong_options(use_fake, plan, cache):
-    fake, backend = use_fake("10.13.0.35")
+def test_strong_options(use_fake, plan, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
     build(backend, plan, cache, tf32=True, workspace_bytes=1 << 20, builder_optimization_level=5,
           profiles=({"hidden_states": ((1, 4, 16), (1, 4, 16), (1, 4, 16))},))
     cfg = fake.state.last_config
@@ -226,8 +247,8 @@ def test_check_network_dtypes(use_fake, plan):
 
 
 # -- weak typing -------------------------------------------------------------------------
-def test_weak_hints_by_name_and_metadata(use_fake, plan, cache):
-    fake, backend = use_fake("10.8.0", split_nodes=(f"{LN}/Pow",))
+def test_weak_hints_by_name_and_metadata(use_fake, plan, cache, weak_release):
+    fake, backend = use_fake(weak_release, split_nodes=(f"{LN}/Pow",))
     engine = build(backend, plan, cache, typing="weak")
     assert engine.typing == "weak" and engine.record["parsed"] == "original model"
     net, cfg = fake.state.last_network, fake.state.last_config
@@ -246,13 +267,23 @@ def test_weak_hints_by_name_and_metadata(use_fake, plan, cache):
     assert constant._precision is None
     assert engine.weak_hints["applied"][f"{LN}/Pow"] == [f"{LN}/Pow_aux", f"{LN}/Pow"]
     assert engine.weak_hints["unmatched"] == []
-    assert not engine.debug_tensors  # 10.8: no mark_unfused_tensors_as_debug_tensors
+    assert engine.debug_tensors == (TrtCompat(fake).version >= (10, 12))  # mark_unfused_...: 10.12+
     report = engine.layers()
     assert report.typing == "weak" and report.summary()["mismatch"] == 0
 
 
-def test_weak_hints_unmatched_nodes_are_reported(use_fake, plan):
-    fake, _ = use_fake("10.8.0")
+def test_weak_bf16_sets_the_bf16_flag(use_fake, model, cache, weak_release):
+    fake, backend = use_fake(weak_release)
+    bf16 = PrecisionPolicy(default="bf16", keep_fp32=("*/LayerNorm/*",)).resolve(model)
+    assert backend.supports(bf16, BuildConfig(typing="weak")) is None
+    engine = build(backend, bf16, cache, typing="weak")
+    cfg = fake.state.last_config
+    assert {fake.BuilderFlag.BF16, fake.BuilderFlag.OBEY_PRECISION_CONSTRAINTS} <= cfg.flags
+    assert fake.BuilderFlag.FP16 not in cfg.flags and engine.typing == "weak"
+
+
+def test_weak_hints_unmatched_nodes_are_reported(use_fake, plan, weak_release):
+    fake, _ = use_fake(weak_release)
     compat = TrtCompat(fake)
     network = fake.Builder(None).create_network(0)
     hints = types.SimpleNamespace(layer_precision={"ghost": "fp32"}, output_types={})
@@ -260,32 +291,32 @@ def test_weak_hints_unmatched_nodes_are_reported(use_fake, plan):
     assert result.unmatched == ["ghost"] and result.applied == {}
 
 
-def test_weak_myelin_ignoring_constraints_is_caught(use_fake, plan, cache):
-    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/")
+def test_weak_myelin_ignoring_constraints_is_caught(use_fake, plan, cache, weak_release):
+    fake, backend = use_fake(weak_release, myelin_prefix=f"{LN}/")
     report = build(backend, plan, cache, typing="weak").layers()
     compute = [o for o in report.nodes_matching(plan.match("*/LayerNorm/*")) if o.status != "fixed"]
     assert compute and all(o.status == "mismatch" and o.myelin and o.observed == "fp16" for o in compute)
     assert report.myelin_layers()[0].name.startswith("__myl_")
 
 
-def test_foreign_node_engine_is_unverifiable(use_fake, plan, cache):
-    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/", foreign_node=True)
+def test_foreign_node_engine_is_unverifiable(use_fake, plan, cache, weak_release):
+    fake, backend = use_fake(weak_release, myelin_prefix=f"{LN}/", foreign_node=True)
     report = build(backend, plan, cache, typing="weak").layers()
     compute = [o for o in report.nodes_matching(plan.match("*/LayerNorm/*")) if o.status != "fixed"]
     assert all(o.status == "unverifiable" for o in compute)
 
 
 # -- failures ----------------------------------------------------------------------------
-def test_build_error_names_node_and_config_and_is_not_cached(use_fake, plan, cache):
+def test_build_error_names_node_and_config_and_is_not_cached(use_fake, plan, cache, release):
     msg = (f"[ONNX Layer: {LN}/Pow]: Error Code 10: Internal Error (Could not find any implementation for node "
            f"{LN}/Pow.)")
-    fake, backend = use_fake("10.13.0.35", fail_build=msg)
+    fake, backend = use_fake(release[0], rtx=release[1], fail_build=msg)
     with pytest.raises(BuildError) as info:
         build(backend, plan, cache, tf32=True)
     text = str(info.value)
     assert text.startswith(f"TensorRT build failed for {plan.model.label} [{plan.policy.describe()}]")
     assert f"at node '{LN}/Pow'" in text
-    assert "build config: TensorRT 10.13.0.35, strong typing, low precision fp16, tf32 on" in text
+    assert f"build config: {TrtCompat(fake).label}, strong typing, low precision fp16, tf32 on" in text
     assert "TensorRT said:" in text and "Could not find any implementation" in text
     assert "Nothing was cached" in text
     assert cache.entries("engine") == []
@@ -293,8 +324,8 @@ def test_build_error_names_node_and_config_and_is_not_cached(use_fake, plan, cac
     assert build(backend, plan, cache).build_info.cache_hit is False
 
 
-def test_parser_error_names_node(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35", unsupported_ops=("Sqrt",))
+def test_parser_error_names_node(use_fake, plan, cache, release):
+    _, backend = use_fake(release[0], rtx=release[1], unsupported_ops=("Sqrt",))
     with pytest.raises(BuildError) as info:
         build(backend, plan, cache)
     text = str(info.value)
@@ -328,8 +359,8 @@ def test_rtx_on_cc90_builds_caches_and_maps_deserialization(use_fake, plan, cach
     assert build(backend, plan, cache).build_info.cache_hit
 
 
-def test_corrupt_engine_bytes_is_build_error(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35")
+def test_corrupt_engine_bytes_is_build_error(use_fake, plan, cache, release):
+    _, backend = use_fake(release[0], rtx=release[1])
     engine = build(backend, plan, cache)
     engine._data = b"garbage"
     with pytest.raises(BuildError, match="could not deserialize.*Magic tag does not match.*--trt-rebuild"):
@@ -337,14 +368,17 @@ def test_corrupt_engine_bytes_is_build_error(use_fake, plan, cache):
 
 
 # -- cache and timing cache --------------------------------------------------------------
-def test_cache_hit_and_shared_timing_cache(use_fake, plan, model, cache):
-    fake, backend = use_fake("10.13.0.35")
+def test_cache_hit_and_shared_timing_cache(use_fake, plan, model, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
     first = build(backend, plan, cache)
     assert not first.build_info.cache_hit and first.build_info.key
     again = build(backend, plan, cache)
     assert again.build_info.cache_hit and again.build_info.key == first.build_info.key
     assert fake.state.builds == 1
     files = list((cache.root / "timing-cache").glob("*.cache"))
+    if release[1]:  # TensorRT-RTX deprecates the timing-cache calls: none is kept
+        assert files == [] and fake.state.timing_loaded == []
+        return
     assert len(files) == 1 and "NVIDIA_Fake_4090" in files[0].name
     # a different plan reuses (loads) the shared timing cache
     other = PrecisionPolicy(default="fp16").resolve(model)
@@ -353,27 +387,30 @@ def test_cache_hit_and_shared_timing_cache(use_fake, plan, model, cache):
     assert len(json.loads(files[0].read_text())) == 2
     parts = backend.cache_parts(plan, BuildConfig())
     assert parts["typing"] == "strong" and parts["device"]["gpu"] == "NVIDIA Fake 4090"
-    assert parts["backend_versions"] == {"tensorrt": "10.13.0.35"}
+    assert parts["backend_versions"] == {backend.name: release[0]}
 
 
-def test_corrupt_timing_cache_is_ignored(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35")
+def test_corrupt_timing_cache_is_ignored(use_fake, plan, cache, release):
+    _, backend = use_fake(release[0], rtx=release[1])
     path = backend._timing_cache_path(backend.compat(), cache)
+    if release[1]:
+        assert path is None  # no timing cache for TensorRT-RTX
+        return
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not a timing cache")
     engine = build(backend, plan, cache)
     assert any("timing cache not loaded" in n for n in engine.record["notes"])
 
 
-def test_build_without_cache(use_fake, plan):
-    _, backend = use_fake("10.13.0.35")
+def test_build_without_cache(use_fake, plan, release):
+    _, backend = use_fake(release[0], rtx=release[1])
     engine = backend._build_engine(plan, BuildConfig(), None, memory=HostMemory())
     assert not engine.build_info.cache_hit and engine.engine_bytes.startswith(fake_tensorrt.MAGIC)
 
 
 # -- running -----------------------------------------------------------------------------
-def test_run_returns_model_outputs_and_frees_memory(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35")
+def test_run_returns_model_outputs_and_frees_memory(use_fake, plan, cache, release):
+    _, backend = use_fake(release[0], rtx=release[1])
     memory = HostMemory()
     engine = backend._build_engine(plan, BuildConfig(), cache, memory=memory)
     feeds = tm.sample_feeds(plan.model.proto)
@@ -386,8 +423,8 @@ def test_run_returns_model_outputs_and_frees_memory(use_fake, plan, cache):
     assert memory.buffers == {} and memory.freed == 2
 
 
-def test_run_feed_errors(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35")
+def test_run_feed_errors(use_fake, plan, cache, release):
+    _, backend = use_fake(release[0], rtx=release[1])
     engine = build(backend, plan, cache)
     with pytest.raises(InputError, match="no feed for engine input"):
         engine.run({})
@@ -395,18 +432,22 @@ def test_run_feed_errors(use_fake, plan, cache):
         engine.run({"hidden_states": np.zeros((1, 5, 16), np.float32)})
 
 
-def test_run_layerwise_with_debug_tensors(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35")
+def test_run_layerwise_with_debug_tensors(use_fake, plan, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
     engine = build(backend, plan, cache)
     values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
+    if not TrtCompat(fake).has_unfused_debug_tensors():  # before 10.12: the probe build
+        assert "SEPARATE probe build" in note and len(cache.entries("engine-probe")) == 1
+        return
     assert "debug tensors of the engine under test" in note
     assert f"{LN}/Pow_output_0" in values and values[f"{LN}/Pow_output_0"].dtype == np.float32
     assert set(values) <= set(plan.tensor_precision)
     assert cache.entries("engine-probe") == []
 
 
-def test_run_layerwise_probe_build_before_10_12(use_fake, plan, cache):
-    fake, backend = use_fake("10.8.0")
+@pytest.mark.parametrize("version", ["10.0.1", "10.8.0.43"])
+def test_run_layerwise_probe_build_before_10_12(use_fake, plan, cache, version):
+    fake, backend = use_fake(version)
     engine = build(backend, plan, cache)
     values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
     assert "SEPARATE probe build" in note and "DIFFERENT engine" in note
@@ -423,8 +464,8 @@ def test_dtype_names():
     assert trt_compat.trt_dtype(fake, "bf16") == fake.DataType.BF16
 
 
-def test_logger_is_shared_and_captures(use_fake):
-    fake, _ = use_fake("10.13.0.35")
+def test_logger_is_shared_and_captures(use_fake, release):
+    fake, _ = use_fake(release[0], rtx=release[1])
     logger = trt_compat.get_logger(fake)
     assert trt_compat.get_logger(fake) is logger
     with logger.capture() as records:
