@@ -330,17 +330,19 @@ def _np_dtype(name: str | None):
 
 
 def _bf16_to_f32(u16):
-    import numpy as np
+    """BF16 bits -> FP32: the one conversion (:func:`pytest_trt.realize.strong.bf16_bits_to_fp32`)."""
+    from ..realize.strong import bf16_bits_to_fp32
 
-    return (u16.astype(np.uint32) << 16).view(np.float32)
+    return bf16_bits_to_fp32(u16)
 
 
 def _f32_to_bf16(f32):
-    import numpy as np
+    """FP32 feeds -> BF16 bits for a BF16 engine input: the realization's conversion (round to nearest
+    even, NaN stays NaN, finite values beyond the BF16 range saturate; :func:`~pytest_trt.realize.strong.
+    to_bf16_bits`), so a feed is rounded exactly as the realization rounds initializers."""
+    from ..realize.strong import to_bf16_bits
 
-    bits = np.ascontiguousarray(f32, dtype=np.float32).view(np.uint32)
-    rounded = bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))
-    return (rounded >> 16).astype(np.uint16)
+    return to_bf16_bits(f32)[0]
 
 
 def _to_float32(arr, dtype: str | None):
