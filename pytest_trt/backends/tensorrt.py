@@ -499,6 +499,9 @@ class TensorRTEngine(Engine):
         self._unavailable: str | None = None
         self._probe: TensorRTEngine | None = None
         self._listener = None
+        #: engine tensor name -> (why it could not be named as an ONNX tensor, value) of the last
+        #: debug-tensor capture (run_layerwise)
+        self.unmapped_debug_tensors: dict[str, tuple[str, Any]] = {}
 
     # -- build record -----------------------------------------------------------------
     @property
@@ -600,6 +603,17 @@ class TensorRTEngine(Engine):
         return report
 
     def run_layerwise(self, feeds: dict):
+        """Intermediate float tensors by ONNX name.
+
+        With debug tensors (10.12+, 11.x, RTX): the engine under test runs once with both debug
+        switches on; the tensors arrive under TensorRT's internal names and are named through
+        the layer report (:mod:`pytest_trt.debug_tensors`); those that cannot be mapped are kept
+        in :attr:`unmapped_debug_tensors`, never compared. ONNX tensors at a layer boundary of
+        the engine that were not emitted make the capture partial: they come from the probe
+        build, and the note says so. Without debug tensors: the probe build for everything.
+        """
+        from ..debug_tensors import expected_tensors, map_debug_names
+
         float_names = _float_tensor_names(self.plan)
         if self.debug_tensors and self._backend.compat().has_debug_listener():
             context = self._ctx()
@@ -607,21 +621,37 @@ class TensorRTEngine(Engine):
             self._listener = collector.listener  # the context keeps a raw pointer to it: keep it alive
             outputs = _execute(self._compat, self._engine, context, feeds, self._mem(), label=self._label(),
                                listener=collector.listener)
-            values, unmapped = {}, []
-            for name, arr in collector.values.items():
-                if name in float_names:
-                    values[name] = arr
-                else:
-                    unmapped.append(name)
+            report = self.layers()
+            mapping = map_debug_names(list(collector.values), report, self.plan, float_names)
+            values = {onnx: collector.values[name] for name, onnx in mapping.mapped.items()}
+            self.unmapped_debug_tensors = {name: (why, collector.values[name]) for name, why in mapping.unmapped.items()}
             for name, arr in outputs.items():
                 if name in float_names:
                     values.setdefault(name, _to_float32(arr, None))
-            absent = len([n for n in float_names if n not in values])
+            expected = expected_tensors(report, self.plan, float_names)
+            missing = sorted(expected - set(values))
             note = (f"{self.backend_name}: debug tensors of the engine under test "
-                    f"(mark_unfused_tensors_as_debug_tensors; fusion unchanged): {len(values)} of {len(float_names)} "
-                    f"float tensors computed by nodes captured; {absent} fused away or not emitted")
-            if unmapped:
-                note += f"; {len(unmapped)} internal tensor name(s) not mapped to ONNX tensors"
+                    f"(mark_unfused_tensors_as_debug_tensors + unfused_tensors_debug_state; fusion unchanged), "
+                    f"named through the engine's layer report: {len(values)} of {len(float_names)} float tensors "
+                    f"computed by nodes captured")
+            if mapping.unmapped:
+                note += (f"; {len(mapping.unmapped)} engine tensor(s) not mapped to ONNX tensors, kept under their "
+                         f"engine names and not compared: "
+                         + ", ".join(f"{n} ({why})" for n, why in list(mapping.unmapped.items())[:3]))
+            if collector.skipped:
+                note += f"; {len(collector.skipped)} debug tensor(s) of types the runner cannot read skipped"
+            if missing:
+                probe = self._probe_engine()
+                raw = probe._run_all(feeds)
+                filled = [n for n in missing if n in raw]
+                for n in filled:
+                    values[n] = _to_float32(raw[n], None)
+                note += (f"; PARTIAL capture: {len(missing)} ONNX tensor(s) at a layer boundary of the engine were "
+                         f"not emitted ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): "
+                         f"{len(filled)} of them taken from a SEPARATE probe build with every float tensor marked "
+                         f"as an output, a DIFFERENT engine from the one under test")
+            else:
+                note += f"; {len([n for n in float_names if n not in values])} fused away"
             return values, note
         probe = self._probe_engine()
         raw = probe._run_all(feeds)

@@ -318,6 +318,7 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             self.strongly_typed = bool(flags & (1 << int(NetworkDefinitionCreationFlag.STRONGLY_TYPED))) or not weak
             self.layers, self.inputs, self.outputs, self.tensors = [], [], [], {}
             self.unfused_debug = False
+            self.aux_sources = {}
 
         num_layers = property(lambda self: len(self.layers))
         num_inputs = property(lambda self: len(self.inputs))
@@ -420,6 +421,7 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
                     aux_out = ITensor(f"{node.name}_aux_out", DataType.FLOAT if not net.strongly_typed
                                       else dt_of(node.output[0]), shapes.get(node.output[0], ()))
                     net.tensors[aux_out.name] = aux_out
+                    net.aux_sources[aux_out.name] = node.input[0]  # an identity, for executing it
                     net.layers.append(ILayer(f"{node.name}_aux", ltype, md, ins, [aux_out]))
                     ins = [aux_out]
                 net.layers.append(ILayer(node.name, ltype, md, ins, [tensor(o) for o in node.output if o]))
@@ -596,6 +598,7 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             "model": base64.b64encode(network.model_bytes).decode(),
             "unfused_debug": network.unfused_debug,
             "internal_names": internal_names,
+            "aux_sources": network.aux_sources,
             "profiles": [{k: [list(s) for s in v] for k, v in p.shapes.items()} for p in config.profiles],
         }
 
@@ -757,7 +760,10 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
                     feeds[n] = np.frombuffer(raw, dtype=_NP[d]).reshape(shape).copy()
             outputs = [n for n, mode, *_ in self.engine.io if mode == TensorIOMode.OUTPUT]
             debug = []
-            internal = self.engine.desc.get("internal_names", {})
+            names = self.engine.desc.get("internal_names", {})
+            aux = self.engine.desc.get("aux_sources", {})
+            internal = {k: aux.get(v, v) for k, v in names.items()}
+            internal.update({k: v for k, v in aux.items() if k not in internal})
             if (self.listener is not None and self._unfused_state and self.engine.desc.get("unfused_debug")):
                 for lay in self.engine.desc["layers"]:
                     if lay["type"] in ("kgen", "Myelin"):

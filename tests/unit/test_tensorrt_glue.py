@@ -485,3 +485,57 @@ def test_rtx_unsupported_gpu_message_as_seen_on_h200():
     assert reason.startswith("TensorRT-RTX does not support compute capability 9.0 (NVIDIA H200); "
                              "it supports 8.0 8.6 8.9 12.0 12.1 >12.0. The engine was built and cached")
     assert compat.unsupported_gpu_reason(["Serialization assertion failed"]) is None
+
+
+# -- debug tensors: both switches, internal names, partial capture ------------------------
+def test_both_debug_switches(use_fake, release):
+    fake, _ = use_fake(release[0], rtx=release[1])
+    compat = TrtCompat(fake)
+    engine_desc = {"inputs": [], "outputs": []}
+    context = fake.IExecutionContext(fake.ICudaEngine(engine_desc))
+    switches = compat.set_debug_state(context, True)
+    if compat.has_unfused_debug_tensors():
+        assert switches == ["set_all_tensors_debug_state", "unfused_tensors_debug_state"]
+        assert context.debug_state and context.unfused_tensors_debug_state
+        compat.set_debug_state(context, False)
+        assert not context.unfused_tensors_debug_state
+    else:  # 10.0 ... 10.11: neither the marking call nor the property exists
+        assert switches == ["set_all_tensors_debug_state"] and not hasattr(context, "unfused_tensors_debug_state")
+
+
+def test_debug_tensors_with_internal_names_are_named_through_the_layer_report(use_fake, plan, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1], internal_tensor_names=True, split_nodes=(f"{LN}/Pow",))
+    engine = build(backend, plan, cache)
+    values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
+    assert f"{LN}/Sub_output_0" in values and f"{LN}/Pow_output_0" in values
+    assert set(values) <= set(plan.tensor_precision)
+    if not TrtCompat(fake).has_unfused_debug_tensors():
+        assert "SEPARATE probe build" in note
+        return
+    assert "named through the engine's layer report" in note and "PARTIAL" not in note
+    assert cache.entries("engine-probe") == []
+    # the Pow node's first layer (the split's aux layer) is an intermediate: kept, named as such, not compared
+    unmapped = engine.unmapped_debug_tensors
+    intermediate = {n: why for n, (why, _) in unmapped.items() if "intermediate" in why}
+    (name, why), = intermediate.items()
+    assert name.startswith("(Unnamed Layer*") and f"intermediate of ONNX node '{LN}/Pow'" in why
+    casts = [why for n, (why, _) in unmapped.items() if n != name]
+    assert casts and all("a Cast the strongly typed realization added" in w for w in casts)
+    assert f"{len(unmapped)} engine tensor(s) not mapped to ONNX tensors" in note
+    # mapped values are the ONNX tensors' values (the fake computes them with ONNX Runtime)
+    _, plain = use_fake(release[0], rtx=release[1])
+    reference, _ = build(plain, plan, cache).run_layerwise(tm.sample_feeds(plan.model.proto))
+    np.testing.assert_array_equal(values[f"{LN}/Sub_output_0"], reference[f"{LN}/Sub_output_0"])
+
+
+def test_partial_capture_falls_back_to_the_probe_build(use_fake, plan, cache, release):
+    missing = f"{LN}/Sqrt_output_0"
+    fake, backend = use_fake(release[0], rtx=release[1], internal_tensor_names=True, unemitted_debug=(missing,))
+    engine = build(backend, plan, cache)
+    values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
+    assert missing in values
+    if TrtCompat(fake).has_unfused_debug_tensors():
+        assert "PARTIAL capture: 1 ONNX tensor(s)" in note and missing in note and "DIFFERENT engine" in note
+    else:
+        assert "SEPARATE probe build" in note
+    assert len(cache.entries("engine-probe")) == 1
