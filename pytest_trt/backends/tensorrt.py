@@ -372,6 +372,7 @@ def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: 
                          f"(given: {', '.join(sorted(feeds)) or 'none'})")
     allocated: list[int] = []
     keep: list[Any] = []
+    allocator = None
     stream = memory.stream()
     try:
         for n in inputs:
@@ -399,12 +400,20 @@ def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: 
             memory.to_device(ptr, host, stream)
             context.set_tensor_address(n, ptr)
         plans = {}
+        dynamic = {}
         for n in outputs:
             shape = tuple(int(d) for d in context.get_tensor_shape(n))
-            if any(d < 0 for d in shape):
-                raise InputError(f"{label}: output {n!r} has a data-dependent shape {shape}, which pytest-trt's "
-                                 f"runner does not support yet")
             dt = dtype_name(engine.get_tensor_dtype(n))
+            if any(d < 0 for d in shape):
+                # a data-dependent shape (NonZero, ...): known only after execution
+                if not compat.has_output_allocator():
+                    raise BackendUnavailable(f"{label}: output {n!r} has a data-dependent shape {shape} and "
+                                             f"{compat.label} has no IOutputAllocator")
+                if allocator is None:
+                    allocator = compat.make_output_allocator(memory)
+                context.set_output_allocator(n, allocator)
+                dynamic[n] = dt
+                continue
             host = np.empty(shape, dtype=_np_dtype(dt))
             ptr = memory.malloc(host.nbytes)
             allocated.append(ptr)
@@ -422,9 +431,17 @@ def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: 
             raise BuildError(f"{label}: execute_async_v3 failed" + (f": TensorRT said: {said}" if said else ""))
         for host, ptr, _ in plans.values():
             memory.to_host(host, ptr, stream)
+        for n, dt in dynamic.items():
+            if n not in allocator.shapes or n not in allocator.buffers:
+                raise BuildError(f"{label}: TensorRT gave no shape or buffer for the data-dependent output {n!r}")
+            host = np.empty(allocator.shapes[n], dtype=_np_dtype(dt))
+            memory.to_host(host, allocator.buffers[n][0], stream)
+            plans[n] = (host, None, dt)
         memory.sync(stream)
         return {n: (_bf16_to_f32(host) if dt == "bf16" else host) for n, (host, _, dt) in plans.items()}
     finally:
+        if allocator is not None:
+            allocator.release()
         if listener is not None:
             with contextlib.suppress(Exception):
                 compat.set_debug_state(context, False)

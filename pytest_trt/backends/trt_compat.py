@@ -722,6 +722,48 @@ class TrtCompat:
 
         return _Listener()
 
+    def make_output_allocator(self, memory):
+        """An ``IOutputAllocator`` for outputs whose shape is known only after execution.
+
+        Methods per the real bindings' class docstring (10.0.1 ... 11.4, RTX 1.7.1; checked by
+        the trt_api tier): ``reallocate_output(tensor_name, memory, size, alignment)``,
+        ``reallocate_output_async(tensor_name, memory, size, alignment, stream)`` return the
+        device address to write to; ``notify_shape(tensor_name, shape)`` gives the final
+        shape. ``memory`` here is the runner's device-memory helper (``CudaMemory``).
+        """
+        trt = self.trt
+        device = memory
+
+        class _OutputAllocator(trt.IOutputAllocator):
+            def __init__(self):
+                trt.IOutputAllocator.__init__(self)
+                self.buffers: dict[str, tuple[int, int]] = {}
+                self.shapes: dict[str, tuple[int, ...]] = {}
+
+            def reallocate_output(self, tensor_name, memory, size, alignment):
+                old = self.buffers.get(tensor_name)
+                if old is not None and old[1] >= size:
+                    return old[0]
+                if old is not None:
+                    device.free(old[0])
+                ptr = device.malloc(max(int(size), 1))
+                self.buffers[tensor_name] = (ptr, int(size))
+                return ptr
+
+            def reallocate_output_async(self, tensor_name, memory, size, alignment, stream):
+                return self.reallocate_output(tensor_name, memory, size, alignment)
+
+            def notify_shape(self, tensor_name, shape):
+                self.shapes[tensor_name] = tuple(int(d) for d in shape)
+
+            def release(self):
+                for ptr, _ in self.buffers.values():
+                    with contextlib.suppress(Exception):
+                        device.free(ptr)
+                self.buffers.clear()
+
+        return _OutputAllocator()
+
     def is_host_location(self, location) -> bool:
         host = _member(self.trt.TensorLocation, "HOST") if hasattr(self.trt, "TensorLocation") else None
         return host is not None and location == host

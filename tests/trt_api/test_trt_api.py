@@ -279,7 +279,8 @@ def test_strong_typing_from_10_0(surfaces):
 
 
 #: methods the adapter adds to its subclasses of TensorRT classes (not overrides)
-OWN_HELPERS = {"ILogger.capture": "the capturing logger's context manager (trt_compat.get_logger)"}
+OWN_HELPERS = {"ILogger.capture": "the capturing logger's context manager (trt_compat.get_logger)",
+               "IOutputAllocator.release": "frees the allocator's buffers after a run"}
 
 
 def test_implemented_virtuals_match(surfaces):
@@ -295,7 +296,8 @@ def test_implemented_virtuals_match(surfaces):
                         for fn in node.body:
                             if isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_"):
                                 overrides[f"{base.attr}.{fn.name}"] = [a.arg for a in fn.args.args[1:]]
-    assert {"ILogger.log", "IDebugListener.process_debug_tensor"} <= set(overrides)
+    assert {"ILogger.log", "IDebugListener.process_debug_tensor", "IOutputAllocator.reallocate_output",
+            "IOutputAllocator.notify_shape"} <= set(overrides)
     for own in OWN_HELPERS:
         overrides.pop(own, None)
     found = []

@@ -263,7 +263,13 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
         def __init__(self):
             pass
 
-    mod.ILogger, mod.Logger, mod.IDebugListener = ILogger, Logger, IDebugListener
+    class IOutputAllocator(_Fake):
+        _trt_name = "IOutputAllocator"
+
+        def __init__(self):
+            pass
+
+    mod.ILogger, mod.Logger, mod.IDebugListener, mod.IOutputAllocator = ILogger, Logger, IDebugListener, IOutputAllocator
 
     # -- network ----------------------------------------------------------------------
     class ITensor(_Fake):
@@ -709,6 +715,7 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             self.listener = None
             self.debug_state = False
             self._unfused_state = False
+            self.allocators = {}
 
         def set_input_shape(self, name, shape):
             static = self.engine._find(name)[3]
@@ -725,6 +732,10 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
 
         def set_tensor_address(self, name, memory):
             self.addresses[name] = memory
+            return True
+
+        def set_output_allocator(self, name, output_allocator):
+            self.allocators[name] = output_allocator
             return True
 
         def set_debug_listener(self, listener):
@@ -779,6 +790,11 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             values = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
             for n in outputs:
                 arr = np.ascontiguousarray(values[n])
+                if n in self.allocators:  # data-dependent shape: the allocator gives the buffer
+                    ptr = self.allocators[n].reallocate_output(n, 0, arr.nbytes, 256)
+                    ctypes.memmove(ptr, arr.ctypes.data, arr.nbytes)
+                    self.allocators[n].notify_shape(n, arr.shape)
+                    continue
                 ctypes.memmove(self.addresses[n], arr.ctypes.data, arr.nbytes)
             for n in debug:
                 arr = np.ascontiguousarray(values[internal.get(n, n)])

@@ -539,3 +539,28 @@ def test_partial_capture_falls_back_to_the_probe_build(use_fake, plan, cache, re
     else:
         assert "SEPARATE probe build" in note
     assert len(cache.entries("engine-probe")) == 1
+
+
+# -- data-dependent output shapes ----------------------------------------------------------
+def _nonzero_model():
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("NonZero", ["r"], ["idx"], name="nz")],
+        "nonzero", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info("idx", TensorProto.INT64, [1, "n"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    return load_model(model)
+
+
+def test_data_dependent_output_shape_through_an_output_allocator(use_fake, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
+    plan = PrecisionPolicy(default="fp32").resolve(_nonzero_model())
+    memory = HostMemory()
+    engine = backend._build_engine(plan, BuildConfig(), cache, memory=memory)
+    x = np.array([1.0, -2.0, 0.0, 3.0, 4.0, -1.0], np.float32)
+    out = engine.run({"x": x})
+    assert out["idx"].shape == (1, 3) and out["idx"].tolist() == [[0, 3, 4]]
+    assert memory.buffers == {}  # the allocator's buffer is freed too
