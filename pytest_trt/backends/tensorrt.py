@@ -353,7 +353,43 @@ def _to_float32(arr, dtype: str | None):
     return np.asarray(arr, dtype=np.float32)
 
 
-def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: str, listener=None) -> dict:
+def _fits(shape, mn, mx) -> bool:
+    return len(shape) == len(mn) == len(mx) and all(lo <= d <= hi for d, lo, hi in zip(shape, mn, mx, strict=True))
+
+
+def _select_profile(engine, context, inputs, feeds, stream, label: str, state: dict) -> int:
+    """Make active the first optimization profile whose [min, max] covers every feed's shape.
+
+    Polygraphy 0.53 ``TrtRunner.set_profile`` uses ``set_optimization_profile_async(index,
+    stream)`` too; a context starts on profile 0. ``state["profile"]`` remembers the active one.
+    Feeds no profile covers are the user's declared shapes/profiles: an InputError listing them.
+    """
+    import numpy as np
+
+    count = int(getattr(engine, "num_optimization_profiles", 1) or 1)
+    shapes = {n: tuple(int(d) for d in np.shape(feeds[n])) for n in inputs}
+    ranges = []
+    for index in range(count):
+        fits = True
+        text = []
+        for n in inputs:
+            mn, _, mx = (tuple(int(d) for d in s) for s in engine.get_tensor_profile_shape(n, index))
+            text.append(f"{n}: min {mn} max {mx}")
+            fits = fits and _fits(shapes[n], mn, mx)
+        ranges.append(f"profile {index} ({', '.join(text)})")
+        if fits:
+            if count > 1 and state.get("profile", 0) != index:
+                if not context.set_optimization_profile_async(index, stream):
+                    raise BuildError(f"{label}: set_optimization_profile_async({index}) failed")
+                state["profile"] = index
+            return index
+    given = ", ".join(f"{n} {s}" for n, s in shapes.items())
+    raise InputError(f"{label}: no optimization profile of the engine covers the feeds ({given}); the engine has "
+                     f"{'; '.join(ranges)}: declare shapes or a profile that covers them")
+
+
+def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: str, listener=None,
+             state: dict | None = None) -> dict:
     """Run one inference with ``execute_async_v3``; returns every engine output by name.
 
     Same sequence as Polygraphy 0.53 ``TrtRunner._infer_impl``: ``set_input_shape`` and
@@ -375,6 +411,7 @@ def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: 
     allocator = None
     stream = memory.stream()
     try:
+        _select_profile(engine, context, inputs, feeds, stream, label, state if state is not None else {})
         for n in inputs:
             dt = dtype_name(engine.get_tensor_dtype(n))
             value = np.asarray(feeds[n])
@@ -519,6 +556,7 @@ class TensorRTEngine(Engine):
         #: engine tensor name -> (why it could not be named as an ONNX tensor, value) of the last
         #: debug-tensor capture (run_layerwise)
         self.unmapped_debug_tensors: dict[str, tuple[str, Any]] = {}
+        self._run_state: dict[str, Any] = {}  # the execution context's active optimization profile
 
     # -- build record -----------------------------------------------------------------
     @property
@@ -593,7 +631,8 @@ class TensorRTEngine(Engine):
     # -- Engine API -------------------------------------------------------------------
     def run(self, feeds: dict) -> dict:
         context = self._ctx()
-        values = _execute(self._compat, self._engine, context, feeds, self._mem(), label=self._label())
+        values = _execute(self._compat, self._engine, context, feeds, self._mem(), label=self._label(),
+                          state=self._run_state)
         missing = [n for n in self.output_names if n not in values]
         if missing:
             raise BuildError(f"{self._label()}: the engine has no output(s) {', '.join(missing)} "
@@ -637,7 +676,7 @@ class TensorRTEngine(Engine):
             collector = DebugCollector(self._compat, self._mem())
             self._listener = collector.listener  # the context keeps a raw pointer to it: keep it alive
             outputs = _execute(self._compat, self._engine, context, feeds, self._mem(), label=self._label(),
-                               listener=collector.listener)
+                               listener=collector.listener, state=self._run_state)
             report = self.layers()
             mapping = map_debug_names(list(collector.values), report, self.plan, float_names)
             values = {onnx: collector.values[name] for name, onnx in mapping.mapped.items()}
@@ -680,7 +719,7 @@ class TensorRTEngine(Engine):
 
     def _run_all(self, feeds: dict) -> dict:
         return _execute(self._compat or self._backend.compat(), self.load(), self._ctx(), feeds, self._mem(),
-                        label=self._label())
+                        label=self._label(), state=self._run_state)
 
     def _probe_engine(self) -> TensorRTEngine:
         if self._probe is None:

@@ -661,9 +661,16 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
         def is_shape_inference_io(self, name):
             return False
 
+        @property
+        def num_optimization_profiles(self):
+            return max(len(self.desc.get("profiles") or []), 1)
+
         def get_tensor_profile_shape(self, name, profile_index):
-            s = self._find(name)[3]
-            return s, s, s
+            profiles = self.desc.get("profiles") or []
+            if profiles and name in profiles[profile_index]:
+                return [tuple(s) for s in profiles[profile_index][name]]
+            s = tuple(self._find(name)[3])
+            return [s, s, s]
 
         def create_execution_context(self):
             return IExecutionContext(self)
@@ -716,18 +723,34 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             self.debug_state = False
             self._unfused_state = False
             self.allocators = {}
+            self._profile = 0
 
         def set_input_shape(self, name, shape):
             static = self.engine._find(name)[3]
             if len(static) != len(shape) or any(s >= 0 and s != d for s, d in zip(static, shape, strict=True)):
                 return False
+            mn, _, mx = self.engine.get_tensor_profile_shape(name, self._profile)
+            if any(d < lo or d > hi for d, lo, hi in zip(shape, mn, mx, strict=True) if lo >= 0):
+                return False  # outside the active optimization profile
             self.shapes[name] = tuple(shape)
+            return True
+
+        def set_optimization_profile_async(self, profile_index, stream_handle):
+            if not 0 <= profile_index < self.engine.num_optimization_profiles:
+                return False
+            self._profile = profile_index
+            self.shapes = {}
             return True
 
         def get_tensor_shape(self, name):
             n, mode, _, static = self.engine._find(name)
             if mode == TensorIOMode.INPUT:
                 return self.shapes.get(name, tuple(static))
+            if any(d < 0 for d in static) and self.engine.desc.get("profiles") and self.shapes:
+                # shape-preserving models (the tests' dynamic ones): the output takes the first input's shape
+                first = next(iter(self.shapes.values()))
+                if len(first) == len(static):
+                    return tuple(first)
             return tuple(static)
 
         def set_tensor_address(self, name, memory):

@@ -428,7 +428,7 @@ def test_run_feed_errors(use_fake, plan, cache, release):
     engine = build(backend, plan, cache)
     with pytest.raises(InputError, match="no feed for engine input"):
         engine.run({})
-    with pytest.raises(InputError, match="outside the engine's optimization profile"):
+    with pytest.raises(InputError, match="no optimization profile of the engine covers the feeds"):
         engine.run({"hidden_states": np.zeros((1, 5, 16), np.float32)})
 
 
@@ -564,3 +564,31 @@ def test_data_dependent_output_shape_through_an_output_allocator(use_fake, cache
     out = engine.run({"x": x})
     assert out["idx"].shape == (1, 3) and out["idx"].tolist() == [[0, 3, 4]]
     assert memory.buffers == {}  # the allocator's buffer is freed too
+
+
+# -- optimization profiles -------------------------------------------------------------------
+def _dynamic_model():
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Neg", ["r"], ["y"], name="neg")],
+        "dyn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 4])])
+    return load_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_the_profile_covering_the_feeds_is_selected(use_fake, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
+    plan = PrecisionPolicy(default="fp32").resolve(_dynamic_model())
+    profiles = ({"x": ((1, 4), (2, 4), (2, 4))}, {"x": ((3, 4), (4, 4), (8, 4))})
+    engine = backend._build_engine(plan, BuildConfig(profiles=profiles), cache, memory=HostMemory())
+    for batch, profile in ((5, 1), (2, 0), (8, 1)):
+        x = np.arange(batch * 4, dtype=np.float32).reshape(batch, 4) - 3
+        out = engine.run({"x": x})
+        np.testing.assert_array_equal(out["y"], -np.maximum(x, 0))
+        assert engine._context._profile == profile
+    with pytest.raises(InputError) as info:
+        engine.run({"x": np.zeros((9, 4), np.float32)})
+    text = str(info.value)
+    assert "no optimization profile of the engine covers the feeds (x (9, 4))" in text
+    assert "profile 0 (x: min (1, 4) max (2, 4)); profile 1 (x: min (3, 4) max (8, 4))" in text
