@@ -557,6 +557,7 @@ class TensorRTEngine(Engine):
         #: debug-tensor capture (run_layerwise)
         self.unmapped_debug_tensors: dict[str, tuple[str, Any]] = {}
         self._run_state: dict[str, Any] = {}  # the execution context's active optimization profile
+        self._device_memory = 0
 
     # -- build record -----------------------------------------------------------------
     @property
@@ -613,7 +614,28 @@ class TensorRTEngine(Engine):
                   "TensorRT or driver"
             )
         self._compat, self._runtime, self._engine = compat, runtime, engine
+        try:
+            self._device_memory = compat.engine_device_memory(engine)
+        except Exception:  # an estimate for releasing engines: never fail a load for it
+            self._device_memory = 0
         return engine
+
+    @property
+    def loaded_bytes(self) -> int:
+        """Plan bytes (weights) plus the context's device memory while deserialized; 0 when released."""
+        if self._engine is None:
+            return 0
+        return len(self._data) + self._device_memory
+
+    def release(self) -> None:
+        """Drop the deserialized engine, its context and runtime (GPU memory); the plan bytes stay,
+        so the next run deserializes again (no rebuild)."""
+        self._context = self._engine = self._runtime = None
+        self._listener = None
+        self._run_state = {}
+        self._device_memory = 0
+        if self._probe is not None:
+            self._probe.release()
 
     def _ctx(self):
         engine = self.load()

@@ -722,6 +722,22 @@ class TrtCompat:
 
         return _Listener()
 
+    def has_device_memory_size_v2(self) -> bool:
+        """``ICudaEngine.device_memory_size_v2``: 10.8.0.43 ... 11.4 and RTX; absent in 10.0.1 (trt_api tier)."""
+        return hasattr(getattr(self.trt, "ICudaEngine", None), "device_memory_size_v2")
+
+    def has_device_memory_size(self) -> bool:
+        """``ICudaEngine.device_memory_size``: 10.x only; removed in 11.0 and absent in RTX (trt_api tier)."""
+        return hasattr(getattr(self.trt, "ICudaEngine", None), "device_memory_size")
+
+    def engine_device_memory(self, engine) -> int:
+        """Device memory an execution context of ``engine`` needs (activations), in bytes."""
+        if self.has_device_memory_size_v2():
+            return int(engine.device_memory_size_v2)
+        if self.has_device_memory_size():
+            return int(engine.device_memory_size)
+        return 0
+
     def make_output_allocator(self, memory):
         """An ``IOutputAllocator`` for outputs whose shape is known only after execution.
 
@@ -773,7 +789,8 @@ class TrtCompat:
 #: TensorRT member the adapter uses that a version lacks must be guarded by one of these
 #: returning False there.
 CAPABILITIES = ("has_strong_typing", "has_weak_typing", "has_unfused_debug_tensors", "has_debug_listener",
-                "has_unfused_debug_state", "has_output_allocator")
+                "has_unfused_debug_state", "has_output_allocator", "has_device_memory_size_v2",
+                "has_device_memory_size")
 
 
 def has_weak_typing(trt) -> bool:

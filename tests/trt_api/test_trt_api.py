@@ -39,6 +39,8 @@ GUARDS = {
     "ILayer.set_output_type": "has_weak_typing",
     "INetworkDefinition.mark_unfused_tensors_as_debug_tensors": "has_unfused_debug_tensors",
     "IExecutionContext.unfused_tensors_debug_state": "has_unfused_debug_state",
+    "ICudaEngine.device_memory_size": "has_device_memory_size",
+    "ICudaEngine.device_memory_size_v2": "has_device_memory_size_v2",
 }
 
 #: Every API difference between the versions of the matrix among the members the adapter uses
@@ -52,6 +54,8 @@ DIFFERENCES = {
     "ILayer.set_output_type": {"11.0.0.114", "11.4.0.106", "1.7.1.116"},
     "INetworkDefinition.mark_unfused_tensors_as_debug_tensors": {"10.0.1", "10.8.0.43"},
     "IExecutionContext.unfused_tensors_debug_state": {"10.0.1", "10.8.0.43"},
+    "ICudaEngine.device_memory_size": {"11.0.0.114", "11.4.0.106", "1.7.1.116"},
+    "ICudaEngine.device_memory_size_v2": {"10.0.1"},
 }
 
 

@@ -645,6 +645,10 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
                       [(n, TensorIOMode.OUTPUT, d, s) for n, d, s in desc["outputs"]]
 
         num_io_tensors = property(lambda self: len(self.io))
+        if weak:  # device_memory_size: 10.x only (gone in 11.0, absent in RTX)
+            device_memory_size = property(lambda self: 1 << 20)
+        if rtx or major_minor >= (10, 8):  # device_memory_size_v2: absent in 10.0.1
+            device_memory_size_v2 = property(lambda self: 1 << 20)
 
         def get_tensor_name(self, index):
             return self.io[index][0]

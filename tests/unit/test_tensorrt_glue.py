@@ -592,3 +592,51 @@ def test_the_profile_covering_the_feeds_is_selected(use_fake, cache, release):
     text = str(info.value)
     assert "no optimization profile of the engine covers the feeds (x (9, 4))" in text
     assert "profile 0 (x: min (1, 4) max (2, 4)); profile 1 (x: min (3, 4) max (8, 4))" in text
+
+
+# -- engines released when the session no longer needs them ----------------------------------
+def test_session_releases_least_recently_used_engines(use_fake, model, tmp_path, release):
+    from pytest_trt.session import TrtSession
+    from pytest_trt.settings import Settings
+
+    fake, backend = use_fake(release[0], rtx=release[1])
+    # each loaded engine holds its plan bytes + 1 MiB of context memory (the fake's device_memory_size*)
+    session = TrtSession(settings=Settings(cache_dir=tmp_path / "c", engine_memory_bytes=(1 << 20) * 3 // 2),
+                         backend=backend, backend_reason="test")
+    plans = [PrecisionPolicy(default=p, keep_fp32=k).resolve(model)
+             for p, k in (("fp16", ("*/LayerNorm/*",)), ("fp16", ()), ("fp32", ()))]
+    engines = []
+    feeds = tm.sample_feeds(model.proto)
+    for plan in plans:
+        engine, _ = session.engine(plan, session.build_config())
+        engine._memory = HostMemory()
+        engine.run(feeds)
+        assert engine.loaded_bytes > 1 << 20
+        engines.append(engine)
+    # asking for the third engine released the least recently used one: the other loaded engines must
+    # fit in the limit (1.5 MiB: one engine)
+    assert [e.loaded_bytes > 0 for e in engines] == [False, True, True]
+    assert [label for label, _ in session.released_engines] == [engines[0].describe()]
+    again, event = session.engine(plans[0], session.build_config())
+    assert again is engines[0] and event.cache_hit
+    assert [e.loaded_bytes > 0 for e in engines] == [False, False, True]  # engines[1] was least recently used
+    deserialized = fake.state.deserializations
+    again.run(feeds)  # loads again from the plan bytes: no rebuild
+    assert fake.state.deserializations == deserialized + 1 and fake.state.builds == 3
+    assert engines[2].loaded_bytes > 0  # released only when the next engine is asked for
+    session.engine(plans[1], session.build_config())
+    assert engines[2].loaded_bytes == 0 and engines[0].loaded_bytes > 0
+
+
+def test_engine_memory_option_and_default(monkeypatch, tmp_path):
+    from pytest_trt import environment
+    from pytest_trt.session import TrtSession
+    from pytest_trt.settings import Settings, parse_size
+
+    session = TrtSession(settings=Settings(cache_dir=tmp_path), backend=None, backend_reason="")
+    monkeypatch.setattr(environment, "gpus", lambda: (environment.GpuInfo("G", "9.0", "580", "81559 MiB"),))
+    assert session.engine_memory_limit == 81559 * 1024 * 1024 // 2
+    monkeypatch.setattr(environment, "gpus", lambda: ())
+    assert session.engine_memory_limit is None
+    session.settings.engine_memory_bytes = parse_size("8G")
+    assert session.engine_memory_limit == 8 << 30
