@@ -900,17 +900,24 @@ class TensorRTBackend(Backend):
                 if strong:
                     from ..realize import realize_strong
 
-                    model_bytes = realize_strong(plan).SerializeToString()
+                    proto = realize_strong(plan)
                     record["parsed"] = "strongly typed realization of the plan"
                 else:
-                    model_bytes = plan.model.serialized()
+                    proto = plan.model.proto
                     record["parsed"] = "original model"
                 stage = "parse"
                 builder = trt.Builder(logger)
                 network = builder.create_network(compat.network_flags(strong))
                 parser = trt.OnnxParser(network, logger)
                 path = getattr(plan.model, "path", None)
-                ok = parser.parse(model_bytes, str(path)) if path is not None else parser.parse(model_bytes)
+                with _parse_source(proto, path, copy=not strong) as (model_bytes, model_file):
+                    if model_file is not None:
+                        record["parsed_from_file"] = "external data (model over the 2 GiB protobuf limit)"
+                        ok = parser.parse_from_file(str(model_file))
+                    elif path is not None:
+                        ok = parser.parse(model_bytes, str(path))
+                    else:
+                        ok = parser.parse(model_bytes)
                 if not ok:
                     parser_errors = compat.parser_errors(parser)
                     raise _Failure("the ONNX parser rejected the model")
@@ -957,6 +964,37 @@ class TensorRTBackend(Backend):
         record["build_seconds"] = round(time.perf_counter() - start, 3)
         record["warnings"] = [m.message for m in messages if m.severity == "warning"][:50]
         (tmp_dir / RECORD_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
+
+
+#: Serialized protobuf messages cannot exceed 2 GiB; above this size a model is written with its
+#: weights as external data and parsed with ``OnnxParser.parse_from_file`` (in every version of
+#: the trt_api matrix), which reads the data file next to the model.
+EXTERNAL_DATA_THRESHOLD = (1 << 31) - (64 << 20)
+
+
+@contextlib.contextmanager
+def _parse_source(proto, path, *, copy: bool):
+    """``(bytes, None)`` for a model under the protobuf limit, else ``(None, model file)`` with the
+    weights written as external data into a temporary directory (removed afterwards).
+
+    ``copy``: the proto is the user's model (weak typing parses the original), which
+    ``onnx.save_model(save_as_external_data=True)`` would modify: write a copy.
+    """
+    size = proto.ByteSize()
+    if size <= EXTERNAL_DATA_THRESHOLD:
+        yield proto.SerializeToString(), None
+        return
+    import onnx
+
+    with tempfile.TemporaryDirectory(prefix="pytest-trt-parse-") as tmp:
+        target = proto
+        if copy:
+            target = onnx.ModelProto()
+            target.CopyFrom(proto)
+        model_file = Path(tmp) / "model.onnx"
+        onnx.save_model(target, str(model_file), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="model.onnx.data", size_threshold=1024)
+        yield None, model_file
 
 
 class TensorRTRTXBackend(TensorRTBackend):

@@ -202,6 +202,7 @@ class FakeState:
     last_network: object = None
     last_config: object = None
     timing_loaded: list = field(default_factory=list)
+    parsed_files: list = field(default_factory=list)
 
 
 def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs) -> types.ModuleType:
@@ -378,6 +379,13 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
 
         def get_error(self, index):
             return self.errors[index]
+
+        def parse_from_file(self, model):
+            """Real signature ``parse_from_file(self, model: str) -> bool``: a path; external data is read
+            from beside it."""
+            proto = onnx.load(model)  # loads the external data too
+            state.parsed_files.append(model)
+            return self.parse(proto.SerializeToString())
 
         def parse(self, model, path=None):
             net = self.network

@@ -640,3 +640,33 @@ def test_engine_memory_option_and_default(monkeypatch, tmp_path):
     assert session.engine_memory_limit is None
     session.settings.engine_memory_bytes = parse_size("8G")
     assert session.engine_memory_limit == 8 << 30
+
+
+# -- models over the protobuf limit -----------------------------------------------------------
+@pytest.mark.parametrize("typing", ["strong", "weak"])
+def test_models_over_the_protobuf_limit_are_parsed_from_a_file_with_external_data(
+        use_fake, plan, cache, release, monkeypatch, typing):
+    fake, backend = use_fake(release[0], rtx=release[1])
+    if typing == "weak" and not TrtCompat(fake).has_weak_typing():
+        typing = "strong"
+    monkeypatch.setattr(trt_backend, "EXTERNAL_DATA_THRESHOLD", 1024)  # this model is ~5 KB: "too large"
+    before = plan.model.proto.SerializeToString()
+    seen = []
+    real_load = __import__("onnx").load
+
+    def spy(path, *a, **k):
+        data = Path(str(path) + ".data")
+        seen.append(data.exists() and data.stat().st_size > 0)
+        return real_load(path, *a, **k)
+
+    monkeypatch.setattr(fake_tensorrt.onnx, "load", spy)
+    engine = build(backend, plan, cache, typing=typing)
+    assert len(fake.state.parsed_files) == 1 and seen == [True]  # weights were in the external data file
+    assert not Path(fake.state.parsed_files[0]).exists()  # the temporary copy is gone
+    assert engine.record["parsed_from_file"].startswith("external data")
+    assert plan.model.proto.SerializeToString() == before  # the user's model was not modified
+    feeds = tm.sample_feeds(plan.model.proto)
+    from pytest_trt.baseline import make_session, run_session
+
+    expected = run_session(make_session(plan.model.serialized()), feeds)["output"]
+    np.testing.assert_allclose(engine.run(feeds)["output"], expected, rtol=2e-2, atol=2e-2)
