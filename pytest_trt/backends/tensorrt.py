@@ -376,6 +376,16 @@ def _select_profile(engine, context, inputs, feeds, stream, label: str, state: d
             mn, _, mx = (tuple(int(d) for d in s) for s in engine.get_tensor_profile_shape(n, index))
             text.append(f"{n}: min {mn} max {mx}")
             fits = fits and _fits(shapes[n], mn, mx)
+            if engine.is_shape_inference_io(n):
+                # a shape tensor: its values must lie in the profile's value range. The real bindings
+                # label get_tensor_profile_values' parameters (name: int, profile_index: str) in 10.0.1
+                # ... 11.4: the first argument is the profile index, the second the name (trt_api tier).
+                ranges_ = engine.get_tensor_profile_values(index, n)
+                if ranges_:
+                    vmn, _, vmx = (tuple(int(v) for v in r) for r in ranges_)
+                    values = tuple(int(v) for v in np.asarray(feeds[n]).ravel())
+                    text.append(f"{n} values: min {vmn} max {vmx}")
+                    fits = fits and _fits(values, vmn, vmx)
         ranges.append(f"profile {index} ({', '.join(text)})")
         if fits:
             if count > 1 and state.get("profile", 0) != index:

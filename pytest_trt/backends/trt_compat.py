@@ -619,7 +619,7 @@ class TrtCompat:
         inputs = [network.get_input(i) for i in range(int(network.num_inputs))]
         dynamic = {t.name: tuple(int(d) for d in t.shape) for t in inputs if any(int(d) < 0 for d in t.shape)}
         given = list(profiles or ())
-        if not given and not dynamic:
+        if not given and not dynamic and not any(getattr(t, "is_shape_tensor", False) for t in inputs):
             return notes
         if not given:
             filled = {name: tuple(1 if d < 0 else d for d in shape) for name, shape in dynamic.items()}
@@ -629,9 +629,19 @@ class TrtCompat:
                 + ", ".join(f"{n}: {list(s)}" for n, s in filled.items())
                 + "); declare shapes or a profile to test other sizes"
             )
+        shape_inputs = [t.name for t in inputs if getattr(t, "is_shape_tensor", False)]
         for spec in given:
             profile = builder.create_optimization_profile()
             for t in inputs:
+                if t.name in shape_inputs:
+                    # a shape tensor: its VALUES set shapes; a profile gives min/opt/max values
+                    # (IOptimizationProfile.set_shape_input(input, min, opt, max), every version)
+                    if t.name not in spec:
+                        raise ValueError(f"input {t.name!r} is a shape tensor (its values set shapes): declare "
+                                         f"a profile with its min/opt/max values")
+                    mn, opt, mx = spec[t.name]
+                    profile.set_shape_input(t.name, list(mn), list(opt), list(mx))
+                    continue
                 if t.name in spec:
                     mn, opt, mx = spec[t.name]
                     profile.set_shape(t.name, tuple(mn), tuple(opt), tuple(mx))

@@ -50,28 +50,33 @@ def _split_top(text: str) -> list[str]:
     return [p.strip() for p in out]
 
 
-def _params(text: str) -> tuple[list[str], int]:
+def _params(text: str, types: list | None = None) -> tuple[list[str], int]:
     names, required = [], 0
     for p in _split_top(text):
         name = p.split(":", 1)[0].split("=", 1)[0].strip().lstrip("*")
         if not name or name == "self":
             continue
         names.append(name)
+        if types is not None:
+            types.append(p.split(":", 1)[1].split("=", 1)[0].strip() if ":" in p else "")
         if "=" not in p and not p.lstrip().startswith("*"):
             required += 1
     return names, required
 
 
-def _signatures(name: str, doc: str | None) -> tuple[list[list[str]], list[int], list[str]]:
+def _signatures(name: str, doc: str | None, types_out: list | None = None):
     sigs, req, rets = [], [], []
     for line in (doc or "").splitlines():
         m = _SIG.match(line)
         if m and m.group("name") == name:
             if m.group("params").strip() == "*args, **kwargs":
                 continue  # pybind's header line of an overloaded function; the overloads follow
-            names, required = _params(m.group("params"))
+            types: list[str] = []
+            names, required = _params(m.group("params"), types)
             sigs.append(names)
             req.append(required)
+            if types_out is not None:
+                types_out.append(types)
             ret = (m.group("ret") or "").strip()
             rets.append(re.sub(r"^.*\.", "", ret) if re.fullmatch(r"[\w.]+", ret) else ret)
     return sigs, req, rets
@@ -85,8 +90,9 @@ def _member(cls, name: str) -> dict:
                 "returns": [re.sub(r"^.*\.", "", ret.group(1))] if ret else []}
     value = getattr(cls, name, None)
     if callable(value) and not isinstance(value, (int, float)):
-        sigs, req, rets = _signatures(name, getattr(value, "__doc__", None))
-        return {"kind": "method", "signatures": sigs, "required": req, "returns": rets}
+        types: list[list[str]] = []
+        sigs, req, rets = _signatures(name, getattr(value, "__doc__", None), types)
+        return {"kind": "method", "signatures": sigs, "required": req, "returns": rets, "types": types}
     if isinstance(cls, type) and hasattr(cls, "__members__") and name in cls.__members__:
         return {"kind": "value", "signatures": [], "required": []}
     return {"kind": "attribute", "signatures": [], "required": []}

@@ -174,6 +174,7 @@ _FMT_10 = {"FLOAT": "Row major linear FP32", "HALF": "Row major linear FP16 form
            "BF16": "Row major linear BFloat16 format", "INT32": "Row major linear Int32",
            "INT64": "Row major linear Int64 format", "BOOL": "Row major linear BOOL"}
 _DT_11 = {"FLOAT": "Float", "HALF": "Half", "BF16": "BFloat16", "INT32": "Int32", "INT64": "Int64", "BOOL": "Bool"}
+_DATA_DEPENDENT = ("NonZero", "NonMaxSuppression", "Unique")
 _NP = {"FLOAT": np.float32, "HALF": np.float16, "INT32": np.int32, "INT64": np.int64, "BOOL": np.bool_}
 
 
@@ -278,6 +279,7 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
         def __init__(self, name, dtype, shape=()):
             self.name, self.dtype, self.shape = name, dtype, tuple(shape)
             self.is_network_output = False
+            self.is_shape_tensor = False
 
     class _LayerBase(_Fake):
         _trt_name = "ILayer"
@@ -431,6 +433,8 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
                 md = f"[ONNX Layer: {node.name}]"
                 ltype = LayerType[_OP_TO_LAYER.get(node.op_type, "PLUGIN_V2")]
                 ins = [tensor(i) for i in node.input if i]
+                if node.op_type == "Reshape" and len(node.input) > 1 and net.tensors[node.input[1]] in net.inputs:
+                    net.tensors[node.input[1]].is_shape_tensor = True
                 if node.name in state.split_nodes:
                     aux_out = ITensor(f"{node.name}_aux_out", DataType.FLOAT if not net.strongly_typed
                                       else dt_of(node.output[0]), shapes.get(node.output[0], ()))
@@ -472,9 +476,13 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
         _trt_name = "IOptimizationProfile"
         def __init__(self):
             self.shapes = {}
+            self.values = {}
 
-        def set_shape(self, name, mn, opt, mx):
-            self.shapes[name] = (tuple(mn), tuple(opt), tuple(mx))
+        def set_shape(self, input, min, opt, max):  # noqa: A002 - the real parameter names
+            self.shapes[input] = (tuple(min), tuple(opt), tuple(max))
+
+        def set_shape_input(self, input, min, opt, max):  # noqa: A002
+            self.values[input] = (tuple(min), tuple(opt), tuple(max))
 
     class IBuilderConfig(_Fake):
         _trt_name = "IBuilderConfig"
@@ -614,9 +622,11 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             "internal_names": internal_names,
             "aux_sources": network.aux_sources,
             "profiles": [{k: [list(s) for s in v] for k, v in p.shapes.items()} for p in config.profiles],
+            "profile_values": [{k: [list(s) for s in v] for k, v in p.values.items()} for p in config.profiles],
         }
 
     mod.Builder, mod.IBuilderConfig, mod.ITimingCache = Builder, IBuilderConfig, ITimingCache
+    mod.IOptimizationProfile, mod.IHostMemory, mod.ParserError = IOptimizationProfile, IHostMemory, ParserError
 
     # -- runtime ----------------------------------------------------------------------
     class Runtime(_Fake):
@@ -671,7 +681,13 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             return DataType[self._find(name)[2]]
 
         def is_shape_inference_io(self, name):
-            return False
+            return bool(self.desc.get("profile_values")) and name in self.desc["profile_values"][0]
+
+        def get_tensor_profile_values(self, name, profile_index):
+            # the real bindings label these (name: int, profile_index: str): the first IS the profile index
+            index, tensor = name, profile_index
+            values = (self.desc.get("profile_values") or [{}])[index]
+            return [list(v) for v in values.get(tensor, [])]
 
         @property
         def num_optimization_profiles(self):
@@ -696,8 +712,8 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             self.engine = engine
             self.execution_context = None
 
-        def get_engine_information(self, fmt):
-            assert fmt == LayerInformationFormat.JSON
+        def get_engine_information(self, format):  # noqa: A002 - the real parameter name
+            assert format == LayerInformationFormat.JSON
             eleven = not rtx and major_minor[0] >= 11
 
             def entry(name, dt):
@@ -758,12 +774,28 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             n, mode, _, static = self.engine._find(name)
             if mode == TensorIOMode.INPUT:
                 return self.shapes.get(name, tuple(static))
-            if any(d < 0 for d in static) and self.engine.desc.get("profiles") and self.shapes:
-                # shape-preserving models (the tests' dynamic ones): the output takes the first input's shape
-                first = next(iter(self.shapes.values()))
-                if len(first) == len(static):
-                    return tuple(first)
+            if any(d < 0 for d in static):
+                model = onnx.load_from_string(base64.b64decode(self.engine.desc["model"]))
+                if not any(n.op_type in _DATA_DEPENDENT for n in model.graph.node):
+                    # computable from the input shapes and shape-tensor values (as TensorRT does once
+                    # they are set): the fake runs the model to find it
+                    import onnxruntime as ort
+
+                    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+                    values = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, self._feeds()),
+                                      strict=True))
+                    return tuple(values[name].shape)
             return tuple(static)
+
+        def _feeds(self):
+            feeds = {}
+            for n, mode, d, _ in self.engine.io:
+                if mode == TensorIOMode.INPUT:
+                    shape = self.shapes[n]
+                    nbytes = int(np.prod(shape)) * np.dtype(_NP[d]).itemsize
+                    raw = ctypes.string_at(self.addresses[n], nbytes)
+                    feeds[n] = np.frombuffer(raw, dtype=_NP[d]).reshape(shape).copy()
+            return feeds
 
         def set_tensor_address(self, name, memory):
             self.addresses[name] = memory
@@ -797,13 +829,7 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             import onnxruntime as ort
 
             model = onnx.load_from_string(base64.b64decode(self.engine.desc["model"]))
-            feeds = {}
-            for n, mode, d, _ in self.engine.io:
-                if mode == TensorIOMode.INPUT:
-                    shape = self.shapes[n]
-                    nbytes = int(np.prod(shape)) * np.dtype(_NP[d]).itemsize
-                    raw = ctypes.string_at(self.addresses[n], nbytes)
-                    feeds[n] = np.frombuffer(raw, dtype=_NP[d]).reshape(shape).copy()
+            feeds = self._feeds()
             outputs = [n for n, mode, *_ in self.engine.io if mode == TensorIOMode.OUTPUT]
             debug = []
             names = self.engine.desc.get("internal_names", {})
@@ -838,6 +864,7 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             return True
 
     mod.Runtime, mod.ICudaEngine, mod.IExecutionContext = Runtime, ICudaEngine, IExecutionContext
+    mod.EngineInspector = EngineInspector
     return mod
 
 

@@ -670,3 +670,32 @@ def test_models_over_the_protobuf_limit_are_parsed_from_a_file_with_external_dat
 
     expected = run_session(make_session(plan.model.serialized()), feeds)["output"]
     np.testing.assert_allclose(engine.run(feeds)["output"], expected, rtol=2e-2, atol=2e-2)
+
+
+# -- shape-tensor inputs -----------------------------------------------------------------------
+def _reshape_model():
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+         helper.make_node("Neg", ["r"], ["y"], name="neg")],
+        "reshape", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+                    helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])])
+    return load_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_shape_tensor_inputs_are_given_by_value(use_fake, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
+    plan = PrecisionPolicy(default="fp32").resolve(_reshape_model())
+    with pytest.raises(BuildError, match="input 'shape' is a shape tensor .* declare a profile with its min/opt/max"):
+        backend._build_engine(plan, BuildConfig(), cache, memory=HostMemory())
+    profiles = ({"shape": ((1, 1), (3, 4), (12, 12))},)
+    engine = backend._build_engine(plan, BuildConfig(profiles=profiles), cache, memory=HostMemory())
+    assert fake.state.last_config.profiles[0].values == {"shape": ((1, 1), (3, 4), (12, 12))}
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    for shape in ((3, 4), (12, 1), (4, 3)):
+        out = engine.run({"x": x, "shape": np.array(shape, np.int64)})
+        np.testing.assert_array_equal(out["y"], -x.reshape(shape))
+    with pytest.raises(InputError, match=r"shape values: min \(1, 1\) max \(12, 12\)"):
+        engine.run({"x": x, "shape": np.array((1, 13), np.int64)})
