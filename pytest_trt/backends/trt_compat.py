@@ -6,10 +6,16 @@ fact with the source it was read from. The rest of the glue (``tensorrt.py``,
 
 What is verified where (keep this list honest):
 
-* **Full TensorRT (10.x, 11.x): nothing has run against it yet** (it cannot be installed
+* **Full TensorRT (10.x, 11.x): nothing has RUN against it yet** (it cannot be installed
   on the development machines). Its facts below were read from NVIDIA's sources and
   documents; the unit tests exercise the glue against ``tests/unit/fake_tensorrt.py`` (a
   fake), and ``tests/gpu/`` is where a GPU runner with TensorRT has to confirm them.
+* **The API surface of every supported version IS checked** against the real Python
+  bindings (10.0.1, 10.8.0.43, 10.12.0.36, 10.13.3.9, 10.16.1.11, 11.0.0.114, 11.4.0.106,
+  TensorRT-RTX 1.7.1.116), imported on CPU against stub libraries by the ``trt_api`` tier
+  (``tests/trt_api``): every member this module, ``tensorrt.py`` and ``layers.py`` use
+  exists with a compatible call, or the capability check in :data:`CAPABILITIES` that
+  guards it says False on that version.
 * **TensorRT-RTX 1.7.1.116, H200 (compute capability 9.0), driver 580, 2026-11-22: this
   glue ran** (wheels carried to a GPU machine; ``tests/gpu`` plus a probe script). Seen
   working: import and version detection, capability detection (``BuilderFlag`` has TF32
