@@ -60,16 +60,20 @@ _NOT_TRT = {"BuildConfig", "Path", "LayerReport", "TrtCompat", "BuildInfo"}
 class Access:
     where: str
     calls: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+    #: assigned to (``context.unfused_tensors_debug_state = True``): must be a settable property
+    written: bool = False
 
 
 @dataclass
 class Inventory:
     accesses: dict[str, Access] = field(default_factory=dict)
 
-    def add(self, member: str, where: str, call: tuple[int, tuple[str, ...]] | None = None) -> None:
+    def add(self, member: str, where: str, call: tuple[int, tuple[str, ...]] | None = None,
+            written: bool = False) -> None:
         acc = self.accesses.setdefault(member, Access(where))
         if call is not None:
             acc.calls.append(call)
+        acc.written = acc.written or written
 
     @property
     def members(self) -> set[str]:
@@ -142,7 +146,7 @@ class _Visitor(ast.NodeVisitor):
         return None
 
     # -- recording ----------------------------------------------------------------------
-    def record(self, base: str, attr: str, node, call=None):
+    def record(self, base: str, attr: str, node, call=None, written=False):
         if attr.startswith("__") and attr != "__init__":
             return
         if base == "module":
@@ -151,7 +155,7 @@ class _Visitor(ast.NodeVisitor):
             member = f"{base[len('class:'):]}.{attr}"
         else:
             member = f"{base}.{attr}"
-        self.inv.add(member, f"{self.path}:{node.lineno}", call)
+        self.inv.add(member, f"{self.path}:{node.lineno}", call, written)
 
     def visit_FunctionDef(self, node):
         scope: dict[str, str | None] = {}
@@ -197,7 +201,7 @@ class _Visitor(ast.NodeVisitor):
     def visit_Attribute(self, node):
         base = self.type_of(node.value)
         if base is not None:
-            self.record(base, node.attr, node)
+            self.record(base, node.attr, node, written=isinstance(node.ctx, ast.Store))
         self.generic_visit(node)
 
     def visit_Call(self, node):

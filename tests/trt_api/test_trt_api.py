@@ -114,8 +114,9 @@ def _call_fits(entry: dict, positional: int, keywords: tuple[str, ...]) -> bool:
     return False
 
 
-def problems(members, calls, surface: dict) -> list[str]:
-    """What the adapter uses that ``surface`` lacks (and no capability check guards), or calls wrongly."""
+def problems(members, calls, surface: dict, written=()) -> list[str]:
+    """What the adapter uses that ``surface`` lacks (and no capability check guards), calls wrongly,
+    or assigns although the real member is not a settable property."""
     caps = surface["capabilities"]
     out = []
     for member in sorted(members):
@@ -127,6 +128,9 @@ def problems(members, calls, surface: dict) -> list[str]:
             elif caps.get(guard):
                 out.append(f"{member}: absent in {surface['version']} but TrtCompat.{guard}() says True there")
             continue
+        if member in written and not (entry.get("kind") == "property" and entry.get("settable")):
+            out.append(f"{member}: assigned to, but in {surface['version']} it is a {entry.get('kind')}"
+                       + (" without a setter" if entry.get("kind") == "property" else ""))
         for positional, keywords in calls.get(member, ()):
             if not _call_fits(entry, positional, keywords):
                 out.append(f"{member}: called with {positional} positional argument(s) and keywords {keywords}, "
@@ -155,7 +159,9 @@ def test_real_bindings_import(surfaces, release):
 def test_adapter_members_exist(surfaces, static, recorded, release):
     """(a) every member the adapter can touch exists with a compatible call, or is guarded."""
     members = static.members | recorded
-    found = problems(members, _calls(static), surfaces[release.id])
+    written = {m for m, a in static.accesses.items() if a.written}
+    assert {"IExecutionContext.unfused_tensors_debug_state", "IBuilderConfig.profiling_verbosity"} <= written
+    found = problems(members, _calls(static), surfaces[release.id], written)
     assert not found, "\n".join(found)
 
 
@@ -257,6 +263,13 @@ def test_a_misspelled_member_fails_the_tier(surfaces, tmp_path):
     inv = inventory.static_inventory(surfaces.values(), root=tmp_path)
     found = problems(inv.members, _calls(inv), surfaces["trt-11.4.0.106"])
     assert any(f.startswith("IExecutionContext.set_all_tensors_debug_state: called with 2") for f in found), found
+    # and an assignment to a read-only property
+    compat.write_text(text.replace("config.builder_optimization_level = int(", "config.num_optimization_profiles = int("))
+    inv = inventory.static_inventory(surfaces.values(), root=tmp_path)
+    written = {m for m, a in inv.accesses.items() if a.written}
+    found = problems(inv.members, _calls(inv), surfaces["trt-10.13.3.9"], written)
+    assert "IBuilderConfig.num_optimization_profiles: assigned to, but in 10.13.3.9 it is a property without a setter" \
+        in found, found
 
 
 def test_api_differences_between_versions(surfaces, static, recorded):
