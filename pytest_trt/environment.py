@@ -11,6 +11,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -53,42 +54,96 @@ class GpuInfo:
     compute_capability: str
     driver: str
     memory_mib: str = ""
+    #: the GPU's UUID ("GPU-8932f937-..."): identifies the instance, so it is never part of a cache key
+    uuid: str = ""
 
     def describe(self) -> str:
         return f"{self.name} (compute capability {self.compute_capability}, driver {self.driver})"
+
+
+def _smi(exe: str, *args: str) -> str:
+    try:
+        return subprocess.run([exe, *args], capture_output=True, text=True, timeout=20, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def resolve_visible(found: list[tuple[str, GpuInfo]], visible: str | None,
+                    mig_parents: dict[str, str] | None = None) -> tuple[GpuInfo, ...]:
+    """The GPUs CUDA exposes under ``CUDA_VISIBLE_DEVICES=visible``, in CUDA's order.
+
+    ``found``: ``(nvidia-smi index, GpuInfo)`` rows. Entries are resolved like CUDA does:
+    a decimal index, a GPU UUID (``GPU-8932f937-...``) or a unique prefix of one, a MIG
+    instance (``MIG-...``: its parent GPU, from ``mig_parents``). Enumeration stops at the
+    first entry that names no device (``-1`` hides everything after it). Unset: every GPU.
+
+    >>> a = GpuInfo("A", "8.0", "580", uuid="GPU-aaaa-1"); b = GpuInfo("B", "9.0", "580", uuid="GPU-bbbb-2")
+    >>> [g.name for g in resolve_visible([("0", a), ("1", b)], "GPU-bbbb,0")]
+    ['B', 'A']
+    """
+    if visible is None:
+        return tuple(info for _, info in found)
+    by_index = dict(found)
+    out: list[GpuInfo] = []
+    for token in (t.strip() for t in visible.split(",")):
+        if not token:
+            break
+        info = None
+        if token.isdigit():
+            info = by_index.get(str(int(token)))
+        elif token.upper().startswith("MIG-"):
+            parent = (mig_parents or {}).get(token)
+            info = next((g for _, g in found if g.uuid and g.uuid == parent), None)
+        else:
+            uuid = token if token.upper().startswith("GPU-") else f"GPU-{token}"
+            matches = [g for _, g in found if g.uuid and g.uuid.lower().startswith(uuid.lower())]
+            info = matches[0] if len(matches) == 1 else None
+        if info is None:
+            break  # CUDA ignores this entry and every one after it
+        out.append(info)
+    return tuple(out)
+
+
+def _mig_parents(exe: str) -> dict[str, str]:
+    """MIG UUID -> parent GPU UUID, from ``nvidia-smi -L``."""
+    out, parent = {}, None
+    for line in _smi(exe, "-L").splitlines():
+        m = re.search(r"\(UUID:\s*(\S+?)\)", line)
+        if not m:
+            continue
+        if line.lstrip().startswith("GPU "):
+            parent = m.group(1)
+        elif m.group(1).upper().startswith("MIG-") and parent:
+            out[m.group(1)] = parent
+    return out
 
 
 @functools.lru_cache(maxsize=1)
 def gpus() -> tuple[GpuInfo, ...]:
     """The CUDA GPUs visible to this process, from ``nvidia-smi`` (empty when none).
 
-    Honors ``CUDA_VISIBLE_DEVICES`` when it lists plain indices.
+    Honors ``CUDA_VISIBLE_DEVICES`` written as indices, GPU UUIDs (or unique prefixes) or MIG
+    ids, resolved through each GPU's UUID (:func:`resolve_visible`), so the GPU model in a
+    cache key is the one CUDA will use. Caveat: with ``CUDA_VISIBLE_DEVICES`` unset, CUDA
+    numbers devices fastest first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, while nvidia-smi
+    uses PCI order; on a machine mixing GPU models set one of the two.
     """
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
         return ()
     exe = shutil.which("nvidia-smi")
     if not exe:
         return ()
-    try:
-        out = subprocess.run(
-            [exe, "--query-gpu=index,name,compute_cap,driver_version,memory.total", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=20, check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ()
+    out = _smi(exe, "--query-gpu=index,uuid,name,compute_cap,driver_version,memory.total", "--format=csv,noheader")
     found = []
     for line in out.strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 4:
+        if len(parts) < 5:
             continue
-        found.append((parts[0], GpuInfo(parts[1], parts[2], parts[3], parts[4] if len(parts) > 4 else "")))
+        found.append((parts[0], GpuInfo(parts[2], parts[3], parts[4], parts[5] if len(parts) > 5 else "",
+                                        uuid=parts[1])))
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible:
-        wanted = [v.strip() for v in visible.split(",")]
-        if all(w.isdigit() for w in wanted):
-            by_index = dict(found)
-            return tuple(by_index[w] for w in wanted if w in by_index)
-    return tuple(info for _, info in found)
+    mig = _mig_parents(exe) if visible and "MIG-" in visible.upper() else None
+    return resolve_visible(found, visible, mig)
 
 
 def gpu_summary() -> str:

@@ -84,6 +84,7 @@ STATUSES = ("ok", "mismatch", "unverifiable", "fixed")
 EVIDENCE = ("observed", "inferred", "unverifiable", "emulated")
 #: The detail of an inferred node that passes under strong typing.
 STRONG_TYPING_CONSISTENT = "strong typing: typed in the network, boundary consistent"
+_LOCAL_FUNCTION = "Local Function: "
 _FOREIGN_RE = re.compile(r"^\{ForeignNode\[(.*)\]\}$", re.DOTALL)
 
 
@@ -92,22 +93,35 @@ _FOREIGN_RE = re.compile(r"^\{ForeignNode\[(.*)\]\}$", re.DOTALL)
 # --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class MetadataEntry:
-    """One ``[ONNX Layer: <node> | <caller> (<function>) ...]`` entry.
+    """One ``[ONNX Layer: ...]`` entry, in either format the ONNX parser has written:
 
-    The ONNX parser writes the node name, then the local-function call stack innermost
-    first (onnx-tensorrt ``processMetadata``), so for a node inside an ONNX function the
-    main-graph node is the last caller.
+    * ``[ONNX Layer: <node> | <caller> (<function>) ...]``: the local-function call stack
+      innermost first (newer onnx-tensorrt ``processMetadata``), so for a node inside an ONNX
+      function the main-graph node is the last caller;
+    * ``[ONNX Layer: <node> | Local Function: <function>]``: onnx-tensorrt 9.3, 10.0-GA and
+      10.1-GA (``importerUtils.cpp`` / ``onnx2trt_utils.cpp`` ``processMetadata``, read in
+      onnx/onnx-tensorrt at those branches): only the innermost function's name (the op type
+      of the calling node, ``localFunctionStack().back().first``), no caller node. The caller
+      is then the main-graph node of that op type when there is exactly one
+      (:func:`metadata_nodes` with ``function_callers``); otherwise it is not known.
     """
 
     node: str
     callers: tuple[str, ...] = ()
+    function: str | None = None
 
     @property
     def main_graph_node(self) -> str:
         return self.callers[-1] if self.callers else self.node
 
-    def candidates(self) -> tuple[str, ...]:
-        return (self.main_graph_node, self.node) if self.callers else (self.node,)
+    def candidates(self, function_callers=None) -> tuple[str, ...]:
+        if self.callers:
+            return (self.main_graph_node, self.node)
+        if self.function and function_callers:
+            calls = function_callers.get(self.function, ())
+            if len(calls) == 1:
+                return (calls[0], self.node)
+        return (self.node,)
 
 
 def parse_metadata(metadata: str | None) -> list[MetadataEntry]:
@@ -132,10 +146,30 @@ def parse_metadata(metadata: str | None) -> list[MetadataEntry]:
             chunk = chunk[:-1]
         parts = [p.strip() for p in chunk.split(" | ")]
         node = parts[0]
-        callers = tuple(re.sub(r"\s*\([^()]*\)$", "", p) for p in parts[1:] if p)
+        function = next((p[len(_LOCAL_FUNCTION):].strip() for p in parts[1:] if p.startswith(_LOCAL_FUNCTION)), None)
+        callers = tuple(re.sub(r"\s*\([^()]*\)$", "", p) for p in parts[1:]
+                        if p and not p.startswith(_LOCAL_FUNCTION))
         if node:
-            entries.append(MetadataEntry(node, callers))
+            entries.append(MetadataEntry(node, callers, function))
     return entries
+
+
+class KnownNodes(set):
+    """The plan's node names, plus ``function_callers``: local-function name (op type) ->
+    the main-graph nodes calling it, for Metadata that names only the function."""
+
+    function_callers: dict[str, list[str]]
+
+    @classmethod
+    def of(cls, plan) -> KnownNodes:
+        known = cls(plan.nodes)
+        proto = plan.model.proto
+        functions = {f.name for f in proto.functions}
+        known.function_callers = {}
+        for n in proto.graph.node:
+            if n.op_type in functions:
+                known.function_callers.setdefault(n.op_type, []).append(n.name)
+        return known
 
 
 def metadata_nodes(metadata: str | None, known=None) -> list[str]:
@@ -143,13 +177,15 @@ def metadata_nodes(metadata: str | None, known=None) -> list[str]:
 
     With ``known`` (a container of node names), each entry resolves to the first of its
     candidates (main-graph caller, then the inner node) found in ``known``; entries with
-    no known candidate keep their main-graph name.
+    no known candidate keep their main-graph name. ``known`` may be a :class:`KnownNodes`,
+    whose ``function_callers`` resolve the older ``| Local Function: <function>`` format.
     """
     out: list[str] = []
+    function_callers = getattr(known, "function_callers", None)
     for entry in parse_metadata(metadata):
         name = entry.main_graph_node
         if known is not None:
-            for cand in entry.candidates():
+            for cand in entry.candidates(function_callers):
                 if cand in known:
                     name = cand
                     break
@@ -362,7 +398,7 @@ class LayerReport:
             data = data.decode("utf-8", "replace")
         if isinstance(data, str):
             data = json.loads(data)
-        known = set(plan.nodes)
+        known = KnownNodes.of(plan)
         layers, notes = parse_layers(data, known)
         schema = inspector_schema(data)
         if isinstance(data, dict) and data.get("_pytest_trt_source"):

@@ -7,6 +7,7 @@ every code path.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 import time
@@ -54,7 +55,10 @@ class TrtSession:
     started_at: float = field(default_factory=time.time)
     _models: dict = field(default_factory=dict)
     _plans: dict = field(default_factory=dict)
-    _engines: dict = field(default_factory=dict)
+    #: engines of this process, least recently used first (released beyond engine_memory_limit)
+    _engines: collections.OrderedDict = field(default_factory=collections.OrderedDict)
+    #: (engine label, bytes) of every release, for reports and tests
+    released_engines: list = field(default_factory=list)
     _parser_checks: dict = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
     #: callback(str) to show progress lines (set by the plugin to the terminal reporter)
@@ -154,6 +158,8 @@ class TrtSession:
         with self._lock:
             if key in self._engines:
                 engine = self._engines[key]
+                self._engines.move_to_end(key)
+                self._release_engines(keep=key)
                 info = engine.build_info
                 return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name, True, 0.0, info.key)
             label = f"{plan.model.label} [{plan.policy.describe()}] on {backend.name}"
@@ -165,6 +171,7 @@ class TrtSession:
                 how = "cache hit" if info.cache_hit else f"built in {info.build_seconds:.2f}s"
                 self.progress(f"pytest-trt: engine {label}: {how} ({time.perf_counter() - start:.2f}s)")
             self._engines[key] = engine
+            self._release_engines(keep=key)
             return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name,
                                       info.cache_hit, info.build_seconds, info.key)
 
@@ -180,6 +187,36 @@ class TrtSession:
                 self._parser_checks[key] = check_parser(plan, config, cache=self.cache, rebuild=self.settings.rebuild,
                                                         which=which)
             return self._parser_checks[key]
+
+    @property
+    def engine_memory_limit(self) -> int | None:
+        """``--trt-engine-memory`` in bytes; default half the first GPU's memory; None: no GPU known."""
+        if self.settings.engine_memory_bytes is not None:
+            return self.settings.engine_memory_bytes
+        from .environment import gpus
+
+        found = gpus()
+        try:
+            mib = float(str(found[0].memory_mib).split()[0]) if found else 0.0
+        except (ValueError, IndexError):
+            mib = 0.0
+        return int(mib * 1024 * 1024 / 2) if mib else None
+
+    def _release_engines(self, keep) -> None:
+        """Release loaded engines, least recently used first, while the others hold more than the limit."""
+        limit = self.engine_memory_limit
+        if limit is None:
+            return
+        for key in list(self._engines):
+            if key == keep:
+                continue
+            held = sum(e.loaded_bytes for k, e in self._engines.items() if k != keep)
+            if held <= limit:
+                break
+            engine = self._engines[key]
+            if engine.loaded_bytes:
+                self.released_engines.append((engine.describe(), engine.loaded_bytes))
+                engine.release()
 
     @contextlib.contextmanager
     def _heartbeat(self, label: str, start: float):

@@ -60,6 +60,9 @@ OPTIONS: tuple[Option, ...] = (
            "str", None, metavar="DIR", path=True),
     Option("trt-cache-max-size", "Evict least-recently-used cache entries beyond this size, e.g. 20G, 500M "
            "(default: no limit).", "str", None, metavar="SIZE"),
+    Option("trt-engine-memory", "GPU memory the session's loaded engines may hold; beyond it the least recently "
+           "used are released (reloaded from the cache when needed again), e.g. 8G (default: half the GPU's "
+           "memory; 0: keep only the engine in use).", "str", None, metavar="SIZE"),
     Option("trt-cache-read-only", "Use the cache directory read-only (e.g. a pre-populated cache shared by CI "
            "runners): valid entries are used, a missing or corrupt one is an error, nothing is written "
            "(default: off).", "bool", False),
@@ -232,6 +235,8 @@ class Settings:
     keep_fp32: tuple = ()
     cache_dir: Path = Path(DEFAULT_CACHE_DIRNAME)
     cache_max_bytes: int | None = None
+    #: --trt-engine-memory in bytes; None: half the GPU's memory (TrtSession.engine_memory_limit)
+    engine_memory_bytes: int | None = None
     cache_read_only: bool = False
     rebuild: bool = False
     atol: float | None = None
@@ -289,6 +294,7 @@ def resolve_settings(config) -> Settings:
         keep_fp32=tuple(values["trt_keep_fp32"] or ()),
         cache_dir=cache_path,
         cache_max_bytes=parse_size(values["trt_cache_max_size"]),
+        engine_memory_bytes=parse_size(values["trt_engine_memory"]),
         cache_read_only=bool(values["trt_cache_read_only"]),
         rebuild=bool(values["trt_rebuild"]),
         atol=values["trt_atol"],

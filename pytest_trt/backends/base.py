@@ -114,6 +114,14 @@ class Engine(ABC):
     def run(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the engine; returns every model output by name (as numpy arrays)."""
 
+    @property
+    def loaded_bytes(self) -> int:
+        """GPU memory this engine holds while loaded (0 when nothing is loaded)."""
+        return 0
+
+    def release(self) -> None:  # noqa: B027 - engines holding nothing on a GPU have nothing to free
+        """Free what the engine holds on the GPU; it loads again on next use."""
+
     @abstractmethod
     def layers(self) -> LayerReport:
         """What the engine actually runs, per layer and per ONNX node."""

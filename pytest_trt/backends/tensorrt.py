@@ -392,17 +392,19 @@ def _np_dtype(name: str | None):
 
 
 def _bf16_to_f32(u16):
-    import numpy as np
+    """BF16 bits -> FP32: the one conversion (:func:`pytest_trt.realize.strong.bf16_bits_to_fp32`)."""
+    from ..realize.strong import bf16_bits_to_fp32
 
-    return (u16.astype(np.uint32) << 16).view(np.float32)
+    return bf16_bits_to_fp32(u16)
 
 
 def _f32_to_bf16(f32):
-    import numpy as np
+    """FP32 feeds -> BF16 bits for a BF16 engine input: the realization's conversion (round to nearest
+    even, NaN stays NaN, finite values beyond the BF16 range saturate; :func:`~pytest_trt.realize.strong.
+    to_bf16_bits`), so a feed is rounded exactly as the realization rounds initializers."""
+    from ..realize.strong import to_bf16_bits
 
-    bits = np.ascontiguousarray(f32, dtype=np.float32).view(np.uint32)
-    rounded = bits + np.uint32(0x7FFF) + ((bits >> 16) & np.uint32(1))
-    return (rounded >> 16).astype(np.uint16)
+    return to_bf16_bits(f32)[0]
 
 
 def _to_float32(arr, dtype: str | None):
@@ -413,7 +415,53 @@ def _to_float32(arr, dtype: str | None):
     return np.asarray(arr, dtype=np.float32)
 
 
-def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: str, listener=None) -> dict:
+def _fits(shape, mn, mx) -> bool:
+    return len(shape) == len(mn) == len(mx) and all(lo <= d <= hi for d, lo, hi in zip(shape, mn, mx, strict=True))
+
+
+def _select_profile(engine, context, inputs, feeds, stream, label: str, state: dict) -> int:
+    """Make active the first optimization profile whose [min, max] covers every feed's shape.
+
+    Polygraphy 0.53 ``TrtRunner.set_profile`` uses ``set_optimization_profile_async(index,
+    stream)`` too; a context starts on profile 0. ``state["profile"]`` remembers the active one.
+    Feeds no profile covers are the user's declared shapes/profiles: an InputError listing them.
+    """
+    import numpy as np
+
+    count = int(getattr(engine, "num_optimization_profiles", 1) or 1)
+    shapes = {n: tuple(int(d) for d in np.shape(feeds[n])) for n in inputs}
+    ranges = []
+    for index in range(count):
+        fits = True
+        text = []
+        for n in inputs:
+            mn, _, mx = (tuple(int(d) for d in s) for s in engine.get_tensor_profile_shape(n, index))
+            text.append(f"{n}: min {mn} max {mx}")
+            fits = fits and _fits(shapes[n], mn, mx)
+            if engine.is_shape_inference_io(n):
+                # a shape tensor: its values must lie in the profile's value range. The real bindings
+                # label get_tensor_profile_values' parameters (name: int, profile_index: str) in 10.0.1
+                # ... 11.4: the first argument is the profile index, the second the name (trt_api tier).
+                ranges_ = engine.get_tensor_profile_values(index, n)
+                if ranges_:
+                    vmn, _, vmx = (tuple(int(v) for v in r) for r in ranges_)
+                    values = tuple(int(v) for v in np.asarray(feeds[n]).ravel())
+                    text.append(f"{n} values: min {vmn} max {vmx}")
+                    fits = fits and _fits(values, vmn, vmx)
+        ranges.append(f"profile {index} ({', '.join(text)})")
+        if fits:
+            if count > 1 and state.get("profile", 0) != index:
+                if not context.set_optimization_profile_async(index, stream):
+                    raise BuildError(f"{label}: set_optimization_profile_async({index}) failed")
+                state["profile"] = index
+            return index
+    given = ", ".join(f"{n} {s}" for n, s in shapes.items())
+    raise InputError(f"{label}: no optimization profile of the engine covers the feeds ({given}); the engine has "
+                     f"{'; '.join(ranges)}: declare shapes or a profile that covers them")
+
+
+def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: str, listener=None,
+             state: dict | None = None) -> dict:
     """Run one inference with ``execute_async_v3``; returns every engine output by name.
 
     Same sequence as Polygraphy 0.53 ``TrtRunner._infer_impl``: ``set_input_shape`` and
@@ -432,8 +480,10 @@ def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: 
                          f"(given: {', '.join(sorted(feeds)) or 'none'})")
     allocated: list[int] = []
     keep: list[Any] = []
+    allocator = None
     stream = memory.stream()
     try:
+        _select_profile(engine, context, inputs, feeds, stream, label, state if state is not None else {})
         for n in inputs:
             dt = dtype_name(engine.get_tensor_dtype(n))
             value = np.asarray(feeds[n])
@@ -459,12 +509,20 @@ def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: 
             memory.to_device(ptr, host, stream)
             context.set_tensor_address(n, ptr)
         plans = {}
+        dynamic = {}
         for n in outputs:
             shape = tuple(int(d) for d in context.get_tensor_shape(n))
-            if any(d < 0 for d in shape):
-                raise InputError(f"{label}: output {n!r} has a data-dependent shape {shape}, which pytest-trt's "
-                                 f"runner does not support yet")
             dt = dtype_name(engine.get_tensor_dtype(n))
+            if any(d < 0 for d in shape):
+                # a data-dependent shape (NonZero, ...): known only after execution
+                if not compat.has_output_allocator():
+                    raise BackendUnavailable(f"{label}: output {n!r} has a data-dependent shape {shape} and "
+                                             f"{compat.label} has no IOutputAllocator")
+                if allocator is None:
+                    allocator = compat.make_output_allocator(memory)
+                context.set_output_allocator(n, allocator)
+                dynamic[n] = dt
+                continue
             host = np.empty(shape, dtype=_np_dtype(dt))
             ptr = memory.malloc(host.nbytes)
             allocated.append(ptr)
@@ -472,7 +530,7 @@ def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: 
             plans[n] = (host, ptr, dt)
         if listener is not None:
             context.set_debug_listener(listener)
-            context.set_all_tensors_debug_state(True)
+            compat.set_debug_state(context, True)
         logger = get_logger(trt)
         with logger.capture() as messages:
             ok = context.execute_async_v3(stream)
@@ -482,12 +540,20 @@ def _execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: 
             raise BuildError(f"{label}: execute_async_v3 failed" + (f": TensorRT said: {said}" if said else ""))
         for host, ptr, _ in plans.values():
             memory.to_host(host, ptr, stream)
+        for n, dt in dynamic.items():
+            if n not in allocator.shapes or n not in allocator.buffers:
+                raise BuildError(f"{label}: TensorRT gave no shape or buffer for the data-dependent output {n!r}")
+            host = np.empty(allocator.shapes[n], dtype=_np_dtype(dt))
+            memory.to_host(host, allocator.buffers[n][0], stream)
+            plans[n] = (host, None, dt)
         memory.sync(stream)
         return {n: (_bf16_to_f32(host) if dt == "bf16" else host) for n, (host, _, dt) in plans.items()}
     finally:
+        if allocator is not None:
+            allocator.release()
         if listener is not None:
             with contextlib.suppress(Exception):
-                context.set_all_tensors_debug_state(False)
+                compat.set_debug_state(context, False)
         for ptr in allocated:
             with contextlib.suppress(Exception):
                 memory.free(ptr)
@@ -559,6 +625,11 @@ class TensorRTEngine(Engine):
         self._unavailable: str | None = None
         self._probe: TensorRTEngine | None = None
         self._listener = None
+        #: engine tensor name -> (why it could not be named as an ONNX tensor, value) of the last
+        #: debug-tensor capture (run_layerwise)
+        self.unmapped_debug_tensors: dict[str, tuple[str, Any]] = {}
+        self._run_state: dict[str, Any] = {}  # the execution context's active optimization profile
+        self._device_memory = 0
 
     # -- build record -----------------------------------------------------------------
     @property
@@ -633,7 +704,28 @@ class TensorRTEngine(Engine):
                   "TensorRT or driver"
             )
         self._compat, self._runtime, self._engine = compat, runtime, engine
+        try:
+            self._device_memory = compat.engine_device_memory(engine)
+        except Exception:  # an estimate for releasing engines: never fail a load for it
+            self._device_memory = 0
         return engine
+
+    @property
+    def loaded_bytes(self) -> int:
+        """Plan bytes (weights) plus the context's device memory while deserialized; 0 when released."""
+        if self._engine is None:
+            return 0
+        return len(self._data) + self._device_memory
+
+    def release(self) -> None:
+        """Drop the deserialized engine, its context and runtime (GPU memory); the plan bytes stay,
+        so the next run deserializes again (no rebuild)."""
+        self._context = self._engine = self._runtime = None
+        self._listener = None
+        self._run_state = {}
+        self._device_memory = 0
+        if self._probe is not None:
+            self._probe.release()
 
     def _ctx(self):
         engine = self.load()
@@ -651,7 +743,8 @@ class TensorRTEngine(Engine):
     # -- Engine API -------------------------------------------------------------------
     def run(self, feeds: dict) -> dict:
         context = self._ctx()
-        values = _execute(self._compat, self._engine, context, feeds, self._mem(), label=self._label())
+        values = _execute(self._compat, self._engine, context, feeds, self._mem(), label=self._label(),
+                          state=self._run_state)
         missing = [n for n in self.output_names if n not in values]
         if missing:
             raise BuildError(f"{self._label()}: the engine has no output(s) {', '.join(missing)} "
@@ -678,28 +771,55 @@ class TensorRTEngine(Engine):
         return report
 
     def run_layerwise(self, feeds: dict):
+        """Intermediate float tensors by ONNX name.
+
+        With debug tensors (10.12+, 11.x, RTX): the engine under test runs once with both debug
+        switches on; the tensors arrive under TensorRT's internal names and are named through
+        the layer report (:mod:`pytest_trt.debug_tensors`); those that cannot be mapped are kept
+        in :attr:`unmapped_debug_tensors`, never compared. ONNX tensors at a layer boundary of
+        the engine that were not emitted make the capture partial: they come from the probe
+        build, and the note says so. Without debug tensors: the probe build for everything.
+        """
+        from ..debug_tensors import expected_tensors, map_debug_names
+
         float_names = _float_tensor_names(self.plan)
         if self.debug_tensors and self._backend.compat().has_debug_listener():
             context = self._ctx()
             collector = DebugCollector(self._compat, self._mem())
             self._listener = collector.listener  # the context keeps a raw pointer to it: keep it alive
             outputs = _execute(self._compat, self._engine, context, feeds, self._mem(), label=self._label(),
-                               listener=collector.listener)
-            values, unmapped = {}, []
-            for name, arr in collector.values.items():
-                if name in float_names:
-                    values[name] = arr
-                else:
-                    unmapped.append(name)
+                               listener=collector.listener, state=self._run_state)
+            report = self.layers()
+            mapping = map_debug_names(list(collector.values), report, self.plan, float_names)
+            values = {onnx: collector.values[name] for name, onnx in mapping.mapped.items()}
+            self.unmapped_debug_tensors = {name: (why, collector.values[name]) for name, why in mapping.unmapped.items()}
             for name, arr in outputs.items():
                 if name in float_names:
                     values.setdefault(name, _to_float32(arr, None))
-            absent = len([n for n in float_names if n not in values])
+            expected = expected_tensors(report, self.plan, float_names)
+            missing = sorted(expected - set(values))
             note = (f"{self.backend_name}: debug tensors of the engine under test "
-                    f"(mark_unfused_tensors_as_debug_tensors; fusion unchanged): {len(values)} of {len(float_names)} "
-                    f"float tensors computed by nodes captured; {absent} fused away or not emitted")
-            if unmapped:
-                note += f"; {len(unmapped)} internal tensor name(s) not mapped to ONNX tensors"
+                    f"(mark_unfused_tensors_as_debug_tensors + unfused_tensors_debug_state; fusion unchanged), "
+                    f"named through the engine's layer report: {len(values)} of {len(float_names)} float tensors "
+                    f"computed by nodes captured")
+            if mapping.unmapped:
+                note += (f"; {len(mapping.unmapped)} engine tensor(s) not mapped to ONNX tensors, kept under their "
+                         f"engine names and not compared: "
+                         + ", ".join(f"{n} ({why})" for n, why in list(mapping.unmapped.items())[:3]))
+            if collector.skipped:
+                note += f"; {len(collector.skipped)} debug tensor(s) of types the runner cannot read skipped"
+            if missing:
+                probe = self._probe_engine()
+                raw = probe._run_all(feeds)
+                filled = [n for n in missing if n in raw]
+                for n in filled:
+                    values[n] = _to_float32(raw[n], None)
+                note += (f"; PARTIAL capture: {len(missing)} ONNX tensor(s) at a layer boundary of the engine were "
+                         f"not emitted ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): "
+                         f"{len(filled)} of them taken from a SEPARATE probe build with every float tensor marked "
+                         f"as an output, a DIFFERENT engine from the one under test")
+            else:
+                note += f"; {len([n for n in float_names if n not in values])} fused away"
             return values, note
         probe = self._probe_engine()
         raw = probe._run_all(feeds)
@@ -711,7 +831,7 @@ class TensorRTEngine(Engine):
 
     def _run_all(self, feeds: dict) -> dict:
         return _execute(self._compat or self._backend.compat(), self.load(), self._ctx(), feeds, self._mem(),
-                        label=self._label())
+                        label=self._label(), state=self._run_state)
 
     def _probe_engine(self) -> TensorRTEngine:
         if self._probe is None:
@@ -870,17 +990,24 @@ class TensorRTBackend(Backend):
                 if strong:
                     from ..realize import realize_strong
 
-                    model_bytes = realize_strong(plan).SerializeToString()
+                    proto = realize_strong(plan)
                     record["parsed"] = "strongly typed realization of the plan"
                 else:
-                    model_bytes = plan.model.serialized()
+                    proto = plan.model.proto
                     record["parsed"] = "original model"
                 stage = "parse"
                 builder = trt.Builder(logger)
                 network = builder.create_network(compat.network_flags(strong))
                 parser = trt.OnnxParser(network, logger)
                 path = getattr(plan.model, "path", None)
-                ok = parser.parse(model_bytes, str(path)) if path is not None else parser.parse(model_bytes)
+                with _parse_source(proto, path, copy=not strong) as (model_bytes, model_file):
+                    if model_file is not None:
+                        record["parsed_from_file"] = "external data (model over the 2 GiB protobuf limit)"
+                        ok = parser.parse_from_file(str(model_file))
+                    elif path is not None:
+                        ok = parser.parse(model_bytes, str(path))
+                    else:
+                        ok = parser.parse(model_bytes)
                 if not ok:
                     parser_errors = compat.parser_errors(parser)
                     raise _Failure("the ONNX parser rejected the model")
@@ -935,6 +1062,37 @@ class TensorRTBackend(Backend):
         record["build_seconds"] = round(time.perf_counter() - start, 3)
         record["warnings"] = [m.message for m in messages if m.severity == "warning"][:50]
         (tmp_dir / RECORD_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
+
+
+#: Serialized protobuf messages cannot exceed 2 GiB; above this size a model is written with its
+#: weights as external data and parsed with ``OnnxParser.parse_from_file`` (in every version of
+#: the trt_api matrix), which reads the data file next to the model.
+EXTERNAL_DATA_THRESHOLD = (1 << 31) - (64 << 20)
+
+
+@contextlib.contextmanager
+def _parse_source(proto, path, *, copy: bool):
+    """``(bytes, None)`` for a model under the protobuf limit, else ``(None, model file)`` with the
+    weights written as external data into a temporary directory (removed afterwards).
+
+    ``copy``: the proto is the user's model (weak typing parses the original), which
+    ``onnx.save_model(save_as_external_data=True)`` would modify: write a copy.
+    """
+    size = proto.ByteSize()
+    if size <= EXTERNAL_DATA_THRESHOLD:
+        yield proto.SerializeToString(), None
+        return
+    import onnx
+
+    with tempfile.TemporaryDirectory(prefix="pytest-trt-parse-") as tmp:
+        target = proto
+        if copy:
+            target = onnx.ModelProto()
+            target.CopyFrom(proto)
+        model_file = Path(tmp) / "model.onnx"
+        onnx.save_model(target, str(model_file), save_as_external_data=True, all_tensors_to_one_file=True,
+                        location="model.onnx.data", size_threshold=1024)
+        yield None, model_file
 
 
 class TensorRTRTXBackend(TensorRTBackend):

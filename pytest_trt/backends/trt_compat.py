@@ -6,10 +6,16 @@ fact with the source it was read from. The rest of the glue (``tensorrt.py``,
 
 What is verified where (keep this list honest):
 
-* **Full TensorRT (10.x, 11.x): nothing has run against it yet** (it cannot be installed
+* **Full TensorRT (10.x, 11.x): nothing has RUN against it yet** (it cannot be installed
   on the development machines). Its facts below were read from NVIDIA's sources and
   documents; the unit tests exercise the glue against ``tests/unit/fake_tensorrt.py`` (a
   fake), and ``tests/gpu/`` is where a GPU runner with TensorRT has to confirm them.
+* **The API surface of every supported version IS checked** against the real Python
+  bindings (10.0.1, 10.8.0.43, 10.12.0.36, 10.13.3.9, 10.16.1.11, 11.0.0.114, 11.4.0.106,
+  TensorRT-RTX 1.7.1.116), imported on CPU against stub libraries by the ``trt_api`` tier
+  (``tests/trt_api``): every member this module, ``tensorrt.py`` and ``layers.py`` use
+  exists with a compatible call, or the capability check in :data:`CAPABILITIES` that
+  guards it says False on that version.
 * **TensorRT-RTX 1.7.1.116, H200 (compute capability 9.0), driver 580, 2026-11-22: this
   glue ran** (wheels carried to a GPU machine; ``tests/gpu`` plus a probe script). Seen
   working: import and version detection, capability detection (``BuilderFlag`` has TF32
@@ -421,6 +427,37 @@ class TrtCompat:
         """``IDebugListener`` + ``IExecutionContext.set_debug_listener`` (10.0+, pyCore.cpp)."""
         return hasattr(self.trt, "IDebugListener")
 
+    def has_unfused_debug_state(self) -> bool:
+        """``IExecutionContext.unfused_tensors_debug_state``: the run-time switch for tensors
+        marked by ``mark_unfused_tensors_as_debug_tensors`` (off by default), separate from
+        ``set_all_tensors_debug_state``. Real bindings (trt_api tier): absent in 10.0.1 and
+        10.8.0.43, present in 10.12.0.36 ... 11.4.0.106 and TensorRT-RTX 1.7.1.116."""
+        ctx = getattr(self.trt, "IExecutionContext", None)
+        return ctx is not None and hasattr(ctx, "unfused_tensors_debug_state")
+
+    def has_output_allocator(self) -> bool:
+        """``IOutputAllocator`` + ``IExecutionContext.set_output_allocator`` (every version of the
+        trt_api matrix): data-dependent output shapes."""
+        ctx = getattr(self.trt, "IExecutionContext", None)
+        return hasattr(self.trt, "IOutputAllocator") and ctx is not None and hasattr(ctx, "set_output_allocator")
+
+    def set_debug_state(self, context, on: bool) -> list[str]:
+        """Turn debug-tensor emission on or off; returns the switches set.
+
+        Both switches: ``set_all_tensors_debug_state`` covers tensors marked with
+        ``mark_debug``; tensors marked by ``mark_unfused_tensors_as_debug_tensors`` are only
+        emitted with ``unfused_tensors_debug_state`` on ("default is off"; trtexec
+        ``--dumpDebugTensors``-style runs set it). Where the property is absent (10.0 ... 10.11)
+        so is the marking call, and only the first switch exists.
+        """
+        done = []
+        context.set_all_tensors_debug_state(bool(on))
+        done.append("set_all_tensors_debug_state")
+        if self.has_unfused_debug_state():
+            context.unfused_tensors_debug_state = bool(on)
+            done.append("unfused_tensors_debug_state")
+        return done
+
     def resolve_typing(self, requested: str) -> str:
         """``auto`` -> ``strong`` where the library has it, else ``weak``."""
         if requested == "auto":
@@ -588,7 +625,7 @@ class TrtCompat:
         inputs = [network.get_input(i) for i in range(int(network.num_inputs))]
         dynamic = {t.name: tuple(int(d) for d in t.shape) for t in inputs if any(int(d) < 0 for d in t.shape)}
         given = list(profiles or ())
-        if not given and not dynamic:
+        if not given and not dynamic and not any(getattr(t, "is_shape_tensor", False) for t in inputs):
             return notes
         if not given:
             filled = {name: tuple(1 if d < 0 else d for d in shape) for name, shape in dynamic.items()}
@@ -598,9 +635,19 @@ class TrtCompat:
                 + ", ".join(f"{n}: {list(s)}" for n, s in filled.items())
                 + "); declare shapes or a profile to test other sizes"
             )
+        shape_inputs = [t.name for t in inputs if getattr(t, "is_shape_tensor", False)]
         for spec in given:
             profile = builder.create_optimization_profile()
             for t in inputs:
+                if t.name in shape_inputs:
+                    # a shape tensor: its VALUES set shapes; a profile gives min/opt/max values
+                    # (IOptimizationProfile.set_shape_input(input, min, opt, max), every version)
+                    if t.name not in spec:
+                        raise ValueError(f"input {t.name!r} is a shape tensor (its values set shapes): declare "
+                                         f"a profile with its min/opt/max values")
+                    mn, opt, mx = spec[t.name]
+                    profile.set_shape_input(t.name, list(mn), list(opt), list(mx))
+                    continue
                 if t.name in spec:
                     mn, opt, mx = spec[t.name]
                     profile.set_shape(t.name, tuple(mn), tuple(opt), tuple(mx))
@@ -691,9 +738,75 @@ class TrtCompat:
 
         return _Listener()
 
+    def has_device_memory_size_v2(self) -> bool:
+        """``ICudaEngine.device_memory_size_v2``: 10.8.0.43 ... 11.4 and RTX; absent in 10.0.1 (trt_api tier)."""
+        return hasattr(getattr(self.trt, "ICudaEngine", None), "device_memory_size_v2")
+
+    def has_device_memory_size(self) -> bool:
+        """``ICudaEngine.device_memory_size``: 10.x only; removed in 11.0 and absent in RTX (trt_api tier)."""
+        return hasattr(getattr(self.trt, "ICudaEngine", None), "device_memory_size")
+
+    def engine_device_memory(self, engine) -> int:
+        """Device memory an execution context of ``engine`` needs (activations), in bytes."""
+        if self.has_device_memory_size_v2():
+            return int(engine.device_memory_size_v2)
+        if self.has_device_memory_size():
+            return int(engine.device_memory_size)
+        return 0
+
+    def make_output_allocator(self, memory):
+        """An ``IOutputAllocator`` for outputs whose shape is known only after execution.
+
+        Methods per the real bindings' class docstring (10.0.1 ... 11.4, RTX 1.7.1; checked by
+        the trt_api tier): ``reallocate_output(tensor_name, memory, size, alignment)``,
+        ``reallocate_output_async(tensor_name, memory, size, alignment, stream)`` return the
+        device address to write to; ``notify_shape(tensor_name, shape)`` gives the final
+        shape. ``memory`` here is the runner's device-memory helper (``CudaMemory``).
+        """
+        trt = self.trt
+        device = memory
+
+        class _OutputAllocator(trt.IOutputAllocator):
+            def __init__(self):
+                trt.IOutputAllocator.__init__(self)
+                self.buffers: dict[str, tuple[int, int]] = {}
+                self.shapes: dict[str, tuple[int, ...]] = {}
+
+            def reallocate_output(self, tensor_name, memory, size, alignment):
+                old = self.buffers.get(tensor_name)
+                if old is not None and old[1] >= size:
+                    return old[0]
+                if old is not None:
+                    device.free(old[0])
+                ptr = device.malloc(max(int(size), 1))
+                self.buffers[tensor_name] = (ptr, int(size))
+                return ptr
+
+            def reallocate_output_async(self, tensor_name, memory, size, alignment, stream):
+                return self.reallocate_output(tensor_name, memory, size, alignment)
+
+            def notify_shape(self, tensor_name, shape):
+                self.shapes[tensor_name] = tuple(int(d) for d in shape)
+
+            def release(self):
+                for ptr, _ in self.buffers.values():
+                    with contextlib.suppress(Exception):
+                        device.free(ptr)
+                self.buffers.clear()
+
+        return _OutputAllocator()
+
     def is_host_location(self, location) -> bool:
         host = _member(self.trt.TensorLocation, "HOST") if hasattr(self.trt, "TensorLocation") else None
         return host is not None and location == host
+
+
+#: The capability checks the trt_api tier evaluates on every real version (tests/trt_api): a
+#: TensorRT member the adapter uses that a version lacks must be guarded by one of these
+#: returning False there.
+CAPABILITIES = ("has_strong_typing", "has_weak_typing", "has_unfused_debug_tensors", "has_debug_listener",
+                "has_unfused_debug_state", "has_output_allocator", "has_device_memory_size_v2",
+                "has_device_memory_size")
 
 
 def has_weak_typing(trt) -> bool:

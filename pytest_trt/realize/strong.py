@@ -111,18 +111,22 @@ def to_bf16_bits(values: np.ndarray) -> tuple[np.ndarray, int]:
 
     Without saturation ``finfo(float32).min`` (a common attention-mask fill) would round
     to -inf; it becomes the largest finite bfloat16 instead. Returns the bits and the
-    number of clamped values.
+    number of clamped values. The one FP32 -> BF16 conversion of pytest-trt (the TensorRT
+    runner feeds BF16 inputs through it too); bit for bit ``ml_dtypes.bfloat16`` except that
+    saturation (tests/unit/test_bf16.py).
     """
     import numpy as np
 
     values = np.asarray(values, dtype=np.float32)
-    over = np.isfinite(values) & (np.abs(values) > BF16_MAX)
-    values = np.where(over, np.sign(values) * np.float32(BF16_MAX), values).astype(np.float32)
+    with np.errstate(invalid="ignore"):
+        over = np.isfinite(values) & (np.abs(values) > BF16_MAX)
+        values = np.where(over, np.copysign(np.float32(BF16_MAX), values), values).astype(np.float32)
     bits = values.view(np.uint32).astype(np.uint64)
     rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
     nan = np.isnan(values)
-    if nan.any():  # keep NaN a (quiet) NaN: rounding could carry it into inf
-        rounded[nan] = ((bits[nan] >> 16).astype(np.uint16) | 0x0040)
+    if nan.any():  # NaN stays NaN (rounding could carry it into inf): the canonical quiet NaN, sign kept,
+        # bit for bit what ml_dtypes.bfloat16 gives
+        rounded[nan] = ((bits[nan] >> 16).astype(np.uint16) & 0x8000) | 0x7FC0
     return rounded, int(over.sum())
 
 

@@ -26,21 +26,140 @@ What it does:
   capability 9.0 (message from shared/TENSORRT_RTX.md) when ``state.gpu_cc`` says so.
 * Execution runs the parsed ONNX model with ONNX Runtime on host memory
   (:class:`HostMemory` stands in for CUDA), and feeds debug listeners when asked.
+
+Its surface per version is checked against the REAL bindings of that version by the
+``trt_api`` tier (``tests/trt_api``): no class, member, enum value or parameter name the real
+version lacks. Version-dependent members follow what that tier found in the real bindings
+(``VERSION_FACTS``). Two switches for that tier:
+
+* ``PYTEST_TRT_FAKE_SURFACES=<dir>``: the enums are taken from the real bindings' dumped
+  surface of the version the fake is configured as (``<dir>/<id>-*.json``), names and values;
+* ``PYTEST_TRT_FAKE_RECORD=<file>``: every access made by ``pytest_trt`` code to the fake
+  (module names, class and instance members, reads and writes) is recorded as
+  ``Class.member`` and written to the file at exit: the dynamic inventory.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import ctypes
 import enum
 import json
+import os
+import sys
 import types
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import onnx
 
 MAGIC = b"FAKEPLAN"
+
+#: The versions the glue tests run the fake as (the trt_api tier's matrix; it checks they agree).
+MATRIX = ("10.0.1", "10.8.0.43", "10.12.0.36", "10.13.3.9", "10.16.1.11", "11.0.0.114", "11.4.0.106", "rtx:1.7.1.116")
+
+
+def matrix_params():
+    """``(version, rtx)`` pairs of :data:`MATRIX`."""
+    return [(v[4:], True) if v.startswith("rtx:") else (v, False) for v in MATRIX]
+
+
+def matrix_id(version: str, rtx: bool) -> str:
+    return ("rtx-" if rtx else "trt-") + version
+
+
+# -- the dynamic inventory: accesses made by pytest_trt code ---------------------------------
+_PKG = str(Path(__file__).resolve().parent.parent.parent / "pytest_trt")
+RECORD_ENV = "PYTEST_TRT_FAKE_RECORD"
+SURFACES_ENV = "PYTEST_TRT_FAKE_SURFACES"
+RECORDED: set[str] = set()
+_RECORDING = bool(os.environ.get(RECORD_ENV))
+
+
+def _from_adapter() -> bool:
+    f = sys._getframe(3)
+    return f.f_code.co_filename.startswith(_PKG)
+
+
+def _note(owner: str, name: str) -> None:
+    if _RECORDING and (not name.startswith("_") or name == "__init__") and _from_adapter():
+        RECORDED.add(f"{owner}.{name}")
+
+
+if _RECORDING:
+    @atexit.register
+    def _write_record():
+        path = Path(os.environ[RECORD_ENV])
+        old = set(json.loads(path.read_text())) if path.exists() else set()
+        path.write_text(json.dumps(sorted(old | RECORDED)))
+
+
+class _RecMeta(type):
+    """Class-level accesses (``trt.INetworkDefinition.x``, ``trt.ILogger.__init__``)."""
+
+    def __getattribute__(cls, name):
+        if _RECORDING:
+            _note(type.__getattribute__(cls, "_trt_name"), name)
+        return type.__getattribute__(cls, name)
+
+
+def _fake_member(cls, name: str) -> bool:
+    """True unless ``name`` is the adapter's own (a subclass like its ILogger adds members)."""
+    if "make_fake_tensorrt" in cls.__qualname__:
+        return True
+    return any(name in k.__dict__ for k in cls.__mro__ if "make_fake_tensorrt" in k.__qualname__)
+
+
+class _Fake(metaclass=_RecMeta):
+    """Base of every fake class: ``_trt_name`` is the real class it stands for."""
+
+    _trt_name = "?"
+
+    def __getattribute__(self, name):
+        if _RECORDING and _fake_member(type(self), name):
+            _note(type(self)._trt_name, name)
+        return object.__getattribute__(self, name)
+
+    def __setattr__(self, name, value):
+        if _RECORDING and _fake_member(type(self), name):
+            _note(type(self)._trt_name, name)
+        object.__setattr__(self, name, value)
+
+
+class _RecEnumMeta(type(enum.IntEnum)):
+    def __getattribute__(cls, name):
+        if _RECORDING and not name.startswith("_"):
+            _note(type.__getattribute__(cls, "__name__"), name)
+        return super().__getattribute__(name)
+
+
+class _RecIntEnum(enum.IntEnum, metaclass=_RecEnumMeta):
+    pass
+
+
+class _RecModule(types.ModuleType):
+    def __getattribute__(self, name):
+        if _RECORDING:
+            _note("module", name)
+        return super().__getattribute__(name)
+
+
+def _real_surface(version: str, rtx: bool) -> dict | None:
+    folder = os.environ.get(SURFACES_ENV)
+    if not folder:
+        return None
+    found = sorted(Path(folder).glob(f"{matrix_id(version, rtx)}-*.json"))
+    return json.loads(found[-1].read_text()) if found else None
+
+
+#: What the trt_api tier found in the real bindings (tests/trt_api, 2026-11-23), by version:
+#: ``mark_unfused_tensors_as_debug_tensors`` and ``IExecutionContext.unfused_tensors_debug_state``
+#: from 10.12 (absent in 10.0.1 and 10.8.0.43), in 11.x and TensorRT-RTX 1.7.1; weak-typing
+#: members (``BuilderFlag.FP16/BF16/INT8/OBEY_PRECISION_CONSTRAINTS``, ``ILayer.precision``,
+#: ``ILayer.set_output_type``) up to 10.16, not in 11.x nor RTX.
+VERSION_FACTS = {"unfused_debug_min": (10, 12)}
 RTX_SUPPORTED_CC = ("8.0", "8.6", "8.9", "12.0", "12.1")
 
 _ELEM_TO_DT = {1: "FLOAT", 10: "HALF", 16: "BF16", 6: "INT32", 7: "INT64", 9: "BOOL", 3: "INT8", 2: "UINT8"}
@@ -55,6 +174,7 @@ _FMT_10 = {"FLOAT": "Row major linear FP32", "HALF": "Row major linear FP16 form
            "BF16": "Row major linear BFloat16 format", "INT32": "Row major linear Int32",
            "INT64": "Row major linear Int64 format", "BOOL": "Row major linear BOOL"}
 _DT_11 = {"FLOAT": "Float", "HALF": "Half", "BF16": "BFloat16", "INT32": "Int32", "INT64": "Int64", "BOOL": "Bool"}
+_DATA_DEPENDENT = ("NonZero", "NonMaxSuppression", "Unique")
 _NP = {"FLOAT": np.float32, "HALF": np.float16, "INT32": np.int32, "INT64": np.int64, "BOOL": np.bool_}
 
 
@@ -70,42 +190,63 @@ class FakeState:
     myelin_ignores_hints: bool = True
     foreign_node: bool = False
     metadata_separator: str = "\x1e"
+    #: engine tensors (between layers) get internal names, "(Unnamed Layer* 7) [MATRIX_MULTIPLY]_output",
+    #: as debug listeners see them for unfused debug tensors (10.12+ docstring of
+    #: mark_unfused_tensors_as_debug_tensors: "DebugListener can only get internal tensor names ...
+    #: But the names correspond to the names obtained by IEngineInspector")
+    internal_tensor_names: bool = False
+    #: ONNX tensors whose debug tensors are not emitted ("There is no guarantee that all unfused
+    #: tensors are marked", same docstring)
+    unemitted_debug: tuple = ()
     builds: int = 0
     deserializations: int = 0
     last_network: object = None
     last_config: object = None
     timing_loaded: list = field(default_factory=list)
+    parsed_files: list = field(default_factory=list)
 
 
-def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knobs) -> types.ModuleType:
+def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs) -> types.ModuleType:
     """A fresh fake ``tensorrt`` (or ``tensorrt_rtx`` with ``rtx=True``) module."""
     major_minor = tuple(int(p) for p in version.split(".")[:2])
     weak = not rtx and major_minor[0] <= 10
-    mod = types.ModuleType("tensorrt_rtx" if rtx else "tensorrt")
+    unfused_debug = rtx or major_minor >= VERSION_FACTS["unfused_debug_min"]
+    real = _real_surface(version, rtx)
+    mod = _RecModule("tensorrt_rtx" if rtx else "tensorrt")
     mod.__version__ = version
     mod.__doc__ = "FAKE TensorRT for unit tests (tests/unit/fake_tensorrt.py)"
     state = FakeState(**knobs)
     mod.state = state
 
-    DataType = enum.IntEnum("DataType", "FLOAT HALF INT8 INT32 BOOL UINT8 FP8 BF16 INT64 INT4 FP4", start=0)
-    LayerType = enum.IntEnum("LayerType", " ".join(sorted(set(_OP_TO_LAYER.values()) | {"CONSTANT", "PLUGIN"})),
-                             start=0)
+    def make_enum(name, members):
+        """The fake's members (names as in the real bindings; the trt_api tier checks them), with
+        the real names and values of that version where its surface is available."""
+        if real is not None and name in real["classes"]:
+            return _RecIntEnum(name, dict(sorted(real["classes"][name]["values"].items(), key=lambda kv: kv[1])))
+        return _RecIntEnum(name, [(m, i) for i, m in enumerate(members.split())])
+
+    # FP4: absent in the real 10.0.1, present in 10.8.0.43 and later (trt_api tier)
+    DataType = make_enum("DataType", "FLOAT HALF INT8 INT32 BOOL UINT8 FP8 BF16 INT64 INT4"
+                         + (" FP4" if rtx or major_minor >= (10, 8) else ""))
+    LayerType = make_enum("LayerType", " ".join(sorted(set(_OP_TO_LAYER.values()) | {"CONSTANT", "PLUGIN_V2"})))
     flag_names = ["TF32", "DIRECT_IO", "REFIT"]
     if weak:
         flag_names += ["FP16", "BF16", "INT8", "OBEY_PRECISION_CONSTRAINTS", "PREFER_PRECISION_CONSTRAINTS"]
-    BuilderFlag = enum.IntEnum("BuilderFlag", " ".join(flag_names), start=0)
-    NetworkDefinitionCreationFlag = enum.IntEnum(
-        "NetworkDefinitionCreationFlag", "EXPLICIT_BATCH STRONGLY_TYPED", start=0)
-    MemoryPoolType = enum.IntEnum("MemoryPoolType", "WORKSPACE", start=0)
-    ProfilingVerbosity = enum.IntEnum("ProfilingVerbosity", "LAYER_NAMES_ONLY NONE DETAILED", start=0)
-    LayerInformationFormat = enum.IntEnum("LayerInformationFormat", "ONELINE JSON", start=0)
-    TensorIOMode = enum.IntEnum("TensorIOMode", "NONE INPUT OUTPUT", start=0)
-    TensorLocation = enum.IntEnum("TensorLocation", "DEVICE HOST", start=0)
+    BuilderFlag = make_enum("BuilderFlag", " ".join(flag_names))
+    # EXPLICIT_BATCH: in 10.x ("ignored"), gone in 11.x (trt_api tier)
+    NetworkDefinitionCreationFlag = make_enum(
+        "NetworkDefinitionCreationFlag", "EXPLICIT_BATCH STRONGLY_TYPED" if weak else "STRONGLY_TYPED")
+    MemoryPoolType = make_enum("MemoryPoolType", "WORKSPACE")
+    ProfilingVerbosity = make_enum("ProfilingVerbosity", "LAYER_NAMES_ONLY NONE DETAILED")
+    LayerInformationFormat = make_enum("LayerInformationFormat", "ONELINE JSON")
+    TensorIOMode = make_enum("TensorIOMode", "NONE INPUT OUTPUT")
+    TensorLocation = make_enum("TensorLocation", "DEVICE HOST")
     for e in (DataType, LayerType, BuilderFlag, NetworkDefinitionCreationFlag, MemoryPoolType, ProfilingVerbosity,
               LayerInformationFormat, TensorIOMode, TensorLocation):
         setattr(mod, e.__name__, e)
 
-    class ILogger:
+    class ILogger(_Fake):
+        _trt_name = "ILogger"
         Severity = enum.IntEnum("Severity", "INTERNAL_ERROR ERROR WARNING INFO VERBOSE", start=0)
 
         def __init__(self):
@@ -115,22 +256,33 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
             raise NotImplementedError
 
     class Logger(ILogger):
+        _trt_name = "Logger"
         def log(self, severity, msg):
             pass
 
-    class IDebugListener:
+    class IDebugListener(_Fake):
+        _trt_name = "IDebugListener"
         def __init__(self):
             pass
 
-    mod.ILogger, mod.Logger, mod.IDebugListener = ILogger, Logger, IDebugListener
+    class IOutputAllocator(_Fake):
+        _trt_name = "IOutputAllocator"
+
+        def __init__(self):
+            pass
+
+    mod.ILogger, mod.Logger, mod.IDebugListener, mod.IOutputAllocator = ILogger, Logger, IDebugListener, IOutputAllocator
 
     # -- network ----------------------------------------------------------------------
-    class ITensor:
+    class ITensor(_Fake):
+        _trt_name = "ITensor"
         def __init__(self, name, dtype, shape=()):
             self.name, self.dtype, self.shape = name, dtype, tuple(shape)
             self.is_network_output = False
+            self.is_shape_tensor = False
 
-    class _LayerBase:
+    class _LayerBase(_Fake):
+        _trt_name = "ILayer"
         def __init__(self, name, ltype, metadata, inputs, outputs):
             self.name, self.type, self.metadata = name, ltype, metadata
             self._inputs, self._outputs = inputs, outputs
@@ -140,11 +292,11 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
         num_inputs = property(lambda self: len(self._inputs))
         num_outputs = property(lambda self: len(self._outputs))
 
-        def get_input(self, i):
-            return self._inputs[i]
+        def get_input(self, index):
+            return self._inputs[index]
 
-        def get_output(self, i):
-            return self._outputs[i]
+        def get_output(self, index):
+            return self._outputs[index]
 
     if weak:
         class ILayer(_LayerBase):
@@ -168,32 +320,34 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
         class ILayer(_LayerBase):  # 11.x / RTX: no precision, no set_output_type
             pass
 
-    class INetworkDefinition:
+    class INetworkDefinition(_Fake):
+        _trt_name = "INetworkDefinition"
         def __init__(self, flags):
             self.flags = flags
             self.strongly_typed = bool(flags & (1 << int(NetworkDefinitionCreationFlag.STRONGLY_TYPED))) or not weak
             self.layers, self.inputs, self.outputs, self.tensors = [], [], [], {}
             self.unfused_debug = False
+            self.aux_sources = {}
 
         num_layers = property(lambda self: len(self.layers))
         num_inputs = property(lambda self: len(self.inputs))
         num_outputs = property(lambda self: len(self.outputs))
 
-        def get_layer(self, i):
-            return self.layers[i]
+        def get_layer(self, index):
+            return self.layers[index]
 
-        def get_input(self, i):
-            return self.inputs[i]
+        def get_input(self, index):
+            return self.inputs[index]
 
-        def get_output(self, i):
-            return self.outputs[i]
+        def get_output(self, index):
+            return self.outputs[index]
 
         def mark_output(self, tensor):
             tensor.is_network_output = True
             if tensor not in self.outputs:
                 self.outputs.append(tensor)
 
-    if rtx or major_minor >= (10, 12):
+    if unfused_debug:
         def mark_unfused_tensors_as_debug_tensors(self):
             self.unfused_debug = True
             return True
@@ -201,7 +355,8 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
         INetworkDefinition.mark_unfused_tensors_as_debug_tensors = mark_unfused_tensors_as_debug_tensors
     mod.INetworkDefinition, mod.ILayer, mod.ITensor = INetworkDefinition, ILayer, ITensor
 
-    class ParserError:
+    class ParserError(_Fake):
+        _trt_name = "ParserError"
         def __init__(self, desc, node_name, op):
             self._desc, self._node, self._op = desc, node_name, op
 
@@ -217,14 +372,22 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
         def code(self):
             return "UNSUPPORTED_NODE"
 
-    class OnnxParser:
+    class OnnxParser(_Fake):
+        _trt_name = "OnnxParser"
         def __init__(self, network, logger):
             self.network, self.logger, self.errors = network, logger, []
 
         num_errors = property(lambda self: len(self.errors))
 
-        def get_error(self, i):
-            return self.errors[i]
+        def get_error(self, index):
+            return self.errors[index]
+
+        def parse_from_file(self, model):
+            """Real signature ``parse_from_file(self, model: str) -> bool``: a path; external data is read
+            from beside it."""
+            proto = onnx.load(model)  # loads the external data too
+            state.parsed_files.append(model)
+            return self.parse(proto.SerializeToString())
 
         def parse(self, model, path=None):
             net = self.network
@@ -268,12 +431,15 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
                                     f"\"{node.output[0]}\"]: failed")
                     return False
                 md = f"[ONNX Layer: {node.name}]"
-                ltype = LayerType[_OP_TO_LAYER.get(node.op_type, "PLUGIN")]
+                ltype = LayerType[_OP_TO_LAYER.get(node.op_type, "PLUGIN_V2")]
                 ins = [tensor(i) for i in node.input if i]
+                if node.op_type == "Reshape" and len(node.input) > 1 and net.tensors[node.input[1]] in net.inputs:
+                    net.tensors[node.input[1]].is_shape_tensor = True
                 if node.name in state.split_nodes:
                     aux_out = ITensor(f"{node.name}_aux_out", DataType.FLOAT if not net.strongly_typed
                                       else dt_of(node.output[0]), shapes.get(node.output[0], ()))
                     net.tensors[aux_out.name] = aux_out
+                    net.aux_sources[aux_out.name] = node.input[0]  # an identity, for executing it
                     net.layers.append(ILayer(f"{node.name}_aux", ltype, md, ins, [aux_out]))
                     ins = [aux_out]
                 net.layers.append(ILayer(node.name, ltype, md, ins, [tensor(o) for o in node.output if o]))
@@ -285,18 +451,20 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
     mod.OnnxParser = OnnxParser
 
     # -- builder ----------------------------------------------------------------------
-    class TimingCache:
+    class ITimingCache(_Fake):
+        _trt_name = "ITimingCache"
         def __init__(self, entries=()):
             self.entries = set(entries)
 
-        def combine(self, other, ignore_mismatch):
-            self.entries |= other.entries
+        def combine(self, input_cache, ignore_mismatch):
+            self.entries |= input_cache.entries
             return True
 
         def serialize(self):
-            return HostMem(json.dumps(sorted(self.entries)).encode())
+            return IHostMemory(json.dumps(sorted(self.entries)).encode())
 
-    class HostMem:
+    class IHostMemory(_Fake):
+        _trt_name = "IHostMemory"
         def __init__(self, data):
             self._data = data
             self.nbytes = len(data)
@@ -304,14 +472,20 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
         def __bytes__(self):
             return self._data
 
-    class OptimizationProfile:
+    class IOptimizationProfile(_Fake):
+        _trt_name = "IOptimizationProfile"
         def __init__(self):
             self.shapes = {}
+            self.values = {}
 
-        def set_shape(self, name, mn, opt, mx):
-            self.shapes[name] = (tuple(mn), tuple(opt), tuple(mx))
+        def set_shape(self, input, min, opt, max):  # noqa: A002 - the real parameter names
+            self.shapes[input] = (tuple(min), tuple(opt), tuple(max))
 
-    class IBuilderConfig:
+        def set_shape_input(self, input, min, opt, max):  # noqa: A002
+            self.values[input] = (tuple(min), tuple(opt), tuple(max))
+
+    class IBuilderConfig(_Fake):
+        _trt_name = "IBuilderConfig"
         def __init__(self):
             self.flags = {BuilderFlag.TF32}  # "TF32 is on by default" (Polygraphy CreateConfig)
             self.profiling_verbosity = ProfilingVerbosity.LAYER_NAMES_ONLY
@@ -329,19 +503,19 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
         def get_flag(self, flag):
             return flag in self.flags
 
-        def set_memory_pool_limit(self, pool, size):
-            self.pool_limits[pool] = size
+        def set_memory_pool_limit(self, pool, pool_size):
+            self.pool_limits[pool] = pool_size
 
         def add_optimization_profile(self, profile):
             self.profiles.append(profile)
             return len(self.profiles) - 1
 
-        def create_timing_cache(self, data):
-            data = bytes(data)
+        def create_timing_cache(self, serialized_timing_cache):
+            data = bytes(serialized_timing_cache)
             if not data:
-                return TimingCache()
+                return ITimingCache()
             try:
-                return TimingCache(json.loads(data))
+                return ITimingCache(json.loads(data))
             except ValueError as exc:
                 raise RuntimeError("invalid timing cache") from exc
 
@@ -353,7 +527,8 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
         def get_timing_cache(self):
             return self.timing_cache
 
-    class Builder:
+    class Builder(_Fake):
+        _trt_name = "Builder"
         def __init__(self, logger):
             self.logger = logger
 
@@ -364,7 +539,7 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
             return IBuilderConfig()
 
         def create_optimization_profile(self):
-            return OptimizationProfile()
+            return IOptimizationProfile()
 
         def build_serialized_network(self, network, config):
             state.builds += 1
@@ -379,7 +554,7 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
                 config.timing_cache.entries.add(f"tactic-{len(network.layers)}-{network.layers[-1].name}")
             self.logger.log(ILogger.Severity.INFO, "Engine built (fake)")
             desc = _describe(network, config)
-            return HostMem(MAGIC + json.dumps(desc).encode())
+            return IHostMemory(MAGIC + json.dumps(desc).encode())
 
     def out_dtype(network, config, layer, j):
         t = layer.get_output(j)
@@ -407,6 +582,18 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
                 "inputs": [[t.name, t.dtype.name] for t in layer._inputs],
                 "outputs": [[t.name, out_dtype(network, config, layer, j).name] for j, t in enumerate(layer._outputs)],
             })
+        internal_names = {}
+        if state.internal_tensor_names:
+            io = {t.name for t in network.inputs} | {t.name for t in network.outputs}
+            renamed = {}
+            for i, lay in enumerate(layers):
+                for out in lay["outputs"]:
+                    if out[0] not in io:
+                        renamed[out[0]] = f"(Unnamed Layer* {i}) [{lay['type']}]_output"
+                        out[0] = renamed[out[0]]
+                for inp in lay["inputs"]:
+                    inp[0] = renamed.get(inp[0], inp[0])
+            internal_names = {v: k for k, v in renamed.items()}
         if state.myelin_prefix:
             fused = [lay for lay in layers if lay["name"].startswith(state.myelin_prefix)]
             if fused:
@@ -432,18 +619,24 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
             "outputs": [[t.name, t.dtype.name, list(t.shape)] for t in network.outputs],
             "model": base64.b64encode(network.model_bytes).decode(),
             "unfused_debug": network.unfused_debug,
+            "internal_names": internal_names,
+            "aux_sources": network.aux_sources,
             "profiles": [{k: [list(s) for s in v] for k, v in p.shapes.items()} for p in config.profiles],
+            "profile_values": [{k: [list(s) for s in v] for k, v in p.values.items()} for p in config.profiles],
         }
 
-    mod.Builder, mod.IBuilderConfig, mod.TimingCache = Builder, IBuilderConfig, TimingCache
+    mod.Builder, mod.IBuilderConfig, mod.ITimingCache = Builder, IBuilderConfig, ITimingCache
+    mod.IOptimizationProfile, mod.IHostMemory, mod.ParserError = IOptimizationProfile, IHostMemory, ParserError
 
     # -- runtime ----------------------------------------------------------------------
-    class Runtime:
+    class Runtime(_Fake):
+        _trt_name = "Runtime"
         def __init__(self, logger):
             self.logger = logger
             self.engine_host_code_allowed = False
 
-        def deserialize_cuda_engine(self, data):
+        def deserialize_cuda_engine(self, serialized_engine):
+            data = serialized_engine
             state.deserializations += 1
             data = bytes(data)
             if not data.startswith(MAGIC):
@@ -462,16 +655,21 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
                 return None
             return ICudaEngine(json.loads(data[len(MAGIC):]))
 
-    class ICudaEngine:
+    class ICudaEngine(_Fake):
+        _trt_name = "ICudaEngine"
         def __init__(self, desc):
             self.desc = desc
             self.io = [(n, TensorIOMode.INPUT, d, s) for n, d, s in desc["inputs"]] + \
                       [(n, TensorIOMode.OUTPUT, d, s) for n, d, s in desc["outputs"]]
 
         num_io_tensors = property(lambda self: len(self.io))
+        if weak:  # device_memory_size: 10.x only (gone in 11.0, absent in RTX)
+            device_memory_size = property(lambda self: 1 << 20)
+        if rtx or major_minor >= (10, 8):  # device_memory_size_v2: absent in 10.0.1
+            device_memory_size_v2 = property(lambda self: 1 << 20)
 
-        def get_tensor_name(self, i):
-            return self.io[i][0]
+        def get_tensor_name(self, index):
+            return self.io[index][0]
 
         def _find(self, name):
             return next(x for x in self.io if x[0] == name)
@@ -483,11 +681,24 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
             return DataType[self._find(name)[2]]
 
         def is_shape_inference_io(self, name):
-            return False
+            return bool(self.desc.get("profile_values")) and name in self.desc["profile_values"][0]
 
-        def get_tensor_profile_shape(self, name, index):
-            s = self._find(name)[3]
-            return s, s, s
+        def get_tensor_profile_values(self, name, profile_index):
+            # the real bindings label these (name: int, profile_index: str): the first IS the profile index
+            index, tensor = name, profile_index
+            values = (self.desc.get("profile_values") or [{}])[index]
+            return [list(v) for v in values.get(tensor, [])]
+
+        @property
+        def num_optimization_profiles(self):
+            return max(len(self.desc.get("profiles") or []), 1)
+
+        def get_tensor_profile_shape(self, name, profile_index):
+            profiles = self.desc.get("profiles") or []
+            if profiles and name in profiles[profile_index]:
+                return [tuple(s) for s in profiles[profile_index][name]]
+            s = tuple(self._find(name)[3])
+            return [s, s, s]
 
         def create_execution_context(self):
             return IExecutionContext(self)
@@ -495,13 +706,14 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
         def create_engine_inspector(self):
             return EngineInspector(self)
 
-    class EngineInspector:
+    class EngineInspector(_Fake):
+        _trt_name = "EngineInspector"
         def __init__(self, engine):
             self.engine = engine
             self.execution_context = None
 
-        def get_engine_information(self, fmt):
-            assert fmt == LayerInformationFormat.JSON
+        def get_engine_information(self, format):  # noqa: A002 - the real parameter name
+            assert format == LayerInformationFormat.JSON
             eleven = not rtx and major_minor[0] >= 11
 
             def entry(name, dt):
@@ -529,29 +741,68 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
                 info["Bindings"] = [n for n, *_ in self.engine.io]
             return json.dumps(info)
 
-    class IExecutionContext:
+    class IExecutionContext(_Fake):
+        _trt_name = "IExecutionContext"
         def __init__(self, engine):
             self.engine = engine
             self.shapes = {}
             self.addresses = {}
             self.listener = None
             self.debug_state = False
+            self._unfused_state = False
+            self.allocators = {}
+            self._profile = 0
 
         def set_input_shape(self, name, shape):
             static = self.engine._find(name)[3]
             if len(static) != len(shape) or any(s >= 0 and s != d for s, d in zip(static, shape, strict=True)):
                 return False
+            mn, _, mx = self.engine.get_tensor_profile_shape(name, self._profile)
+            if any(d < lo or d > hi for d, lo, hi in zip(shape, mn, mx, strict=True) if lo >= 0):
+                return False  # outside the active optimization profile
             self.shapes[name] = tuple(shape)
+            return True
+
+        def set_optimization_profile_async(self, profile_index, stream_handle):
+            if not 0 <= profile_index < self.engine.num_optimization_profiles:
+                return False
+            self._profile = profile_index
+            self.shapes = {}
             return True
 
         def get_tensor_shape(self, name):
             n, mode, _, static = self.engine._find(name)
             if mode == TensorIOMode.INPUT:
                 return self.shapes.get(name, tuple(static))
+            if any(d < 0 for d in static):
+                model = onnx.load_from_string(base64.b64decode(self.engine.desc["model"]))
+                if not any(n.op_type in _DATA_DEPENDENT for n in model.graph.node):
+                    # computable from the input shapes and shape-tensor values (as TensorRT does once
+                    # they are set): the fake runs the model to find it
+                    import onnxruntime as ort
+
+                    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+                    values = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, self._feeds()),
+                                      strict=True))
+                    return tuple(values[name].shape)
             return tuple(static)
 
-        def set_tensor_address(self, name, ptr):
-            self.addresses[name] = ptr
+        def _feeds(self):
+            feeds = {}
+            for n, mode, d, _ in self.engine.io:
+                if mode == TensorIOMode.INPUT:
+                    shape = self.shapes[n]
+                    nbytes = int(np.prod(shape)) * np.dtype(_NP[d]).itemsize
+                    raw = ctypes.string_at(self.addresses[n], nbytes)
+                    feeds[n] = np.frombuffer(raw, dtype=_NP[d]).reshape(shape).copy()
+            return feeds
+
+        def set_tensor_address(self, name, memory):
+            self.addresses[name] = memory
+            return True
+
+        def set_output_allocator(self, name, output_allocator):
+            self.allocators[name] = output_allocator
             return True
 
         def set_debug_listener(self, listener):
@@ -560,42 +811,60 @@ def make_fake_tensorrt(version: str = "10.13.0.35", *, rtx: bool = False, **knob
 
         def set_all_tensors_debug_state(self, flag):
             self.debug_state = flag
+            return True
 
-        def execute_async_v3(self, stream):
+        if unfused_debug:
+            # Assumption (unverified on TensorRT): tensors marked by mark_unfused_tensors_as_debug_tensors
+            # are emitted only with this switch on ("default is off"), whatever set_all_tensors_debug_state says.
+            @property
+            def unfused_tensors_debug_state(self):
+                return self._unfused_state
+
+            @unfused_tensors_debug_state.setter
+            def unfused_tensors_debug_state(self, flag):
+                self._unfused_state = bool(flag)
+
+        def execute_async_v3(self, stream_handle):
+            stream = stream_handle
             import onnxruntime as ort
 
             model = onnx.load_from_string(base64.b64decode(self.engine.desc["model"]))
-            feeds = {}
-            for n, mode, d, _ in self.engine.io:
-                if mode == TensorIOMode.INPUT:
-                    shape = self.shapes[n]
-                    nbytes = int(np.prod(shape)) * np.dtype(_NP[d]).itemsize
-                    raw = ctypes.string_at(self.addresses[n], nbytes)
-                    feeds[n] = np.frombuffer(raw, dtype=_NP[d]).reshape(shape).copy()
+            feeds = self._feeds()
             outputs = [n for n, mode, *_ in self.engine.io if mode == TensorIOMode.OUTPUT]
             debug = []
-            if self.listener is not None and self.debug_state and self.engine.desc.get("unfused_debug"):
+            names = self.engine.desc.get("internal_names", {})
+            aux = self.engine.desc.get("aux_sources", {})
+            internal = {k: aux.get(v, v) for k, v in names.items()}
+            internal.update({k: v for k, v in aux.items() if k not in internal})
+            if (self.listener is not None and self._unfused_state and self.engine.desc.get("unfused_debug")):
                 for lay in self.engine.desc["layers"]:
                     if lay["type"] in ("kgen", "Myelin"):
                         continue  # fused: not emitted
-                    debug += [n for n, dt in lay["outputs"] if dt in ("FLOAT", "HALF") and n not in outputs]
+                    debug += [n for n, dt in lay["outputs"] if dt in ("FLOAT", "HALF") and n not in outputs
+                              and internal.get(n, n) not in state.unemitted_debug]
             inferred = {vi.name: vi for vi in onnx.shape_inference.infer_shapes(model).graph.value_info}
-            debug = [n for n in debug if n in inferred]
+            debug = [n for n in debug if internal.get(n, n) in inferred]
             graph_outputs = {o.name for o in model.graph.output}
-            model.graph.output.extend(inferred[n] for n in dict.fromkeys(outputs + debug)
+            model.graph.output.extend(inferred[n] for n in dict.fromkeys(outputs + [internal.get(d, d) for d in debug])
                                       if n not in graph_outputs and n in inferred)
             sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
             values = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, feeds), strict=True))
             for n in outputs:
                 arr = np.ascontiguousarray(values[n])
+                if n in self.allocators:  # data-dependent shape: the allocator gives the buffer
+                    ptr = self.allocators[n].reallocate_output(n, 0, arr.nbytes, 256)
+                    ctypes.memmove(ptr, arr.ctypes.data, arr.nbytes)
+                    self.allocators[n].notify_shape(n, arr.shape)
+                    continue
                 ctypes.memmove(self.addresses[n], arr.ctypes.data, arr.nbytes)
             for n in debug:
-                arr = np.ascontiguousarray(values[n])
+                arr = np.ascontiguousarray(values[internal.get(n, n)])
                 dt = DataType.HALF if arr.dtype == np.float16 else DataType.FLOAT
                 self.listener.process_debug_tensor(arr.ctypes.data, TensorLocation.HOST, dt, arr.shape, n, stream)
             return True
 
     mod.Runtime, mod.ICudaEngine, mod.IExecutionContext = Runtime, ICudaEngine, IExecutionContext
+    mod.EngineInspector = EngineInspector
     return mod
 
 

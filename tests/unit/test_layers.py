@@ -283,3 +283,19 @@ def test_nodes_matching_unknown(plan):
     with pytest.raises(KeyError):
         report.nodes_matching(["nope"])
     assert report.nodes_matching(f"{LN}/Pow")[0].node == f"{LN}/Pow"
+
+
+def test_metadata_local_function_older_format():
+    """onnx-tensorrt 9.3 / 10.0-GA / 10.1-GA: ``| Local Function: <function op type>`` (no caller node)."""
+    from pytest_trt.layers import KnownNodes
+
+    text = "[ONNX Layer: inner_mul | Local Function: MyLayerNorm]"
+    (entry,) = parse_metadata(text)
+    assert entry.node == "inner_mul" and entry.function == "MyLayerNorm" and entry.callers == ()
+    known = KnownNodes({"/block/ln_call", "/block/other"})
+    known.function_callers = {"MyLayerNorm": ["/block/ln_call"]}
+    assert metadata_nodes(text, known) == ["/block/ln_call"]
+    # two callers of the function: the node cannot be placed; it stays the inner name (unverifiable)
+    known.function_callers = {"MyLayerNorm": ["/block/ln_call", "/block/other"]}
+    assert metadata_nodes(text, known) == ["inner_mul"]
+    assert metadata_nodes(text) == ["inner_mul"]

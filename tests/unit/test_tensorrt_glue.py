@@ -64,6 +64,23 @@ def cache(tmp_path):
     return ArtifactCache(tmp_path / "cache")
 
 
+MATRIX = fake_tensorrt.matrix_params()
+MATRIX_IDS = [fake_tensorrt.matrix_id(v, r) for v, r in MATRIX]
+WEAK_MATRIX = [v for v, r in MATRIX if not r and v.split(".")[0] == "10"]
+
+
+@pytest.fixture(params=MATRIX, ids=MATRIX_IDS)
+def release(request):
+    """``(version, rtx)``: the fake configured as each real version of the matrix (tests/trt_api)."""
+    return request.param
+
+
+@pytest.fixture(params=WEAK_MATRIX, ids=[f"trt-{v}" for v in WEAK_MATRIX])
+def weak_release(request):
+    """The 10.x versions of the matrix: the ones with weak typing."""
+    return request.param
+
+
 @pytest.fixture
 def use_fake(monkeypatch):
     """Install a fake tensorrt / tensorrt_rtx module and pretend a GPU is there."""
@@ -171,23 +188,27 @@ def test_weak_on_11_refuses_to_build(use_fake, plan, cache):
 
 
 # -- strong typing -----------------------------------------------------------------------
-def test_strong_build_flags_and_network(use_fake, plan, cache):
-    fake, backend = use_fake("10.13.0.35")
+def test_strong_build_flags_and_network(use_fake, plan, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
+    compat = TrtCompat(fake)
     engine = build(backend, plan, cache)
-    assert engine.typing == "strong" and engine.backend_name == "tensorrt"
+    assert engine.typing == "strong" and engine.backend_name == ("tensorrt-rtx" if release[1] else "tensorrt")
     net, cfg = fake.state.last_network, fake.state.last_config
-    assert net.strongly_typed and net.flags == 1 << int(fake.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
-    assert fake.BuilderFlag.FP16 not in cfg.flags and fake.BuilderFlag.TF32 not in cfg.flags
+    strongly_typed = 1 << int(fake.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+    # 11.x: STRONGLY_TYPED is "Deprecated: always enabled", so no flag
+    assert net.strongly_typed and net.flags == (0 if compat.major == 11 else strongly_typed)
+    assert getattr(fake.BuilderFlag, "FP16", None) not in cfg.flags and fake.BuilderFlag.TF32 not in cfg.flags
     assert cfg.profiling_verbosity == fake.ProfilingVerbosity.DETAILED
-    assert net.unfused_debug and engine.debug_tensors
+    # mark_unfused_tensors_as_debug_tensors: 10.12 and later, 11.x, RTX (absent in the real 10.0.1/10.8.0.43)
+    assert net.unfused_debug == engine.debug_tensors == (release[1] or compat.version >= (10, 12))
     assert engine.record["parsed"] == "strongly typed realization of the plan"
     assert engine.network_mismatches == []
     # the parsed model is the realization: Casts around the FP32 island
     assert any(layer.name.endswith("/Cast_to_fp32") for layer in net.layers)
 
 
-def test_strong_options(use_fake, plan, cache):
-    fake, backend = use_fake("10.13.0.35")
+def test_strong_options(use_fake, plan, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
     build(backend, plan, cache, tf32=True, workspace_bytes=1 << 20, builder_optimization_level=5,
           profiles=({"hidden_states": ((1, 4, 16), (1, 4, 16), (1, 4, 16))},))
     cfg = fake.state.last_config
@@ -226,8 +247,8 @@ def test_check_network_dtypes(use_fake, plan):
 
 
 # -- weak typing -------------------------------------------------------------------------
-def test_weak_hints_by_name_and_metadata(use_fake, plan, cache):
-    fake, backend = use_fake("10.8.0", split_nodes=(f"{LN}/Pow",))
+def test_weak_hints_by_name_and_metadata(use_fake, plan, cache, weak_release):
+    fake, backend = use_fake(weak_release, split_nodes=(f"{LN}/Pow",))
     engine = build(backend, plan, cache, typing="weak")
     assert engine.typing == "weak" and engine.record["parsed"] == "original model"
     net, cfg = fake.state.last_network, fake.state.last_config
@@ -246,13 +267,23 @@ def test_weak_hints_by_name_and_metadata(use_fake, plan, cache):
     assert constant._precision is None
     assert engine.weak_hints["applied"][f"{LN}/Pow"] == [f"{LN}/Pow_aux", f"{LN}/Pow"]
     assert engine.weak_hints["unmatched"] == []
-    assert not engine.debug_tensors  # 10.8: no mark_unfused_tensors_as_debug_tensors
+    assert engine.debug_tensors == (TrtCompat(fake).version >= (10, 12))  # mark_unfused_...: 10.12+
     report = engine.layers()
     assert report.typing == "weak" and report.summary()["mismatch"] == 0
 
 
-def test_weak_hints_unmatched_nodes_are_reported(use_fake, plan):
-    fake, _ = use_fake("10.8.0")
+def test_weak_bf16_sets_the_bf16_flag(use_fake, model, cache, weak_release):
+    fake, backend = use_fake(weak_release)
+    bf16 = PrecisionPolicy(default="bf16", keep_fp32=("*/LayerNorm/*",)).resolve(model)
+    assert backend.supports(bf16, BuildConfig(typing="weak")) is None
+    engine = build(backend, bf16, cache, typing="weak")
+    cfg = fake.state.last_config
+    assert {fake.BuilderFlag.BF16, fake.BuilderFlag.OBEY_PRECISION_CONSTRAINTS} <= cfg.flags
+    assert fake.BuilderFlag.FP16 not in cfg.flags and engine.typing == "weak"
+
+
+def test_weak_hints_unmatched_nodes_are_reported(use_fake, plan, weak_release):
+    fake, _ = use_fake(weak_release)
     compat = TrtCompat(fake)
     network = fake.Builder(None).create_network(0)
     hints = types.SimpleNamespace(layer_precision={"ghost": "fp32"}, output_types={})
@@ -260,16 +291,16 @@ def test_weak_hints_unmatched_nodes_are_reported(use_fake, plan):
     assert result.unmatched == ["ghost"] and result.applied == {}
 
 
-def test_weak_myelin_ignoring_constraints_is_caught(use_fake, plan, cache):
-    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/")
+def test_weak_myelin_ignoring_constraints_is_caught(use_fake, plan, cache, weak_release):
+    fake, backend = use_fake(weak_release, myelin_prefix=f"{LN}/")
     report = build(backend, plan, cache, typing="weak").layers()
     compute = [o for o in report.nodes_matching(plan.match("*/LayerNorm/*")) if o.status != "fixed"]
     assert compute and all(o.status == "mismatch" and o.myelin and o.observed == "fp16" for o in compute)
     assert report.myelin_layers()[0].name.startswith("__myl_")
 
 
-def test_foreign_node_engine_with_half_boundary_is_a_mismatch(use_fake, plan, cache):
-    fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/", foreign_node=True)
+def test_foreign_node_engine_with_half_boundary_is_a_mismatch(use_fake, plan, cache, weak_release):
+    fake, backend = use_fake(weak_release, myelin_prefix=f"{LN}/", foreign_node=True)
     report = build(backend, plan, cache, typing="weak").layers()
     compute = [o for o in report.nodes_matching(plan.match("*/LayerNorm/*")) if o.status != "fixed"]
     assert compute and all(o.status == "mismatch" and o.observed == "fp16" and o.myelin for o in compute)
@@ -294,16 +325,16 @@ def test_strong_myelin_kernel_with_consistent_boundary_is_typed_in_the_network(u
 
 
 # -- failures ----------------------------------------------------------------------------
-def test_build_error_names_node_and_config_and_is_not_cached(use_fake, plan, cache):
+def test_build_error_names_node_and_config_and_is_not_cached(use_fake, plan, cache, release):
     msg = (f"[ONNX Layer: {LN}/Pow]: Error Code 10: Internal Error (Could not find any implementation for node "
            f"{LN}/Pow.)")
-    fake, backend = use_fake("10.13.0.35", fail_build=msg)
+    fake, backend = use_fake(release[0], rtx=release[1], fail_build=msg)
     with pytest.raises(BuildError) as info:
         build(backend, plan, cache, tf32=True)
     text = str(info.value)
     assert text.startswith(f"TensorRT build failed for {plan.model.label} [{plan.policy.describe()}]")
     assert f"at node '{LN}/Pow'" in text
-    assert "build config: TensorRT 10.13.0.35, strong typing, low precision fp16, tf32 on" in text
+    assert f"build config: {TrtCompat(fake).label}, strong typing, low precision fp16, tf32 on" in text
     assert "TensorRT said:" in text and "Could not find any implementation" in text
     assert "Nothing was cached" in text
     assert cache.entries("engine") == []
@@ -311,8 +342,8 @@ def test_build_error_names_node_and_config_and_is_not_cached(use_fake, plan, cac
     assert build(backend, plan, cache).build_info.cache_hit is False
 
 
-def test_parser_error_names_node(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35", unsupported_ops=("Sqrt",))
+def test_parser_error_names_node(use_fake, plan, cache, release):
+    _, backend = use_fake(release[0], rtx=release[1], unsupported_ops=("Sqrt",))
     with pytest.raises(BuildError) as info:
         build(backend, plan, cache)
     text = str(info.value)
@@ -346,8 +377,8 @@ def test_rtx_on_cc90_builds_caches_and_maps_deserialization(use_fake, plan, cach
     assert build(backend, plan, cache).build_info.cache_hit
 
 
-def test_corrupt_engine_bytes_is_build_error(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35")
+def test_corrupt_engine_bytes_is_build_error(use_fake, plan, cache, release):
+    _, backend = use_fake(release[0], rtx=release[1])
     engine = build(backend, plan, cache)
     engine._data = b"garbage"
     with pytest.raises(BuildError, match="could not deserialize.*Magic tag does not match.*--trt-rebuild"):
@@ -355,14 +386,17 @@ def test_corrupt_engine_bytes_is_build_error(use_fake, plan, cache):
 
 
 # -- cache and timing cache --------------------------------------------------------------
-def test_cache_hit_and_shared_timing_cache(use_fake, plan, model, cache):
-    fake, backend = use_fake("10.13.0.35")
+def test_cache_hit_and_shared_timing_cache(use_fake, plan, model, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
     first = build(backend, plan, cache)
     assert not first.build_info.cache_hit and first.build_info.key
     again = build(backend, plan, cache)
     assert again.build_info.cache_hit and again.build_info.key == first.build_info.key
     assert fake.state.builds == 1
     files = list((cache.root / "timing-cache").glob("*.cache"))
+    if release[1]:  # TensorRT-RTX deprecates the timing-cache calls: none is kept
+        assert files == [] and fake.state.timing_loaded == []
+        return
     assert len(files) == 1 and "NVIDIA_Fake_4090" in files[0].name
     # a different plan reuses (loads) the shared timing cache
     other = PrecisionPolicy(default="fp16").resolve(model)
@@ -371,27 +405,30 @@ def test_cache_hit_and_shared_timing_cache(use_fake, plan, model, cache):
     assert len(json.loads(files[0].read_text())) == 2
     parts = backend.cache_parts(plan, BuildConfig())
     assert parts["typing"] == "strong" and parts["device"]["gpu"] == "NVIDIA Fake 4090"
-    assert parts["backend_versions"] == {"tensorrt": "10.13.0.35"}
+    assert parts["backend_versions"] == {backend.name: release[0]}
 
 
-def test_corrupt_timing_cache_is_ignored(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35")
+def test_corrupt_timing_cache_is_ignored(use_fake, plan, cache, release):
+    _, backend = use_fake(release[0], rtx=release[1])
     path = backend._timing_cache_path(backend.compat(), cache)
+    if release[1]:
+        assert path is None  # no timing cache for TensorRT-RTX
+        return
     path.parent.mkdir(parents=True)
     path.write_bytes(b"not a timing cache")
     engine = build(backend, plan, cache)
     assert any("timing cache not loaded" in n for n in engine.record["notes"])
 
 
-def test_build_without_cache(use_fake, plan):
-    _, backend = use_fake("10.13.0.35")
+def test_build_without_cache(use_fake, plan, release):
+    _, backend = use_fake(release[0], rtx=release[1])
     engine = backend._build_engine(plan, BuildConfig(), None, memory=HostMemory())
     assert not engine.build_info.cache_hit and engine.engine_bytes.startswith(fake_tensorrt.MAGIC)
 
 
 # -- running -----------------------------------------------------------------------------
-def test_run_returns_model_outputs_and_frees_memory(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35")
+def test_run_returns_model_outputs_and_frees_memory(use_fake, plan, cache, release):
+    _, backend = use_fake(release[0], rtx=release[1])
     memory = HostMemory()
     engine = backend._build_engine(plan, BuildConfig(), cache, memory=memory)
     feeds = tm.sample_feeds(plan.model.proto)
@@ -404,27 +441,31 @@ def test_run_returns_model_outputs_and_frees_memory(use_fake, plan, cache):
     assert memory.buffers == {} and memory.freed == 2
 
 
-def test_run_feed_errors(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35")
+def test_run_feed_errors(use_fake, plan, cache, release):
+    _, backend = use_fake(release[0], rtx=release[1])
     engine = build(backend, plan, cache)
     with pytest.raises(InputError, match="no feed for engine input"):
         engine.run({})
-    with pytest.raises(InputError, match="outside the engine's optimization profile"):
+    with pytest.raises(InputError, match="no optimization profile of the engine covers the feeds"):
         engine.run({"hidden_states": np.zeros((1, 5, 16), np.float32)})
 
 
-def test_run_layerwise_with_debug_tensors(use_fake, plan, cache):
-    _, backend = use_fake("10.13.0.35")
+def test_run_layerwise_with_debug_tensors(use_fake, plan, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
     engine = build(backend, plan, cache)
     values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
+    if not TrtCompat(fake).has_unfused_debug_tensors():  # before 10.12: the probe build
+        assert "SEPARATE probe build" in note and len(cache.entries("engine-probe")) == 1
+        return
     assert "debug tensors of the engine under test" in note
     assert f"{LN}/Pow_output_0" in values and values[f"{LN}/Pow_output_0"].dtype == np.float32
     assert set(values) <= set(plan.tensor_precision)
     assert cache.entries("engine-probe") == []
 
 
-def test_run_layerwise_probe_build_before_10_12(use_fake, plan, cache):
-    fake, backend = use_fake("10.8.0")
+@pytest.mark.parametrize("version", ["10.0.1", "10.8.0.43"])
+def test_run_layerwise_probe_build_before_10_12(use_fake, plan, cache, version):
+    fake, backend = use_fake(version)
     engine = build(backend, plan, cache)
     values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
     assert "SEPARATE probe build" in note and "DIFFERENT engine" in note
@@ -441,8 +482,8 @@ def test_dtype_names():
     assert trt_compat.trt_dtype(fake, "bf16") == fake.DataType.BF16
 
 
-def test_logger_is_shared_and_captures(use_fake):
-    fake, _ = use_fake("10.13.0.35")
+def test_logger_is_shared_and_captures(use_fake, release):
+    fake, _ = use_fake(release[0], rtx=release[1])
     logger = trt_compat.get_logger(fake)
     assert trt_compat.get_logger(fake) is logger
     with logger.capture() as records:
@@ -567,3 +608,217 @@ def test_weak_typing_rule_fails_trt_check_after_the_accuracy_verdict(use_fake, p
     assert "weak typing" in str(info.value) and f"{LN}/Pow (Pow): planned fp32, the engine ran it in fp16" in str(
         info.value)
     assert [r["result"]["passed"] for r in case.records if r["kind"] == "accuracy"] == [True]
+
+
+# -- debug tensors: both switches, internal names, partial capture ------------------------
+def test_both_debug_switches(use_fake, release):
+    fake, _ = use_fake(release[0], rtx=release[1])
+    compat = TrtCompat(fake)
+    engine_desc = {"inputs": [], "outputs": []}
+    context = fake.IExecutionContext(fake.ICudaEngine(engine_desc))
+    switches = compat.set_debug_state(context, True)
+    if compat.has_unfused_debug_tensors():
+        assert switches == ["set_all_tensors_debug_state", "unfused_tensors_debug_state"]
+        assert context.debug_state and context.unfused_tensors_debug_state
+        compat.set_debug_state(context, False)
+        assert not context.unfused_tensors_debug_state
+    else:  # 10.0 ... 10.11: neither the marking call nor the property exists
+        assert switches == ["set_all_tensors_debug_state"] and not hasattr(context, "unfused_tensors_debug_state")
+
+
+def test_debug_tensors_with_internal_names_are_named_through_the_layer_report(use_fake, plan, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1], internal_tensor_names=True, split_nodes=(f"{LN}/Pow",))
+    engine = build(backend, plan, cache)
+    values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
+    assert f"{LN}/Sub_output_0" in values and f"{LN}/Pow_output_0" in values
+    assert set(values) <= set(plan.tensor_precision)
+    if not TrtCompat(fake).has_unfused_debug_tensors():
+        assert "SEPARATE probe build" in note
+        return
+    assert "named through the engine's layer report" in note and "PARTIAL" not in note
+    assert cache.entries("engine-probe") == []
+    # the Pow node's first layer (the split's aux layer) is an intermediate: kept, named as such, not compared
+    unmapped = engine.unmapped_debug_tensors
+    intermediate = {n: why for n, (why, _) in unmapped.items() if "intermediate" in why}
+    (name, why), = intermediate.items()
+    assert name.startswith("(Unnamed Layer*") and f"intermediate of ONNX node '{LN}/Pow'" in why
+    casts = [why for n, (why, _) in unmapped.items() if n != name]
+    assert casts and all("a Cast the strongly typed realization added" in w for w in casts)
+    assert f"{len(unmapped)} engine tensor(s) not mapped to ONNX tensors" in note
+    # mapped values are the ONNX tensors' values (the fake computes them with ONNX Runtime)
+    _, plain = use_fake(release[0], rtx=release[1])
+    reference, _ = build(plain, plan, cache).run_layerwise(tm.sample_feeds(plan.model.proto))
+    np.testing.assert_array_equal(values[f"{LN}/Sub_output_0"], reference[f"{LN}/Sub_output_0"])
+
+
+def test_partial_capture_falls_back_to_the_probe_build(use_fake, plan, cache, release):
+    missing = f"{LN}/Sqrt_output_0"
+    fake, backend = use_fake(release[0], rtx=release[1], internal_tensor_names=True, unemitted_debug=(missing,))
+    engine = build(backend, plan, cache)
+    values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
+    assert missing in values
+    if TrtCompat(fake).has_unfused_debug_tensors():
+        assert "PARTIAL capture: 1 ONNX tensor(s)" in note and missing in note and "DIFFERENT engine" in note
+    else:
+        assert "SEPARATE probe build" in note
+    assert len(cache.entries("engine-probe")) == 1
+
+
+# -- data-dependent output shapes ----------------------------------------------------------
+def _nonzero_model():
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("NonZero", ["r"], ["idx"], name="nz")],
+        "nonzero", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6])],
+        [helper.make_tensor_value_info("idx", TensorProto.INT64, [1, "n"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(model)
+    return load_model(model)
+
+
+def test_data_dependent_output_shape_through_an_output_allocator(use_fake, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
+    plan = PrecisionPolicy(default="fp32").resolve(_nonzero_model())
+    memory = HostMemory()
+    engine = backend._build_engine(plan, BuildConfig(), cache, memory=memory)
+    x = np.array([1.0, -2.0, 0.0, 3.0, 4.0, -1.0], np.float32)
+    out = engine.run({"x": x})
+    assert out["idx"].shape == (1, 3) and out["idx"].tolist() == [[0, 3, 4]]
+    assert memory.buffers == {}  # the allocator's buffer is freed too
+
+
+# -- optimization profiles -------------------------------------------------------------------
+def _dynamic_model():
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Neg", ["r"], ["y"], name="neg")],
+        "dyn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["b", 4])])
+    return load_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_the_profile_covering_the_feeds_is_selected(use_fake, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
+    plan = PrecisionPolicy(default="fp32").resolve(_dynamic_model())
+    profiles = ({"x": ((1, 4), (2, 4), (2, 4))}, {"x": ((3, 4), (4, 4), (8, 4))})
+    engine = backend._build_engine(plan, BuildConfig(profiles=profiles), cache, memory=HostMemory())
+    for batch, profile in ((5, 1), (2, 0), (8, 1)):
+        x = np.arange(batch * 4, dtype=np.float32).reshape(batch, 4) - 3
+        out = engine.run({"x": x})
+        np.testing.assert_array_equal(out["y"], -np.maximum(x, 0))
+        assert engine._context._profile == profile
+    with pytest.raises(InputError) as info:
+        engine.run({"x": np.zeros((9, 4), np.float32)})
+    text = str(info.value)
+    assert "no optimization profile of the engine covers the feeds (x (9, 4))" in text
+    assert "profile 0 (x: min (1, 4) max (2, 4)); profile 1 (x: min (3, 4) max (8, 4))" in text
+
+
+# -- engines released when the session no longer needs them ----------------------------------
+def test_session_releases_least_recently_used_engines(use_fake, model, tmp_path, release):
+    from pytest_trt.session import TrtSession
+    from pytest_trt.settings import Settings
+
+    fake, backend = use_fake(release[0], rtx=release[1])
+    # each loaded engine holds its plan bytes + 1 MiB of context memory (the fake's device_memory_size*)
+    session = TrtSession(settings=Settings(cache_dir=tmp_path / "c", engine_memory_bytes=(1 << 20) * 3 // 2),
+                         backend=backend, backend_reason="test")
+    plans = [PrecisionPolicy(default=p, keep_fp32=k).resolve(model)
+             for p, k in (("fp16", ("*/LayerNorm/*",)), ("fp16", ()), ("fp32", ()))]
+    engines = []
+    feeds = tm.sample_feeds(model.proto)
+    for plan in plans:
+        engine, _ = session.engine(plan, session.build_config())
+        engine._memory = HostMemory()
+        engine.run(feeds)
+        assert engine.loaded_bytes > 1 << 20
+        engines.append(engine)
+    # asking for the third engine released the least recently used one: the other loaded engines must
+    # fit in the limit (1.5 MiB: one engine)
+    assert [e.loaded_bytes > 0 for e in engines] == [False, True, True]
+    assert [label for label, _ in session.released_engines] == [engines[0].describe()]
+    again, event = session.engine(plans[0], session.build_config())
+    assert again is engines[0] and event.cache_hit
+    assert [e.loaded_bytes > 0 for e in engines] == [False, False, True]  # engines[1] was least recently used
+    deserialized = fake.state.deserializations
+    again.run(feeds)  # loads again from the plan bytes: no rebuild
+    assert fake.state.deserializations == deserialized + 1 and fake.state.builds == 3
+    assert engines[2].loaded_bytes > 0  # released only when the next engine is asked for
+    session.engine(plans[1], session.build_config())
+    assert engines[2].loaded_bytes == 0 and engines[0].loaded_bytes > 0
+
+
+def test_engine_memory_option_and_default(monkeypatch, tmp_path):
+    from pytest_trt import environment
+    from pytest_trt.session import TrtSession
+    from pytest_trt.settings import Settings, parse_size
+
+    session = TrtSession(settings=Settings(cache_dir=tmp_path), backend=None, backend_reason="")
+    monkeypatch.setattr(environment, "gpus", lambda: (environment.GpuInfo("G", "9.0", "580", "81559 MiB"),))
+    assert session.engine_memory_limit == 81559 * 1024 * 1024 // 2
+    monkeypatch.setattr(environment, "gpus", lambda: ())
+    assert session.engine_memory_limit is None
+    session.settings.engine_memory_bytes = parse_size("8G")
+    assert session.engine_memory_limit == 8 << 30
+
+
+# -- models over the protobuf limit -----------------------------------------------------------
+@pytest.mark.parametrize("typing", ["strong", "weak"])
+def test_models_over_the_protobuf_limit_are_parsed_from_a_file_with_external_data(
+        use_fake, plan, cache, release, monkeypatch, typing):
+    fake, backend = use_fake(release[0], rtx=release[1])
+    if typing == "weak" and not TrtCompat(fake).has_weak_typing():
+        typing = "strong"
+    monkeypatch.setattr(trt_backend, "EXTERNAL_DATA_THRESHOLD", 1024)  # this model is ~5 KB: "too large"
+    before = plan.model.proto.SerializeToString()
+    seen = []
+    real_load = __import__("onnx").load
+
+    def spy(path, *a, **k):
+        data = Path(str(path) + ".data")
+        seen.append(data.exists() and data.stat().st_size > 0)
+        return real_load(path, *a, **k)
+
+    monkeypatch.setattr(fake_tensorrt.onnx, "load", spy)
+    engine = build(backend, plan, cache, typing=typing)
+    assert len(fake.state.parsed_files) == 1 and seen == [True]  # weights were in the external data file
+    assert not Path(fake.state.parsed_files[0]).exists()  # the temporary copy is gone
+    assert engine.record["parsed_from_file"].startswith("external data")
+    assert plan.model.proto.SerializeToString() == before  # the user's model was not modified
+    feeds = tm.sample_feeds(plan.model.proto)
+    from pytest_trt.baseline import make_session, run_session
+
+    expected = run_session(make_session(plan.model.serialized()), feeds)["output"]
+    np.testing.assert_allclose(engine.run(feeds)["output"], expected, rtol=2e-2, atol=2e-2)
+
+
+# -- shape-tensor inputs -----------------------------------------------------------------------
+def _reshape_model():
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["r"], name="reshape"),
+         helper.make_node("Neg", ["r"], ["y"], name="neg")],
+        "reshape", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+                    helper.make_tensor_value_info("shape", TensorProto.INT64, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["a", "b"])])
+    return load_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def test_shape_tensor_inputs_are_given_by_value(use_fake, cache, release):
+    fake, backend = use_fake(release[0], rtx=release[1])
+    plan = PrecisionPolicy(default="fp32").resolve(_reshape_model())
+    with pytest.raises(BuildError, match="input 'shape' is a shape tensor .* declare a profile with its min/opt/max"):
+        backend._build_engine(plan, BuildConfig(), cache, memory=HostMemory())
+    profiles = ({"shape": ((1, 1), (3, 4), (12, 12))},)
+    engine = backend._build_engine(plan, BuildConfig(profiles=profiles), cache, memory=HostMemory())
+    assert fake.state.last_config.profiles[0].values == {"shape": ((1, 1), (3, 4), (12, 12))}
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    for shape in ((3, 4), (12, 1), (4, 3)):
+        out = engine.run({"x": x, "shape": np.array(shape, np.int64)})
+        np.testing.assert_array_equal(out["y"], -x.reshape(shape))
+    with pytest.raises(InputError, match=r"shape values: min \(1, 1\) max \(12, 12\)"):
+        engine.run({"x": x, "shape": np.array((1, 13), np.int64)})

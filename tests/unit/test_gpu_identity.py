@@ -1,0 +1,112 @@
+"""Which GPU CUDA will use, resolved through the GPU UUID, and what the cache key then says.
+
+A FAKE ``nvidia-smi`` (a shell script put first on PATH, run as a real subprocess) describes a
+machine with two different GPU models; ``CUDA_VISIBLE_DEVICES`` is set as users and
+``--trt-gpus`` set it: indices, UUIDs, UUID prefixes, MIG ids. Nothing here touches a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from pytest_trt import environment, xdist_gpus
+from pytest_trt.backends import tensorrt as trt_backend
+
+H100 = "GPU-1f0e2c44-5b6a-4c1d-9e8f-0a1b2c3d4e5f"
+A100 = "GPU-9a8b7c6d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"
+MIG = "MIG-4c2f1e0d-aaaa-5bbb-9ccc-dddddddddddd"
+SMI = f"""#!/bin/sh
+case "$1" in
+  -L)
+    echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: {H100})"
+    echo "GPU 1: NVIDIA A100-SXM4-40GB (UUID: {A100})"
+    echo "  MIG 1g.5gb      Device  0: (UUID: {MIG})" ;;
+  --query-gpu=*)
+    echo "0, {H100}, NVIDIA H100 80GB HBM3, 9.0, 580.65.06, 81559 MiB"
+    echo "1, {A100}, NVIDIA A100-SXM4-40GB, 8.0, 580.65.06, 40960 MiB" ;;
+  *)
+    echo "| NVIDIA-SMI 580.65.06   Driver Version: 580.65.06   CUDA Version: 13.0 |" ;;
+esac
+"""
+
+
+@pytest.fixture
+def machine(tmp_path, monkeypatch):
+    exe = tmp_path / "nvidia-smi"
+    exe.write_text(SMI)
+    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    environment.gpus.cache_clear()
+    trt_backend.cuda_driver_version.cache_clear()
+    yield monkeypatch
+    environment.gpus.cache_clear()
+    trt_backend.cuda_driver_version.cache_clear()
+
+
+def _visible(monkeypatch, value):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+    environment.gpus.cache_clear()
+    return [g.name for g in environment.gpus()]
+
+
+@pytest.mark.parametrize("value, names", [
+    (None, ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-40GB"]),
+    ("1", ["NVIDIA A100-SXM4-40GB"]),
+    ("1,0", ["NVIDIA A100-SXM4-40GB", "NVIDIA H100 80GB HBM3"]),
+    (A100, ["NVIDIA A100-SXM4-40GB"]),
+    (f"{A100},{H100}", ["NVIDIA A100-SXM4-40GB", "NVIDIA H100 80GB HBM3"]),
+    ("GPU-9a8b7c6d", ["NVIDIA A100-SXM4-40GB"]),  # a unique UUID prefix, as CUDA accepts
+    (A100[4:], ["NVIDIA A100-SXM4-40GB"]),  # without the "GPU-" prefix
+    (MIG, ["NVIDIA A100-SXM4-40GB"]),  # a MIG instance: its parent GPU
+    ("1,7,0", ["NVIDIA A100-SXM4-40GB"]),  # CUDA stops at the first invalid entry
+    ("GPU-", []),  # ambiguous prefix: names no device
+    ("-1", []),
+    ("", []),
+])
+def test_visible_devices_resolve_through_the_uuid(machine, value, names):
+    if value is None:
+        environment.gpus.cache_clear()
+        assert [g.name for g in environment.gpus()] == names
+    else:
+        assert _visible(machine, value) == names
+
+
+def test_cache_key_names_the_model_cuda_uses_not_the_instance(machine):
+    _visible(machine, A100)
+    a100 = trt_backend.device_info()
+    assert a100 == {"gpu": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0", "driver": "580.65.06",
+                    "cuda": "13.0"}
+    _visible(machine, "1")
+    assert trt_backend.device_info() == a100  # same GPU by index: same key
+    _visible(machine, H100)
+    assert trt_backend.device_info()["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert all("GPU-" not in str(v) for v in a100.values())  # the UUID (the instance) is never in the key
+
+
+def test_workers_get_one_gpu_each_and_their_keys_name_their_model(machine):
+    """--trt-gpus mapping with UUIDs in CUDA_VISIBLE_DEVICES: each worker's device identity."""
+    machine.setenv("CUDA_VISIBLE_DEVICES", f"{A100},{H100}")
+    environment.gpus.cache_clear()
+    tokens = xdist_gpus.visible_devices()
+    assert tokens == [A100, H100]
+    mapping = xdist_gpus.assign_devices(["gw0", "gw1", "gw2"], tokens, None)
+    assert mapping == {"gw0": A100, "gw1": H100, "gw2": A100}
+    seen = {}
+    for worker, token in mapping.items():  # what each worker sees once the controller set its env
+        machine.setenv("CUDA_VISIBLE_DEVICES", token)
+        environment.gpus.cache_clear()
+        assert len(environment.gpus()) == 1
+        seen[worker] = trt_backend.device_info()["gpu"]
+    assert seen == {"gw0": "NVIDIA A100-SXM4-40GB", "gw1": "NVIDIA H100 80GB HBM3", "gw2": "NVIDIA A100-SXM4-40GB"}
+
+
+def test_index_tokens_for_workers(machine):
+    tokens = xdist_gpus.visible_devices()
+    assert tokens == ["0", "1"]
+    assert xdist_gpus.assign_devices(["gw0", "gw1"], tokens, 2) == {"gw0": "0", "gw1": "1"}
+    with pytest.raises(pytest.UsageError, match="--trt-gpus 3 but only 2 visible GPU"):
+        xdist_gpus.assign_devices(["gw0", "gw1", "gw2"], tokens, 3)
