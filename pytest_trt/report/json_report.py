@@ -5,12 +5,13 @@ JSON (no NaN: non-finite numbers are the strings ``"inf"``, ``"-inf"``, ``"nan"`
 Keys may be added in a minor release; ``schema_version`` changes when a key is removed
 or changes meaning.
 
-Schema (``schema_version`` 1)
+Schema (``schema_version`` 2; 2 added the cache figures ``local_hits`` ... ``cache_seconds_saved``
+and ``session.remote_cache``)
 -----------------------------
 ::
 
     {
-      "schema_version": 1,
+      "schema_version": 2,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -24,13 +25,20 @@ Schema (``schema_version`` 1)
         "precision": "fp16", "precision_source": "--trt-fp16", "as_is": false,
         "typing": "auto", "seed": 0, "baseline_provider": "cpu",
         "atol": null, "rtol": null,                     # --trt-atol / --trt-rtol (null: per-precision defaults)
-        "keep_fp32": ["*/LayerNorm/*"], "cache_dir": "/.../.trt-cache", "rebuild": false
+        "keep_fp32": ["*/LayerNorm/*"], "cache_dir": "/.../.trt-cache", "rebuild": false,
+        "remote_cache": {"url": "https://cache.example/trt", "mode": "ro" | "rw",
+                         "trusted_key_ids": ["3f2a..."]} | null       # --trt-remote-cache
       },
       "summary": {
         "tests": 4, "outcomes": {"passed": 3, "failed": 1},
         "outputs": 7, "outputs_failed": 2,
         "precision_checks": 2, "precision_checks_failed": 0,
-        "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84
+        "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84,
+        # the cache, every kind (engines, baselines, emulation graphs), summed over xdist workers:
+        "local_hits": 3, "cache_builds": 2,
+        "remote_hits": 1, "remote_misses": 2, "remote_rejected": 0,   # rejected: failed verification, rebuilt
+        "remote_uploads": 2, "remote_bytes": 5242880,                 # bytes down + up
+        "remote_requests": 17, "cache_seconds_saved": 31.2            # estimated from recorded build times
       },
       "tests": [                                        # tests that recorded an engine or a check, in report order
         {
@@ -111,7 +119,7 @@ from typing import Any
 
 from .summary import accuracy_rows, engine_counts, precision_rows, records_of, tolerance_ratio
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -150,7 +158,26 @@ def session_metadata(session) -> dict[str, Any]:
         "keep_fp32": list(s.keep_fp32),
         "cache_dir": str(s.cache_dir),
         "rebuild": bool(s.rebuild),
+        "remote_cache": _remote_metadata(session),
     }
+
+
+def _remote_metadata(session) -> dict[str, Any] | None:
+    remote = getattr(session, "_remote", None)
+    if remote is None:
+        return None
+    return {"url": remote.url, "mode": remote.mode, "trusted_key_ids": sorted(remote.trusted)}
+
+
+def cache_summary(session) -> dict[str, Any]:
+    """The summary's cache figures (zeros when the session never opened the cache)."""
+    from ..remote_cache import CacheStats
+
+    stats = session.cache_stats() if hasattr(session, "cache_stats") else CacheStats()
+    return {"local_hits": stats.local_hits, "cache_builds": stats.builds, "remote_hits": stats.remote_hits,
+            "remote_misses": stats.remote_misses, "remote_rejected": stats.remote_rejected,
+            "remote_uploads": stats.remote_uploads, "remote_bytes": stats.remote_bytes,
+            "remote_requests": stats.remote_requests, "cache_seconds_saved": round(stats.seconds_saved, 4)}
 
 
 def _jsonable_ratio(x):
@@ -215,6 +242,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "precision_checks": len(prec), "precision_checks_failed": sum(1 for p in prec if not p["passed"]),
             "engines_built": counts["built"], "engines_reused": counts["reused"], "engine_uses": counts["uses"],
             "build_seconds": counts["build_seconds"],
+            **cache_summary(session),
         },
         "tests": [entry_of_test(res) for res in results],
     }

@@ -282,7 +282,7 @@ def test_terminal_summary_is_silent_without_results():
 def test_json_report_schema(results, tmp_path):
     path = json_report.write_json_report(tmp_path / "sub" / "r.json", fake_session(), results, 1)
     data = json.loads(path.read_text())  # strict JSON: no NaN literals
-    assert data["schema_version"] == json_report.SCHEMA_VERSION == 1
+    assert data["schema_version"] == json_report.SCHEMA_VERSION == 2
     assert data["exitstatus"] == 1
     meta = data["session"]
     for key in ("pytest_trt", "libraries", "gpu", "gpus", "backend", "backend_reason", "seed", "precision"):
@@ -403,7 +403,8 @@ def test_visible_devices_honour_cuda_visible_devices(monkeypatch):
 def test_module_docstring_documents_the_schema():
     doc = json_report.__doc__
     for key in ('"schema_version"', '"cache_hit"', '"build_seconds"', '"tests"', '"nodeid"', '"planned"',
-                '"observed"', '"layerwise"', '"gpu"', '"libraries"'):
+                '"observed"', '"layerwise"', '"gpu"', '"libraries"', '"remote_hits"', '"remote_uploads"',
+                '"remote_bytes"', '"local_hits"', '"remote_cache"'):
         assert key in doc, key
     assert Path(json_report.__file__).name == "json_report.py"
 
