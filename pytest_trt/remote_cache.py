@@ -128,6 +128,7 @@ class CacheStats:
     remote_lost_races: int = 0
     remote_bytes_down: int = 0
     remote_bytes_up: int = 0
+    #: HTTP requests (WebDAV); filesystem calls for other transports
     remote_requests: int = 0
     build_seconds: float = 0.0
     seconds_saved: float = 0.0
@@ -276,8 +277,8 @@ def verify_manifest(data: bytes, trusted: dict) -> dict:
     kid = envelope.get("key_id")
     if kid not in trusted:
         raise _Rejected(f"it is signed with key id {str(kid)[:32]!r}, which is not trusted here (trusted: "
-                        f"{', '.join(sorted(trusted)) or 'none'}); add its public key to --trt-remote-cache-trust "
-                        f"if that key is yours")
+                        f"{', '.join(sorted(trusted)) or 'none'}); trust its public key (remote cache trust option) "
+                        f"only if that key is yours")
     try:
         body = base64.b64decode(str(envelope.get("payload")), validate=True)
         signature = base64.b64decode(str(envelope.get("signature")), validate=True)
@@ -300,42 +301,53 @@ def verify_manifest(data: bytes, trusted: dict) -> dict:
 # ---------------------------------------------------------------------- transport
 
 
-def _open_filesystem(url: str, auth: str | None):
-    """(fsspec filesystem, root path) for a remote cache URL."""
+def _open_filesystem(url: str, auth: str | None, on_request=None, flag: str = "--trt-remote-cache",
+                     on_response=None):
+    """(fsspec filesystem, root path, counts_requests) for a remote cache URL.
+
+    ``on_request()`` is called for every HTTP request where the transport lets us see them
+    (WebDAV, through httpx's event hooks); then ``counts_requests`` is True.
+    """
     try:
         import fsspec
     except ImportError:
-        raise UsageError(f"--trt-remote-cache {url}: the remote cache uses fsspec: {EXTRA_HINT}") from None
+        raise UsageError(f"{flag} {url}: the remote cache uses fsspec: {EXTRA_HINT}") from None
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme in ("http", "https", "webdav+http", "webdav+https"):
         try:
             from webdav4.fsspec import WebdavFileSystem
         except ImportError:
-            raise UsageError(f"--trt-remote-cache {url}: WebDAV needs the `webdav4` package: {EXTRA_HINT}") from None
+            raise UsageError(f"{flag} {url}: WebDAV needs the `webdav4` package: {EXTRA_HINT}") from None
         base = url.split("+", 1)[1] if scheme.startswith("webdav+") else url
         kwargs: dict[str, Any] = {"retry": False, "timeout": 30}
+        if on_request is not None:
+            kwargs["event_hooks"] = {"request": [lambda request: on_request()],
+                                     "response": [lambda response: on_response(response.status_code)]}
         if auth:
             user, _, password = auth.partition(":")
             kwargs["auth"] = (user, password)
-        return WebdavFileSystem(base.rstrip("/"), **kwargs), ""
+        return WebdavFileSystem(base.rstrip("/"), **kwargs), "", on_request is not None
     if scheme in ("", "file", "local"):
         path = url.split("://", 1)[1] if scheme else url
         if not os.path.isabs(path):
-            raise UsageError(f"--trt-remote-cache {url}: a local remote cache needs an absolute path "
+            raise UsageError(f"{flag} {url}: a local remote cache needs an absolute path "
                              f"(file:///shared/trt-cache)")
-        return fsspec.filesystem("file"), path.rstrip("/")
+        return fsspec.filesystem("file"), path.rstrip("/"), False
     try:
         fs, root = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as exc:
-        raise UsageError(f"--trt-remote-cache {url}: fsspec cannot open it ({exc}); s3://, gs:// and az:// need "
+        raise UsageError(f"{flag} {url}: fsspec cannot open it ({exc}); s3://, gs:// and az:// need "
                          f"s3fs, gcsfs or adlfs installed") from None
-    return fs, root.rstrip("/")
+    return fs, root.rstrip("/"), False
 
 
-def _describe_error(exc: BaseException) -> str:
-    status = getattr(getattr(exc, "response", None), "status_code", None)
+def _describe_error(exc: BaseException, status: int | None = None) -> str:
+    if status is None:
+        status = getattr(getattr(exc, "response", None), "status_code", None)
     if status is None:
         status = getattr(exc, "status_code", None)
+    if status is None and type(exc).__name__ == "InsufficientStorage":
+        status = 507
     if status == 507 or getattr(exc, "errno", None) in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
         return f"the remote cache is full ({'HTTP 507 Insufficient Storage' if status == 507 else exc})"
     if status in (401, 403, 405) or isinstance(exc, PermissionError) or getattr(exc, "errno", None) == errno.EROFS:
@@ -343,6 +355,23 @@ def _describe_error(exc: BaseException) -> str:
     if status is not None:
         return f"HTTP {status} from the remote cache"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    """The server could not be reached or went away (as opposed to a server that refused)."""
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return True
+    with contextlib.suppress(ImportError):
+        import httpx
+
+        if isinstance(exc, httpx.TransportError):
+            return True
+    return isinstance(exc.__cause__ or exc.__context__, (ConnectionError, TimeoutError)) or (
+        (exc.__cause__ or exc.__context__) is not None
+        and type(exc.__cause__ or exc.__context__).__module__.startswith("httpx")
+        and type(exc.__cause__ or exc.__context__).__name__.endswith(("ConnectError", "ReadError", "WriteError",
+                                                                       "RemoteProtocolError", "Timeout"))
+    )
 
 
 def _transport_errors() -> tuple[type[BaseException], ...]:
@@ -375,31 +404,38 @@ class RemoteTier:
             key at all, an unreadable key, a URL fsspec cannot open, or the ``remote`` extra missing.
     """
 
-    def __init__(self, url: str, *, mode: str = "auto", private_key=None, trusted=(), auth: str | None = None):
+    def __init__(self, url: str, *, mode: str = "auto", private_key=None, trusted=(), auth: str | None = None,
+                 flag_prefix: str = "--trt-"):
+        flag = flag_prefix + "remote-cache"  # error messages in the spelling the user typed (pytest or CLI)
+        self.flag = flag
         if mode not in MODES:
-            raise UsageError(f"--trt-remote-cache-mode {mode!r}: choose one of {', '.join(MODES)}")
+            raise UsageError(f"{flag}-mode {mode!r}: choose one of {', '.join(MODES)}")
         self.url = url
         if isinstance(private_key, str):
             private_key = load_private_key(private_key)
         if mode == "rw" and private_key is None:
-            raise UsageError(f"--trt-remote-cache-mode rw: uploads are signed, and no signing key is set. Set "
+            raise UsageError(f"{flag}-mode rw: uploads are signed, and no signing key is set. Set "
                              f"{ENV_KEY} to the private key file from `pytest-trt remote-cache keygen` (builders "
-                             f"only), or use --trt-remote-cache-mode ro")
+                             f"only), or use {flag}-mode ro")
         self.mode = mode if mode != "auto" else ("rw" if private_key is not None else "ro")
         self.private_key = private_key if self.mode == "rw" else None
         self.trusted: dict[str, Any] = {}
         for item in trusted:
-            key = load_public_key(item) if isinstance(item, str) else item
+            key = load_public_key(item, what=f"{flag}-trust") if isinstance(item, str) else item
             self.trusted[key_id(key)] = key
         if self.private_key is not None:
             own = self.private_key.public_key()
             self.trusted[key_id(own)] = own
         if not self.trusted:
-            raise UsageError(f"--trt-remote-cache {url}: no trusted public key, so no remote entry could be "
-                             f"verified. Pass --trt-remote-cache-trust KEY (ini trt_remote_cache_trust, or "
+            raise UsageError(f"{flag} {url}: no trusted public key, so no remote entry could be "
+                             f"verified. Pass {flag}-trust KEY (pytest ini trt_remote_cache_trust, or "
                              f"{ENV_TRUST}): the .pub file of `pytest-trt remote-cache keygen` or its "
                              f"'ed25519:...' text")
-        self.fs, self.root = _open_filesystem(url, auth)
+        #: the last HTTP error status other than 404 (WebDAV clients turn e.g. a refused MKCOL into
+        #: FileNotFoundError; the status says what happened)
+        self._http_status: int | None = None
+        self.fs, self.root, self._counted = _open_filesystem(url, auth, self._count_request, flag,
+                                                             self._note_status)
         self.stats = CacheStats()
         #: why the remote is skipped for the rest of the session (unreachable), else None
         self.unavailable: str | None = None
@@ -424,8 +460,16 @@ class RemoteTier:
     def _entry_dir(self, kind: str, key: str) -> str:
         return "/".join(p for p in (self.root, PREFIX, kind, key) if p)
 
-    def _call(self, fn, *args, **kwargs):
+    def _note_status(self, status: int) -> None:
+        if status >= 400 and status != 404:
+            self._http_status = status
+
+    def _count_request(self) -> None:
         self.stats.remote_requests += 1
+
+    def _call(self, fn, *args, **kwargs):
+        if not self._counted:  # one filesystem call ~ one request (HTTP transports count the real ones)
+            self.stats.remote_requests += 1
         return fn(*args, **kwargs)
 
     def _warn(self, message: str) -> None:
@@ -555,11 +599,12 @@ class RemoteTier:
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "pytest_trt": __version__,
         }
         manifest = sign_manifest(self.private_key, payload)
+        self._http_status = None
         try:
-            if self._local:
-                os.makedirs(base, exist_ok=True)  # (WebDAV: nginx creates parents on PUT; object stores have none)
             sent = 0
             for name in sorted(files):
+                if self._local:  # (WebDAV clients create collections themselves; object stores have none)
+                    os.makedirs(os.path.dirname(f"{base}/{name}"), exist_ok=True)
                 self._call(self.fs.put_file, str(entry / name), f"{base}/{name}")
                 sent += files[name]["size"]
             self._call(self.fs.pipe_file, f"{base}/{MANIFEST}", manifest)
@@ -567,14 +612,13 @@ class RemoteTier:
             self.stats.remote_bytes_up += sent
             won = self._publish_if_absent(f"{base}/{MANIFEST}", published, manifest)
         except self._errors as exc:
-            reason = _describe_error(exc)
             self.stats.remote_upload_failures += 1
-            if reason.startswith("the remote cache is full") or reason.startswith("the remote cache refuses"):
-                self.uploads_stopped = reason
-                self._warn(f"could not upload {what}: {reason}. Nothing was published (the entry is kept in "
-                           f"the local cache); no more uploads this session")
-            else:
+            if _is_connection_error(exc):
                 self._mark_unreachable(exc)
+                return False
+            self.uploads_stopped = _describe_error(exc, self._http_status)
+            self._warn(f"could not upload {what}: {self.uploads_stopped}. Nothing was published (the entry is "
+                       f"kept in the local cache); no more uploads this session")
             return False
         if won:
             self.stats.remote_uploads += 1

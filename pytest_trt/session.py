@@ -50,6 +50,8 @@ class TrtSession:
     backend_reason: str
     _cache: Any = None
     _remote: Any = None
+    #: how the options are spelled where this session was configured (``--trt-`` in pytest, ``--`` in the CLI)
+    flag_prefix: str = "--trt-"
     #: CacheStats.to_json() of each finished xdist worker (merged on the controller)
     worker_cache_stats: list = field(default_factory=list)
     #: time.time() of the test run's start (the controller's, under xdist): with
@@ -67,11 +69,12 @@ class TrtSession:
     heartbeat_seconds: float = 30.0
 
     @classmethod
-    def create(cls, settings: Settings, *, started_at: float | None = None) -> TrtSession:
+    def create(cls, settings: Settings, *, started_at: float | None = None, flag_prefix: str = "--trt-") -> TrtSession:
         from .backends.base import select_backend
 
         backend, reason = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
         session = cls(settings=settings, backend=backend, backend_reason=reason)
+        session.flag_prefix = flag_prefix
         if started_at is not None:
             session.started_at = started_at
         if settings.remote_cache:
@@ -112,7 +115,7 @@ class TrtSession:
                 key = os.environ.get(ENV_KEY) or None
                 self._remote = RemoteTier(self.settings.remote_cache, mode=self.settings.remote_cache_mode,
                                           private_key=key, trusted=self.settings.remote_cache_trust,
-                                          auth=os.environ.get(ENV_AUTH) or None)
+                                          auth=os.environ.get(ENV_AUTH) or None, flag_prefix=self.flag_prefix)
             return self._remote
 
     def cache_stats(self):
