@@ -31,6 +31,9 @@ from pytest_trt.remote_cache import (
 
 pytestmark = pytest.mark.remote_cache
 
+for _module in ("fsspec", "webdav4", "cryptography"):  # the `remote` extra (also in `test`)
+    pytest.importorskip(_module, reason=f"{_module} is missing: pip install -e '.[test]' (the remote extra)")
+
 PARTS = {"model": "sha256-of-model", "gpu": {"name": "NVIDIA H100", "cc": "9.0"}, "trt": "10.13"}
 HERE = Path(__file__).parent
 
