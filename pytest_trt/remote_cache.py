@@ -9,7 +9,7 @@ After a real build, a read-write tier uploads the sealed local entry.
 
 Remote layout (``<url>`` is ``--trt-remote-cache``; every path below is one object)::
 
-    <url>/pytest-trt-remote-v1/<kind>/<key>/manifest.json          the published entry (written once)
+    <url>/pytest-trt-remote-v1/<kind>/<key>/manifest.<key id>.json the entry published by that key (written once)
     <url>/pytest-trt-remote-v1/<kind>/<key>/uploads/<id>/<file>    the files of one upload
     <url>/pytest-trt-remote-v1/<kind>/<key>/uploads/<id>/manifest.json   that upload's signed manifest
 
@@ -17,8 +17,8 @@ Remote layout (``<url>`` is ``--trt-remote-cache``; every path below is one obje
 docs/DESIGN.md "Cache key"): runners with the same GPU model and library versions share entries.
 
 Publishing. Each upload writes its files under a fresh random ``<id>`` (128 bits), then its
-signed manifest beside them, then *publishes* by creating ``<kind>/<key>/manifest.json``
-only if it does not exist:
+signed manifest beside them, then *publishes* by creating ``<kind>/<key>/manifest.<key id>.json``
+(the id of the signing key) only if it does not exist:
 
 * ``file://`` (a shared mount): ``link(2)`` of the upload's manifest to the published name,
   atomic and exclusive on POSIX filesystems (NFSv3+ included);
@@ -38,7 +38,10 @@ Trust. A manifest is ``{"format", "key_id", "payload", "signature"}``: ``payload
 base64 of the JSON that names kind, key, parts, upload id and every file with its size and
 sha256; ``signature`` is Ed25519 over ``b"pytest-trt remote manifest v1\\n" + payload``.
 Readers hold public keys only (``--trt-remote-cache-trust``); key ids (first 16 hex digits of
-the sha256 of the raw public key) let keys rotate: trust old and new while the fleet moves.
+the sha256 of the raw public key) let keys rotate: each key publishes under its own name, a reader
+looks at the names of its trusted keys in trust order (one request each on a miss) and takes the
+first entry that verifies; trust old and new while the fleet moves, then drop the old key (its
+entries are then never read; the new key publishes its own).
 Builders hold the private key (``$PYTEST_TRT_REMOTE_CACHE_KEY``: a path or the PEM text).
 There is no switch that accepts an unsigned or unverifiable entry.
 
@@ -419,13 +422,13 @@ class RemoteTier:
                              f"only), or use {flag}-mode ro")
         self.mode = mode if mode != "auto" else ("rw" if private_key is not None else "ro")
         self.private_key = private_key if self.mode == "rw" else None
-        self.trusted: dict[str, Any] = {}
+        self.trusted: dict[str, Any] = {}  # key id -> key, in the order entries are looked up
+        if self.private_key is not None:  # a builder prefers (and always trusts) its own entries
+            own = self.private_key.public_key()
+            self.trusted[key_id(own)] = own
         for item in trusted:
             key = load_public_key(item, what=f"{flag}-trust") if isinstance(item, str) else item
             self.trusted[key_id(key)] = key
-        if self.private_key is not None:
-            own = self.private_key.public_key()
-            self.trusted[key_id(own)] = own
         if not self.trusted:
             raise UsageError(f"{flag} {url}: no trusted public key, so no remote entry could be "
                              f"verified. Pass {flag}-trust KEY (pytest ini trt_remote_cache_trust, or "
@@ -495,29 +498,38 @@ class RemoteTier:
         if self.unavailable:
             return None
         what = f"{kind} entry {key[:16]}{f' ({label})' if label else ''}"
-        published = f"{self._entry_dir(kind, key)}/{MANIFEST}"
         t0 = time.monotonic()
-        try:
-            data = self._call(self.fs.cat_file, published)
-        except FileNotFoundError:
-            self.stats.remote_misses += 1
-            return None
-        except self._errors as exc:
-            self._mark_unreachable(exc)
-            return None
-        self.stats.remote_bytes_down += len(data)
-        try:
-            payload = verify_manifest(data, self.trusted)
-            files = self._check_payload(payload, kind, key, parts)
-            self._download(kind, key, payload["upload_id"], files, dest)
-        except _Rejected as exc:
-            _empty(dest)
-            self.stats.remote_rejected += 1
-            self._warn(f"rejected the published {what}: {exc}. It was not loaded; building it locally")
-            return None
-        except self._errors as exc:
-            _empty(dest)
-            self._mark_unreachable(exc)
+        rejected = False
+        for kid, public in self.trusted.items():  # one published name per trusted key, in trust order
+            name = published_name(kid)
+            try:
+                data = self._call(self.fs.cat_file, f"{self._entry_dir(kind, key)}/{name}")
+            except FileNotFoundError:
+                continue
+            except self._errors as exc:
+                self._mark_unreachable(exc)
+                return None
+            self.stats.remote_bytes_down += len(data)
+            try:
+                payload = verify_manifest(data, {kid: public})
+                files = self._check_payload(payload, kind, key, parts)
+                self._download(kind, key, payload["upload_id"], files, dest)
+            except _Rejected as exc:
+                _empty(dest)
+                rejected = True
+                self._warn(f"rejected the published {what} ({name}): {exc}. It was not loaded; it is built "
+                           f"locally unless another trusted key's entry verifies")
+                continue
+            except self._errors as exc:
+                _empty(dest)
+                self._mark_unreachable(exc)
+                return None
+            break
+        else:
+            if rejected:
+                self.stats.remote_rejected += 1
+            else:
+                self.stats.remote_misses += 1
             return None
         self.stats.remote_hits += 1
         built = payload.get("build_seconds")
@@ -582,7 +594,7 @@ class RemoteTier:
             return False
         what = f"{kind} entry {key[:16]}{f' ({label})' if label else ''}"
         entry_dir = self._entry_dir(kind, key)
-        published = f"{entry_dir}/{MANIFEST}"
+        published = f"{entry_dir}/{published_name(key_id(self.private_key.public_key()))}"
         try:
             if self._call(self.fs.exists, published):
                 self.stats.remote_lost_races += 1
@@ -646,6 +658,11 @@ class RemoteTier:
         except FileExistsError:
             return False
         return True
+
+
+def published_name(kid: str) -> str:
+    """The published manifest of the entries signed by key ``kid``: ``manifest.<kid>.json``."""
+    return f"manifest.{kid}.json"
 
 
 def _empty(directory: Path) -> None:

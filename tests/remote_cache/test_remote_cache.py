@@ -26,6 +26,7 @@ from pytest_trt.remote_cache import (
     RemoteTier,
     generate_keypair,
     load_private_key,
+    published_name,
     sign_manifest,
 )
 
@@ -95,6 +96,10 @@ def fetch_cold(tmp_path, url, keys, name="reader-cache"):
     return result, build, tier, [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
 
 
+def published(root: Path, key: str, keys, who: str = "builder") -> Path:
+    return entry_dir(root, key) / published_name(keys[who]["key_id"])
+
+
 def the_upload(root: Path, key: str) -> Path:
     (upload,) = (entry_dir(root, key) / "uploads").iterdir()
     return upload
@@ -117,7 +122,7 @@ def test_a_cold_runner_gets_the_verified_entry_without_building(tmp_path, remote
     upload = the_upload(root, key)
     names = {str(p.relative_to(upload)) for p in upload.rglob("*") if p.is_file()}
     assert names - {MANIFEST} == {"plan.bin", "sub/timing.cache"}  # (WebDAV moved the staged manifest)
-    envelope = json.loads((entry_dir(root, key) / MANIFEST).read_text())
+    envelope = json.loads(published(root, key, keys).read_text())
     payload = json.loads(base64.b64decode(envelope["payload"]))
     assert payload["upload_id"] == upload.name and set(payload["files"]) == {"plan.bin", "sub/timing.cache"}
     # the next ask is a local hit: the remote is not asked again
@@ -171,34 +176,60 @@ def test_tampered_manifest_is_rejected(tmp_path, remote, keys):
     key, _, _ = publish(tmp_path, url, keys)
     evil = b"EVIL" * 50_000
     (the_upload(root, key) / "plan.bin").write_bytes(evil)
-    published = entry_dir(root, key) / MANIFEST
-    envelope = json.loads(published.read_text())
+    manifest = published(root, key, keys)
+    envelope = json.loads(manifest.read_text())
     payload = json.loads(base64.b64decode(envelope["payload"]))
     payload["files"]["plan.bin"] = {"sha256": hashlib.sha256(evil).hexdigest(), "size": len(evil)}
     envelope["payload"] = base64.b64encode(json.dumps(payload).encode()).decode()
-    published.write_text(json.dumps(envelope))
+    manifest.write_text(json.dumps(envelope))
     _rejected(tmp_path, url, keys, "signature does not verify")
 
 
-def test_unknown_key_id_is_rejected(tmp_path, remote, keys):
-    url, _ = remote
+def test_unknown_key_id_is_never_read_and_rejected_in_a_trusted_slot(tmp_path, remote, keys):
+    url, root = remote
     stranger = RemoteTier(url, mode="rw", private_key=keys["stranger"]["private"], trusted=[])
-    ArtifactCache(tmp_path / "stranger-cache", remote=stranger).get_or_build("engine", PARTS, Build(b"EVIL" * 10))
+    key = ArtifactCache(tmp_path / "stranger-cache", remote=stranger).get_or_build(
+        "engine", PARTS, Build(b"EVIL" * 10)).key
     assert stranger.stats.remote_uploads == 1
+    # published under the stranger's own key id: a reader trusting the builder does not even look at it
+    result, build, tier, warned = fetch_cold(tmp_path, url, keys, name="reader0")
+    assert result.source == "built" and build.calls == 1 and tier.stats.remote_misses == 1 and warned == []
+    # copied into the builder's slot: read, and rejected by its key id
+    stolen = published(root, key, keys, "stranger").read_bytes()
+    published(root, key, keys).write_bytes(stolen)
     warned = _rejected(tmp_path, url, keys, f"key id '{keys['stranger']['key_id']}', which is not trusted")
     assert keys["builder"]["key_id"] in warned
+
+
+def test_key_rotation(tmp_path, remote, keys):
+    """Readers trust old and new; the new builder publishes under its own name; the old key is dropped."""
+    url, root = remote
+    old, new = keys["builder"], keys["stranger"]  # (the second pair plays the new key here)
+    key, _, build = publish(tmp_path, url, keys)
+    both = RemoteTier(url, mode="ro", trusted=[new["public"], old["public"]])
+    got = ArtifactCache(tmp_path / "r1", remote=both).get_or_build("engine", PARTS, Build(b"LOCAL"))
+    assert got.source == "remote" and both.stats.remote_requests >= 2  # looked for the new key's entry first
+    new_builder = RemoteTier(url, mode="rw", private_key=new["private"], trusted=[old["public"]])
+    assert list(new_builder.trusted)[0] == new["key_id"], "a builder looks up its own entries first"
+    only_new = RemoteTier(url, mode="rw", private_key=new["private"])
+    rebuilt = ArtifactCache(tmp_path / "b2", remote=only_new).get_or_build("engine", PARTS, Build(b"NEW" * 10))
+    assert rebuilt.source == "built" and only_new.stats.remote_uploads == 1
+    assert published(root, key, keys, "stranger").exists() and published(root, key, keys).exists()
+    reader_new = RemoteTier(url, mode="ro", trusted=[new["public"]])
+    got = ArtifactCache(tmp_path / "r2", remote=reader_new).get_or_build("engine", PARTS, Build(b"LOCAL"))
+    assert got.source == "remote" and (got.path / "plan.bin").read_bytes() == b"NEW" * 10
 
 
 def test_wrong_signature_is_rejected(tmp_path, remote, keys):
     """A manifest claiming the trusted key id, signed by another key."""
     url, root = remote
     key, _, _ = publish(tmp_path, url, keys)
-    published = entry_dir(root, key) / MANIFEST
-    envelope = json.loads(published.read_text())
+    manifest = published(root, key, keys)
+    envelope = json.loads(manifest.read_text())
     payload = json.loads(base64.b64decode(envelope["payload"]))
     forged = json.loads(sign_manifest(load_private_key(keys["stranger"]["private"]), payload))
     forged["key_id"] = envelope["key_id"]
-    published.write_text(json.dumps(forged))
+    manifest.write_text(json.dumps(forged))
     _rejected(tmp_path, url, keys, f"does not verify with the trusted key {keys['builder']['key_id']}")
 
 
@@ -209,7 +240,7 @@ def test_a_signed_manifest_moved_to_another_key_is_rejected(tmp_path, remote, ke
     other_key = cache.get_or_build("engine", other, Build(b"OTHER" * 10)).key
     key = ArtifactCache.key(PARTS)
     entry_dir(root, key).mkdir(parents=True)
-    (entry_dir(root, key) / MANIFEST).write_bytes((entry_dir(root, other_key) / MANIFEST).read_bytes())
+    published(root, key, keys).write_bytes(published(root, other_key, keys).read_bytes())
     _rejected(tmp_path, url, keys, "not this one")
 
 
@@ -239,7 +270,7 @@ def test_a_tampered_entry_never_reaches_the_loader(pytester, nginx, keys, monkey
 
     # tamper the published emulation graph on the server (same size)
     (graph,) = [p for p in (nginx.root / "cache" / PREFIX / "emulate").rglob("*")
-                if p.is_file() and p.name != MANIFEST]
+                if p.is_file() and not p.name.startswith("manifest")]
     data = bytearray(graph.read_bytes())
     data[len(data) // 2] ^= 0x01
     graph.write_bytes(bytes(data))
@@ -292,7 +323,7 @@ def test_server_down_mid_upload_publishes_nothing_and_keeps_the_local_entry(tmp_
         cache.get_or_build("engine", dict(PARTS, model="second"), Build())
     nginx.start()
     key = result.key
-    assert not (entry_dir(nginx.root / "cache", key) / MANIFEST).exists(), "a partial upload was published"
+    assert not published(nginx.root / "cache", key, keys).exists(), "a partial upload was published"
     fresh, build2, tier2, warned = fetch_cold(tmp_path, nginx.url, keys)
     assert fresh.source == "built" and build2.calls == 1 and tier2.stats.remote_misses == 1 and warned == []
 
@@ -322,7 +353,7 @@ def test_a_full_or_read_only_remote_keeps_the_entry_local(tmp_path, nginx, keys,
     methods = [line.split()[0] for line in nginx.requests()[before:]]
     assert "PUT" not in methods and "MKCOL" not in methods
     root = nginx.root / which.split("_")[0] / "cache"
-    assert not any(p.name == MANIFEST for p in root.rglob("*")), "nothing published"
+    assert not any(p.name.startswith("manifest") for p in root.rglob("*")), "nothing published"
 
 
 # ---------------------------------------------------------------------- two runners, one key
