@@ -168,7 +168,8 @@ class CacheResult:
     Attributes:
         path: the entry directory ``<root>/<kind>/<key>``; the artifact files are inside.
         key: the content key (sha256 of the canonical JSON of the parts).
-        cache_hit: True when an existing valid entry was used, False when this call built it.
+        cache_hit: True when an existing valid entry was used (a local hit, or one fetched and
+            verified from the remote tier: see ``source``), False when this call built it.
         build_seconds: seconds ``build`` ran in this call (0.0 on a hit; the original build
             time is ``manifest["build_seconds"]``).
         waited_seconds: seconds spent waiting for another process holding the key's lock.
@@ -506,8 +507,8 @@ class ArtifactCache:
                 "waited": round(waited, 6),
             }
         )
-        if fetched is not None:
-            return CacheResult(entry, key, False, 0.0, waited, kind, manifest, "remote")
+        if fetched is not None:  # an existing entry was used (fetched, verified): a hit, not a build
+            return CacheResult(entry, key, True, 0.0, waited, kind, manifest, "remote")
         self.stats.builds += 1
         self.stats.build_seconds += build_seconds
         if self.remote is not None:

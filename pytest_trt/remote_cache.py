@@ -423,8 +423,8 @@ class RemoteTier:
         self.mode = mode if mode != "auto" else ("rw" if private_key is not None else "ro")
         self.private_key = private_key if self.mode == "rw" else None
         self.trusted: dict[str, Any] = {}  # key id -> key, in the order entries are looked up
-        if self.private_key is not None:  # a builder prefers (and always trusts) its own entries
-            own = self.private_key.public_key()
+        if private_key is not None:  # a key holder prefers (and always trusts) its own entries
+            own = private_key.public_key()
             self.trusted[key_id(own)] = own
         for item in trusted:
             key = load_public_key(item, what=f"{flag}-trust") if isinstance(item, str) else item

@@ -268,6 +268,17 @@ def test_a_tampered_entry_never_reaches_the_loader(pytester, nginx, keys, monkey
     assert r1["remote_uploads"] >= 1 and r1["remote_hits"] == 0 and r1["remote_bytes"] > 0
     first.stdout.fnmatch_lines(["*remote (rw): 0 hit(s), * upload(s)*"])
 
+    # a read-only runner with a cold local cache: everything comes from the remote, verified; nothing is built
+    monkeypatch.delenv("PYTEST_TRT_REMOTE_CACHE_KEY")
+    reader_args = ["--trt-remote-cache-trust", keys["builder"]["public"]]
+    warm = pytester.runpytest_inprocess(*common, *reader_args, "--trt-cache-dir", str(pytester.path / "c0"),
+                                        "--trt-report", "r0.json")
+    warm.assert_outcomes(passed=1)
+    r0 = json.loads((pytester.path / "r0.json").read_text())["summary"]
+    assert r0["remote_hits"] == r1["remote_uploads"] and r0["cache_builds"] == 0 and r0["remote_uploads"] == 0
+    assert r0["engines_reused"] == 1 and r0["engines_built"] == 0
+    warm.stdout.fnmatch_lines([f"*remote (ro): {r0['remote_hits']} hit(s), 0 miss(es), 0 upload(s)*"])
+
     # tamper the published emulation graph on the server (same size)
     (graph,) = [p for p in (nginx.root / "cache" / PREFIX / "emulate").rglob("*")
                 if p.is_file() and not p.name.startswith("manifest")]
@@ -284,9 +295,7 @@ def test_a_tampered_entry_never_reaches_the_loader(pytester, nginx, keys, monkey
         return real(plan, config, info, blob)
 
     monkeypatch.setattr(emulate, "EmulatedEngine", spy)
-    monkeypatch.delenv("PYTEST_TRT_REMOTE_CACHE_KEY")
-    second = pytester.runpytest_inprocess(*common, "--trt-cache-dir", str(pytester.path / "c2"),
-                                          "--trt-remote-cache-trust", keys["builder"]["public"],
+    second = pytester.runpytest_inprocess(*common, *reader_args, "--trt-cache-dir", str(pytester.path / "c2"),
                                           "--trt-report", "r2.json")
     second.assert_outcomes(passed=1)
     second.stdout.fnmatch_lines(["*CacheWarning*rejected the published emulate entry*checksum mismatch*"])
