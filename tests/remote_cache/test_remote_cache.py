@@ -446,3 +446,39 @@ def test_generate_keypair_ids_differ():
     with tempfile.TemporaryDirectory() as d:
         a, b = generate_keypair(d, "a"), generate_keypair(d, "b")
     assert a["key_id"] != b["key_id"] and len(a["key_id"]) == 16
+
+
+def _cli(*args, env_extra=None, cwd=None):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_TRT_")}
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "pytest_trt.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd)
+
+
+def test_cli_errors_use_the_cli_spelling(tmp_path, keys):
+    encoder = HERE.parents[1] / "example_suite" / "models" / "encoder_opset14.onnx"
+    proc = _cli("compare", str(encoder), "--backend", "emulate", "--cache-dir", str(tmp_path / "c"),
+                "--remote-cache", f"file://{tmp_path / 'r'}", "--remote-cache-mode", "rw",
+                "--remote-cache-trust", keys["builder"]["public"])
+    assert proc.returncode == 2, proc.stderr
+    assert "--remote-cache-mode rw: uploads are signed" in proc.stderr and "--trt-" not in proc.stderr
+
+
+def test_cli_compare_publishes_and_a_reader_fetches(tmp_path, keys):
+    encoder = HERE.parents[1] / "example_suite" / "models" / "encoder_opset14.onnx"
+    remote = f"file://{tmp_path / 'r'}"
+    (tmp_path / "r").mkdir()
+    common = ["compare", str(encoder), "--fp16", "--keep-fp32", "*/LayerNorm/*", "--backend", "emulate",
+              "--input-shapes", "hidden_states:[1,8,64]", "--atol", "1e-2", "--rtol", "1e-2", "--json"]
+    built = _cli(*common, "--cache-dir", str(tmp_path / "c1"), "--remote-cache", remote,
+                 env_extra={"PYTEST_TRT_REMOTE_CACHE_KEY": keys["builder"]["private"]})
+    assert built.returncode == 0, built.stderr
+    published = [p for p in (tmp_path / "r").rglob(f"manifest.{keys['builder']['key_id']}.json")]
+    assert published, "the CLI's builds were published"
+    fetched = _cli(*common, "--cache-dir", str(tmp_path / "c2"),
+                   env_extra={"PYTEST_TRT_REMOTE_CACHE": remote, "PYTEST_TRT_REMOTE_CACHE_TRUST": keys["builder"]["public"]})
+    assert fetched.returncode == 0, fetched.stderr
+    events = [json.loads(line) for line in (tmp_path / "c2" / "events.jsonl").read_text().splitlines()]
+    assert {e["event"] for e in events} == {"remote_hit"}, events
