@@ -413,7 +413,8 @@ class RemoteTier:
         self.flag = flag
         if mode not in MODES:
             raise UsageError(f"{flag}-mode {mode!r}: choose one of {', '.join(MODES)}")
-        self.url = url
+        #: the URL as shown in headers, warnings and reports (credentials in it masked)
+        self.url = re.sub(r"//[^/@]*@", "//***@", url)
         if isinstance(private_key, str):
             private_key = load_private_key(private_key)
         if mode == "rw" and private_key is None:
@@ -430,7 +431,7 @@ class RemoteTier:
             key = load_public_key(item, what=f"{flag}-trust") if isinstance(item, str) else item
             self.trusted[key_id(key)] = key
         if not self.trusted:
-            raise UsageError(f"{flag} {url}: no trusted public key, so no remote entry could be "
+            raise UsageError(f"{flag} {self.url}: no trusted public key, so no remote entry could be "
                              f"verified. Pass {flag}-trust KEY (pytest ini trt_remote_cache_trust, or "
                              f"{ENV_TRUST}): the .pub file of `pytest-trt remote-cache keygen` or its "
                              f"'ed25519:...' text")
