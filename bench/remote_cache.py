@@ -25,7 +25,8 @@ are from nginx's access log (request line + body in, response body out), checked
 tier's own counters.
 
 Part 2, the example suite as users run it (``pytest example_suite --trt-fp16``, emulate backend,
-subprocesses): cold with a builder remote, cold local with the warm remote (read-only), warm;
+subprocesses): cold without a remote, cold with a builder remote, cold local with the warm remote
+(read-only), warm;
 with the JSON report's cache figures. Emulation "builds" take milliseconds, so here the remote
 costs time: it shows the overhead of the tier itself, not its benefit.
 """
@@ -169,9 +170,9 @@ def part2(tmp: Path) -> None:
     keys = generate_keypair(tmp / "keys2", "suite")
     server = Nginx(tmp / "nginx2")
     server.start()
-    base = [sys.executable, "-m", "pytest", "example_suite", "--trt-fp16", "-q", "-p", "no:cacheprovider",
-            "--trt-remote-cache", server.url]
-    runs = [("cold, remote rw", "s1", {"PYTEST_TRT_REMOTE_CACHE_KEY": keys["private"]}),
+    plain = [sys.executable, "-m", "pytest", "example_suite", "--trt-fp16", "-q", "-p", "no:cacheprovider"]
+    runs = [("cold, no remote", "s0", None),
+            ("cold, remote rw", "s1", {"PYTEST_TRT_REMOTE_CACHE_KEY": keys["private"]}),
             ("cold local, warm remote", "s2", {"PYTEST_TRT_REMOTE_CACHE_TRUST": keys["public"]}),
             ("warm", "s2", {"PYTEST_TRT_REMOTE_CACHE_TRUST": keys["public"]})]
     print("\nPart 2: pytest example_suite --trt-fp16 (emulate backend), subprocesses")
@@ -180,7 +181,8 @@ def part2(tmp: Path) -> None:
     try:
         for name, local, env_extra in runs:
             env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_TRT_")}
-            env.update(env_extra)
+            env.update(env_extra or {})
+            base = plain + (["--trt-remote-cache", server.url] if env_extra is not None else [])
             report = tmp / f"{local}-{name.replace(' ', '_')}.json"
             before = len(server.requests())
             t0 = time.perf_counter()

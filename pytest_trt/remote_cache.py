@@ -58,6 +58,7 @@ import binascii
 import contextlib
 import errno
 import hashlib
+import io
 import json
 import os
 import re
@@ -504,7 +505,7 @@ class RemoteTier:
         for kid, public in self.trusted.items():  # one published name per trusted key, in trust order
             name = published_name(kid)
             try:
-                data = self._call(self.fs.cat_file, f"{self._entry_dir(kind, key)}/{name}")
+                data = self._read_small(f"{self._entry_dir(kind, key)}/{name}", MAX_MANIFEST_BYTES)
             except FileNotFoundError:
                 continue
             except self._errors as exc:
@@ -563,18 +564,14 @@ class RemoteTier:
         return files
 
     def _download(self, kind: str, key: str, upload_id: str, files: dict, dest: Path) -> None:
-        from .cache import _hash_file
-
         base = f"{self._entry_dir(kind, key)}/uploads/{upload_id}"
         for name in sorted(files):
             local = dest / name
             local.parent.mkdir(parents=True, exist_ok=True)
             try:
-                self._call(self.fs.get_file, f"{base}/{name}", str(local))
+                digest, size = self._read_to_file(f"{base}/{name}", local, files[name]["size"])
             except FileNotFoundError:
                 raise _Rejected(f"file {name!r} of upload {upload_id} is missing on the remote") from None
-            digest, size = _hash_file(local)
-            self.stats.remote_bytes_down += size
             if size != files[name]["size"]:
                 raise _Rejected(f"{name!r} has {size} bytes, the signed manifest says {files[name]['size']} "
                                 f"(truncated download or tampered file)")
@@ -615,12 +612,12 @@ class RemoteTier:
         self._http_status = None
         try:
             sent = 0
-            for name in sorted(files):
-                if self._local:  # (WebDAV clients create collections themselves; object stores have none)
-                    os.makedirs(os.path.dirname(f"{base}/{name}"), exist_ok=True)
-                self._call(self.fs.put_file, str(entry / name), f"{base}/{name}")
+            # smallest first: on a server that needs its collections created (the first PUT of an
+            # upload fails), little is sent in vain
+            for name in sorted(files, key=lambda n: (files[n]["size"], n)):
+                self._write(f"{base}/{name}", entry / name)
                 sent += files[name]["size"]
-            self._call(self.fs.pipe_file, f"{base}/{MANIFEST}", manifest)
+            self._write(f"{base}/{MANIFEST}", manifest)
             sent += len(manifest)
             self.stats.remote_bytes_up += sent
             won = self._publish_if_absent(f"{base}/{MANIFEST}", published, manifest)
@@ -638,6 +635,85 @@ class RemoteTier:
         else:
             self.stats.remote_lost_races += 1
         return won
+
+    # ------------------------------------------------------------------ transport
+    # WebDAV goes through webdav4's client and its httpx session directly: one GET per file
+    # (streamed, stopped at the signed size) and one PUT per file (collections created only
+    # when the server says they are missing), instead of fsspec's PROPFIND before every read and
+    # PROPFIND/MKCOL walk before every write (nginx: 17 requests to publish a one-file entry
+    # that way, 4 this way; 2 to fetch it instead of 5).
+
+    def _read_small(self, path: str, limit: int) -> bytes:
+        """The bytes of ``path`` (at most ``limit``); FileNotFoundError when absent."""
+        chunks, size = [], 0
+        for chunk in self._stream(path):
+            size += len(chunk)
+            if size > limit:
+                raise _Rejected(f"{path.rsplit('/', 1)[-1]} has more than {limit} bytes, more than a manifest has")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _read_to_file(self, path: str, local: Path, signed_size: int) -> tuple[str, int]:
+        """Stream ``path`` into ``local``, hashing; stops past the signed size. Returns (sha256, size)."""
+        import hashlib
+
+        h, size = hashlib.sha256(), 0
+        with open(local, "xb") as out:
+            for chunk in self._stream(path):
+                size += len(chunk)
+                if size > signed_size:
+                    raise _Rejected(f"{local.name!r} has more bytes than the signed {signed_size} (stopped "
+                                    f"reading; tampered file)")
+                h.update(chunk)
+                out.write(chunk)
+        self.stats.remote_bytes_down += size
+        return h.hexdigest(), size
+
+    def _stream(self, path: str):
+        self._http_status = None
+        if self._webdav:
+            client = self.fs.client
+            with client.http.stream("GET", client.join_url(path)) as response:
+                if response.status_code == 404:
+                    raise FileNotFoundError(errno.ENOENT, "not on the remote", path)
+                response.raise_for_status()
+                yield from response.iter_bytes(1 << 20)
+            return
+        with self._call(self.fs.open, path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                yield chunk
+
+    def _write(self, path: str, source: Path | bytes) -> None:
+        """Write a local file or bytes to ``path`` (creating parents where the transport needs it)."""
+        if self._webdav:
+            from webdav4.client import HTTPError, ResourceAlreadyExists
+
+            def put():
+                if isinstance(source, bytes):
+                    self.fs.client.upload_fileobj(io.BytesIO(source), path, overwrite=True)
+                else:
+                    with open(source, "rb") as f:
+                        self.fs.client.upload_fileobj(f, path, overwrite=True)
+
+            try:
+                put()
+            except HTTPError as exc:
+                # a missing parent collection: 409 Conflict (RFC 4918 9.7.1); nginx without
+                # create_full_put_path answers 500. Create the collections and retry once.
+                if exc.status_code not in (409, 500):
+                    raise
+                parts = path.split("/")[:-1]
+                for i in range(1, len(parts) + 1):
+                    with contextlib.suppress(ResourceAlreadyExists):  # 405: it exists
+                        self.fs.client.mkdir("/".join(parts[:i]))
+                put()
+            return
+        if self._local:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        if isinstance(source, bytes):
+            self._call(self.fs.pipe_file, path, source)
+        else:
+            self._call(self.fs.put_file, str(source), path)
 
     def _publish_if_absent(self, staged: str, published: str, manifest: bytes) -> bool:
         if self._local:

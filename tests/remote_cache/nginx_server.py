@@ -73,6 +73,11 @@ http {{
             if ($request_method ~ ^(PUT|MKCOL|MOVE|COPY)$) {{ return 507; }}
             dav_ext_methods PROPFIND OPTIONS;
         }}
+        # WebDAV without create_full_put_path: a PUT under a missing collection answers 409
+        location /plain/ {{
+            dav_methods PUT DELETE MKCOL COPY MOVE;
+            dav_ext_methods PROPFIND OPTIONS;
+        }}
         # a read-only share: PROPFIND and GET only (PUT answers 405)
         location /ro/ {{
             dav_ext_methods PROPFIND OPTIONS;
@@ -90,7 +95,7 @@ class Nginx:
         self.tmp = tmp
         self.root = tmp / "dav"
         # the base collections of the URLs below (a WebDAV client creates what is under a base, not the base)
-        for base in ("cache", "full/cache", "ro/cache"):
+        for base in ("cache", "full/cache", "ro/cache", "plain/cache"):
             (self.root / base).mkdir(parents=True, exist_ok=True)
         self.port = _free_port()
         # As root, nginx's workers switch to `user` (default nobody, who cannot write tmp_path): keep
@@ -108,6 +113,11 @@ class Nginx:
     def full_url(self) -> str:
         """The same server where every write answers 507 Insufficient Storage."""
         return f"http://127.0.0.1:{self.port}/full/cache"
+
+    @property
+    def plain_url(self) -> str:
+        """The same server where PUT does not create missing collections (409 Conflict)."""
+        return f"http://127.0.0.1:{self.port}/plain/cache"
 
     @property
     def ro_url(self) -> str:
@@ -139,7 +149,20 @@ class Nginx:
         self.proc = None
 
     def requests(self) -> list[str]:
+        """The access log's lines (``METHOD URI STATUS BYTES_SENT REQUEST_LENGTH``).
+
+        nginx logs a request after answering it, so a client may see the answer before the
+        line exists: wait until the log has not grown for 0.2 s (at most 5 s).
+        """
         log = self.tmp / "access.log"
+        deadline = time.monotonic() + 5
+        size = -1
+        while time.monotonic() < deadline:
+            now = log.stat().st_size if log.exists() else 0
+            if now == size:
+                break
+            size = now
+            time.sleep(0.2)
         return log.read_text().splitlines() if log.exists() else []
 
 

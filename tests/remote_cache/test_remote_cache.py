@@ -130,6 +130,16 @@ def test_a_cold_runner_gets_the_verified_entry_without_building(tmp_path, remote
     assert again.source == "local" and tier.stats.remote_hits == 1
 
 
+def test_a_webdav_server_that_needs_mkcol(tmp_path, nginx, keys):
+    """PUT answers 409 under a missing collection: the tier creates the collections and retries."""
+    key, _, build = publish(tmp_path, nginx.plain_url, keys)
+    methods = [line.split()[0] for line in nginx.requests()]
+    assert "MKCOL" in methods and methods.count("PUT") >= 3
+    result, local_build, _, warned = fetch_cold(tmp_path, nginx.plain_url, keys)
+    assert warned == [] and result.source == "remote" and local_build.calls == 0
+    assert (result.path / "sub" / "timing.cache").read_bytes() == build.files["sub/timing.cache"]
+
+
 def test_read_only_mode_never_writes_to_the_remote(tmp_path, remote, keys):
     url, root = remote
     # a runner holding no signing key: mode auto means read-only
@@ -311,15 +321,15 @@ def test_a_tampered_entry_never_reaches_the_loader(pytester, nginx, keys, monkey
 
 def test_server_down_mid_upload_publishes_nothing_and_keeps_the_local_entry(tmp_path, nginx, keys):
     tier = builder(nginx.url, keys)
-    real_put = tier.fs.put_file
+    real_write = tier._write
     puts = []
 
-    def put_then_die(lpath, rpath, **kw):
-        real_put(lpath, rpath, **kw)
-        puts.append(rpath)
+    def write_then_die(path, source):
+        real_write(path, source)
+        puts.append(path)
         nginx.stop()  # the server goes away after the first file of the upload
 
-    tier.fs.put_file = put_then_die
+    tier._write = write_then_die
     cache = ArtifactCache(tmp_path / "b", remote=tier)
     build = Build()
     with pytest.warns(CacheWarning, match="not used for the rest of this session"):
