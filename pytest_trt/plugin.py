@@ -189,7 +189,11 @@ def pytest_sessionfinish(session, exitstatus):
     if hasattr(config, "workerinput"):
         if run._cache is not None:  # the worker's cache figures travel to the controller
             config.workeroutput["trt_cache_stats"] = run._cache.stats.to_json()
+        if run._remote is not None:
+            run._remote.close()
         return
     from .report import write_reports
 
     write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)
+    if run._remote is not None:
+        run._remote.close()

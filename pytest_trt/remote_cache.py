@@ -323,7 +323,8 @@ def _open_filesystem(url: str, auth: str | None, on_request=None, flag: str = "-
         except ImportError:
             raise UsageError(f"{flag} {url}: WebDAV needs the `webdav4` package: {EXTRA_HINT}") from None
         base = url.split("+", 1)[1] if scheme.startswith("webdav+") else url
-        kwargs: dict[str, Any] = {"retry": False, "timeout": 30}
+        # (a fresh instance: fsspec would otherwise share one per URL, with another tier's counters)
+        kwargs: dict[str, Any] = {"retry": False, "timeout": 30, "skip_instance_cache": True}
         if on_request is not None:
             kwargs["event_hooks"] = {"request": [lambda request: on_request()],
                                      "response": [lambda response: on_response(response.status_code)]}
@@ -450,6 +451,12 @@ class RemoteTier:
         protocol = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
         self._local = "file" in protocol or "local" in protocol
         self._webdav = "webdav" in protocol
+
+    def close(self) -> None:
+        """Close the HTTP connections (WebDAV); the tier must not be used afterwards."""
+        if self._webdav:
+            with contextlib.suppress(Exception):
+                self.fs.client.http.close()
 
     def __repr__(self) -> str:
         return f"RemoteTier({self.url!r}, mode={self.mode!r}, trusted={sorted(self.trusted)})"

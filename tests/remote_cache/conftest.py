@@ -16,6 +16,24 @@ sys.path.insert(0, str(Path(__file__).parent))
 from nginx_server import Nginx, NginxMissing  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _close_remote_tiers(monkeypatch):
+    """Close the HTTP connections of every RemoteTier a test made."""
+    from pytest_trt import remote_cache
+
+    made = []
+    real_init = remote_cache.RemoteTier.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(remote_cache.RemoteTier, "__init__", init)
+    yield
+    for tier in made:
+        tier.close()
+
+
 @pytest.fixture
 def nginx(tmp_path):
     """nginx serving WebDAV on 127.0.0.1 (skips with the exact reason where nginx is missing)."""

@@ -146,6 +146,8 @@ class Nginx:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc is not None and self.proc.stderr is not None:
+            self.proc.stderr.close()
         self.proc = None
 
     def requests(self) -> list[str]:
