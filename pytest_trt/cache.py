@@ -58,6 +58,13 @@ Decisions:
   process that holds a returned path without the lock; the entry it just got is the most
   recently used one, and files it already opened stay readable on POSIX.
 
+Remote tier: with ``remote=`` (a :class:`~pytest_trt.remote_cache.RemoteTier`, ``--trt-remote-cache``)
+a local miss first asks the remote cache. Its entry is downloaded into the build directory and
+verified there (Ed25519 signature of its manifest, size and sha256 of every file) before the
+cache seals and installs it like a build; a rejected download is deleted from the build
+directory before the real build runs, so it is never loaded. A built entry is then given to
+the tier, which uploads it when it holds the signing key. See :mod:`pytest_trt.remote_cache`.
+
 The cache trusts whoever can write its directory: a writer that forges a consistent
 manifest is not detected. Keep shared cache directories writable only by trusted users.
 """
@@ -161,7 +168,8 @@ class CacheResult:
     Attributes:
         path: the entry directory ``<root>/<kind>/<key>``; the artifact files are inside.
         key: the content key (sha256 of the canonical JSON of the parts).
-        cache_hit: True when an existing valid entry was used, False when this call built it.
+        cache_hit: True when an existing valid entry was used (a local hit, or one fetched and
+            verified from the remote tier: see ``source``), False when this call built it.
         build_seconds: seconds ``build`` ran in this call (0.0 on a hit; the original build
             time is ``manifest["build_seconds"]``).
         waited_seconds: seconds spent waiting for another process holding the key's lock.
@@ -176,6 +184,9 @@ class CacheResult:
     waited_seconds: float
     kind: str = ""
     manifest: dict = field(default_factory=dict, repr=False, compare=False)
+    #: where the entry came from: ``local`` (a hit), ``remote`` (fetched and verified from the
+    #: remote tier on a local miss), ``built`` (built by this call)
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -231,6 +242,9 @@ class ArtifactCache:
         lock_timeout: seconds to wait for another process building the same key before
             raising :class:`CacheError`; None waits as long as the build takes.
         stale_seconds: age after which a leftover ``tmp/`` item of a dead builder is removed.
+        remote: a :class:`~pytest_trt.remote_cache.RemoteTier` asked on a local miss (its
+            verified files are sealed and installed like a build) and given every entry this
+            cache builds (a read-write tier uploads it). Not with ``read_only``.
 
     Raises:
         CacheError: the root cannot be created or is not writable (and not ``read_only``).
@@ -244,6 +258,7 @@ class ArtifactCache:
         read_only: bool = False,
         lock_timeout: float | None = None,
         stale_seconds: float = STALE_SECONDS,
+        remote=None,
     ):
         if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 0):
             raise UsageError(f"cache max_bytes must be a non-negative integer or None, not {max_bytes!r}")
@@ -252,6 +267,17 @@ class ArtifactCache:
         self.read_only = bool(read_only)
         self.lock_timeout = lock_timeout
         self.stale_seconds = stale_seconds
+        self.remote = remote
+        #: what this process's cache did (hits, builds, remote traffic): a
+        #: :class:`~pytest_trt.remote_cache.CacheStats`, shared with the remote tier
+        self.stats = remote.stats if remote is not None else _new_stats()
+        if self.read_only and remote is not None:
+            raise UsageError(
+                "--trt-cache-read-only and --trt-remote-cache cannot be combined: an entry fetched from the "
+                "remote cache is verified and installed into the local cache before it is loaded, and a "
+                "read-only local cache cannot hold it. Use a writable --trt-cache-dir with the remote cache "
+                "(--trt-remote-cache-mode ro keeps the remote itself read-only)."
+            )
         #: default ``fresh_after`` of :meth:`get_or_build`: set by a test session to its start
         #: time (shared with xdist workers) so ``--trt-rebuild`` rebuilds each key once per run
         self.fresh_after: float | None = None
@@ -371,7 +397,7 @@ class ArtifactCache:
                         self._drop_corrupt(kind, key, entry, label, str(exc))
                 if usable(manifest):
                     return self._hit(kind, key, entry, manifest, label, waited, time.monotonic() - t0)
-            result = self._build(kind, key, parts, build, entry, label, waited)
+            result = self._build(kind, key, parts, build, entry, label, waited, use_remote=not rebuild)
             if self.max_bytes is not None:
                 with contextlib.suppress(CacheError):
                     self.prune(protect=(entry,))
@@ -389,7 +415,11 @@ class ArtifactCache:
                 "waited": round(waited, 6),
             }
         )
-        return CacheResult(entry, key, True, 0.0, waited, kind, manifest)
+        self.stats.local_hits += 1
+        built = manifest.get("build_seconds")
+        if isinstance(built, (int, float)):
+            self.stats.seconds_saved += max(0.0, float(built) - seconds)
+        return CacheResult(entry, key, True, 0.0, waited, kind, manifest, "local")
 
     def _drop_corrupt(self, kind, key, entry, label, reason) -> None:
         warnings.warn(
@@ -415,8 +445,9 @@ class ArtifactCache:
         except OSError as exc:
             raise CacheError(f"cannot remove the unusable cache entry {entry}: {_why(exc)}") from exc
 
-    def _build(self, kind, key, parts, build, entry, label, waited) -> CacheResult:
+    def _build(self, kind, key, parts, build, entry, label, waited, *, use_remote=True) -> CacheResult:
         what = f"{kind} entry {entry}{f' ({label})' if label else ''}"
+        fetched: dict | None = None
         try:
             tmp = self._make_tmp("build", key)
         except OSError as exc:
@@ -426,7 +457,11 @@ class ArtifactCache:
         try:
             t0 = time.monotonic()
             try:
-                build(tmp)
+                if self.remote is not None and use_remote:
+                    # verified into tmp, or tmp left empty (a miss or a rejected entry: never loaded)
+                    fetched = self.remote.fetch(kind, key, parts, tmp, label=label)
+                if fetched is None:
+                    build(tmp)
             except OSError as exc:
                 if exc.errno in _NO_SPACE:
                     raise CacheError(
@@ -436,7 +471,12 @@ class ArtifactCache:
                 raise
             build_seconds = time.monotonic() - t0
             try:
-                manifest = self._seal(tmp, kind, key, parts, label, build_seconds)
+                origin = None
+                if fetched is not None:
+                    origin = {"remote": self.remote.url, "upload_id": fetched.get("upload_id"),
+                              "build_seconds": fetched.get("build_seconds"), "fetch_seconds": round(build_seconds, 6)}
+                    build_seconds = float(fetched.get("build_seconds") or 0.0)
+                manifest = self._seal(tmp, kind, key, parts, label, build_seconds, origin=origin)
                 manifest = self._install(tmp, entry, kind, key, parts, manifest)
             except OSError as exc:
                 raise CacheError(
@@ -459,17 +499,23 @@ class ArtifactCache:
         _touch(entry / MANIFEST)
         self._record_quietly(
             {
-                "event": "build",
+                "event": "remote_hit" if fetched is not None else "build",
                 "kind": kind,
                 "key": key,
                 "label": label,
-                "seconds": round(build_seconds, 6),
+                "seconds": round(time.monotonic() - t0 if fetched is not None else build_seconds, 6),
                 "waited": round(waited, 6),
             }
         )
-        return CacheResult(entry, key, False, build_seconds, waited, kind, manifest)
+        if fetched is not None:  # an existing entry was used (fetched, verified): a hit, not a build
+            return CacheResult(entry, key, True, 0.0, waited, kind, manifest, "remote")
+        self.stats.builds += 1
+        self.stats.build_seconds += build_seconds
+        if self.remote is not None:
+            self.remote.publish(kind, key, parts, entry, manifest, label=label)
+        return CacheResult(entry, key, False, build_seconds, waited, kind, manifest, "built")
 
-    def _seal(self, tmp: Path, kind, key, parts, label, build_seconds) -> dict:
+    def _seal(self, tmp: Path, kind, key, parts, label, build_seconds, origin=None) -> dict:
         """Hash and fsync what ``build`` wrote, then write the manifest (last)."""
         found, dirs, odd = _scan(tmp)
         where = f"the build of {kind} entry {key[:12]}"
@@ -500,6 +546,8 @@ class ArtifactCache:
             "label": label,
             "pytest_trt": __version__,
         }
+        if origin is not None:
+            manifest["origin"] = origin  # fetched from the remote tier: where, and which upload
         _write_new(
             tmp / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode(), sync=True
         )
@@ -551,7 +599,8 @@ class ArtifactCache:
                 f"{what} is not in the read-only cache {self.root}. Populate it from a run with a "
                 f"writable cache, or use a writable --trt-cache-dir."
             )
-        return CacheResult(entry, key, True, 0.0, 0.0, kind, manifest)
+        self.stats.local_hits += 1
+        return CacheResult(entry, key, True, 0.0, 0.0, kind, manifest, "local")
 
     # ------------------------------------------------------------------ validation
 
@@ -957,6 +1006,12 @@ class ArtifactCache:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _new_stats():
+    from .remote_cache import CacheStats  # (a small module; imports nothing heavy)
+
+    return CacheStats()
 
 
 def _check_kind(kind: str) -> None:

@@ -163,6 +163,7 @@ def header_lines(session) -> list[str]:
 
     precision = f"{s.precision} ({s.precision_source})" if not s.as_is else "as-is (model's own types)"
     cache_line = str(s.cache_dir)
+    remote = [f"pytest-trt: {session.remote.describe()}"] if session.remote is not None else []
     return [
         f"pytest-trt {__version__}: backend {session.backend.name} ({session.backend_reason})",
         f"pytest-trt: default precision {precision}; typing {s.typing}; baseline ONNX Runtime {s.baseline_provider}; "
@@ -170,7 +171,7 @@ def header_lines(session) -> list[str]:
         f"pytest-trt: tensorrt {v('tensorrt')}, onnxruntime {v('onnxruntime')}, polygraphy {v('polygraphy')}, "
         f"onnx {v('onnx')}; GPU: {environment.gpu_summary()}",
         f"pytest-trt: cache {cache_line}" + (" (rebuild: cached entries ignored)" if s.rebuild else ""),
-    ]
+    ] + remote
 
 
 def _short_longrepr(item, excinfo) -> str:
@@ -330,11 +331,28 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     write_terminal_summary(terminalreporter, session, list(config.stash[RESULTS_KEY]))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """pytest-xdist (controller): add a finished worker's cache figures to the session's."""
+    session = node.config.stash.get(SESSION_KEY, None)
+    stats = getattr(node, "workeroutput", {}).get("trt_cache_stats")
+    if session is not None and stats:
+        session.worker_cache_stats.append(stats)
+
+
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
     run = config.stash.get(SESSION_KEY, None)
-    if run is None or hasattr(config, "workerinput"):
+    if run is None:
+        return
+    if hasattr(config, "workerinput"):
+        if run._cache is not None:  # the worker's cache figures travel to the controller
+            config.workeroutput["trt_cache_stats"] = run._cache.stats.to_json()
+        if run._remote is not None:
+            run._remote.close()
         return
     from .report import write_reports
 
     write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)
+    if run._remote is not None:
+        run._remote.close()

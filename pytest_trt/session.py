@@ -50,6 +50,11 @@ class TrtSession:
     backend: Backend
     backend_reason: str
     _cache: Any = None
+    _remote: Any = None
+    #: how the options are spelled where this session was configured (``--trt-`` in pytest, ``--`` in the CLI)
+    flag_prefix: str = "--trt-"
+    #: CacheStats.to_json() of each finished xdist worker (merged on the controller)
+    worker_cache_stats: list = field(default_factory=list)
     #: time.time() of the test run's start (the controller's, under xdist): with
     #: --trt-rebuild, entries built after it are fresh and not rebuilt again
     started_at: float = field(default_factory=time.time)
@@ -76,7 +81,7 @@ class TrtSession:
     activated_by: str = ""
 
     @classmethod
-    def create(cls, settings: Settings, *, started_at: float | None = None) -> TrtSession:
+    def create(cls, settings: Settings, *, started_at: float | None = None, flag_prefix: str = "--trt-") -> TrtSession:
         """Select the backend and check that everything asked for can be honoured here.
 
         Raises :class:`~pytest_trt.errors.PytestTrtError` (a usage error) naming the fix: an
@@ -104,8 +109,11 @@ class TrtSession:
             from .parser_check import require
 
             require(settings.parser_check, settings.sources.get("trt_parser_check", "--trt-parser-check"))
+        session.flag_prefix = flag_prefix
         if started_at is not None:
             session.started_at = started_at
+        if settings.remote_cache:
+            session.remote  # noqa: B018  (keys and mode are checked at session start: usage errors early)
         if settings.sources.get("trt_cache_dir", "default") != "default" or settings.cache_dir.exists():
             # An explicitly chosen (or existing) cache directory is checked now, so an
             # unwritable one is a clear error at session start rather than mid-run.
@@ -120,10 +128,41 @@ class TrtSession:
         with self._lock:
             if self._cache is None:
                 self._cache = ArtifactCache(self.settings.cache_dir, max_bytes=self.settings.cache_max_bytes,
-                                            read_only=self.settings.cache_read_only)
+                                            read_only=self.settings.cache_read_only, remote=self.remote)
                 if self.settings.rebuild:
                     self._cache.fresh_after = self.started_at
             return self._cache
+
+    @property
+    def remote(self):
+        """The :class:`~pytest_trt.remote_cache.RemoteTier` of ``--trt-remote-cache``, or None.
+
+        Created without any network access; the signing key comes from ``$PYTEST_TRT_REMOTE_CACHE_KEY``.
+        """
+        import os
+
+        if not self.settings.remote_cache:
+            return None
+        with self._lock:
+            if self._remote is None:
+                from .remote_cache import ENV_AUTH, ENV_KEY, RemoteTier
+
+                key = os.environ.get(ENV_KEY) or None
+                self._remote = RemoteTier(self.settings.remote_cache, mode=self.settings.remote_cache_mode,
+                                          private_key=key, trusted=self.settings.remote_cache_trust,
+                                          auth=os.environ.get(ENV_AUTH) or None, flag_prefix=self.flag_prefix)
+            return self._remote
+
+    def cache_stats(self):
+        """This process's :class:`~pytest_trt.remote_cache.CacheStats` plus those merged from xdist workers."""
+        from .remote_cache import CacheStats
+
+        total = CacheStats()
+        if self._cache is not None:
+            total.add(self._cache.stats)
+        for stats in self.worker_cache_stats:
+            total.add(stats)
+        return total
 
     # -- pipeline steps, memoized per process ---------------------------------------
     def model(self, source) -> Model:

@@ -66,6 +66,17 @@ OPTIONS: tuple[Option, ...] = (
     Option("trt-cache-read-only", "Use the cache directory read-only (e.g. a pre-populated cache shared by CI "
            "runners): valid entries are used, a missing or corrupt one is an error, nothing is written "
            "(default: off).", "bool", False),
+    Option("trt-remote-cache", "Remote engine cache shared by a fleet, behind the local cache: file:///shared/dir, "
+           "https://host/path (WebDAV), s3://bucket/prefix, ... (needs the `remote` extra). Entries are signed "
+           "(Ed25519) and verified before use (default: $PYTEST_TRT_REMOTE_CACHE, else none).", "str", None,
+           metavar="URL"),
+    Option("trt-remote-cache-mode", "ro = fetch only; rw = fetch and upload what this run builds (needs the private "
+           "key in $PYTEST_TRT_REMOTE_CACHE_KEY); auto = rw when that key is set, else ro "
+           "(default: $PYTEST_TRT_REMOTE_CACHE_MODE, else auto).", "choice", "auto", ("auto", "ro", "rw")),
+    Option("trt-remote-cache-trust", "Public key whose signatures the remote cache accepts: a .pub file of "
+           "`pytest-trt remote-cache keygen` or its 'ed25519:...' text; repeatable, for key rotation "
+           "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST, comma-separated; a builder also trusts its own key).",
+           "list", (), metavar="KEY"),
     Option("trt-rebuild", "Ignore cached engines and baselines and rebuild them (default: off).", "bool", False),
     Option("trt-atol", "Absolute tolerance for every output (default: per precision: fp32 1e-5, fp16 1e-3, bf16 1e-2).",
            "float", None, metavar="ATOL"),
@@ -238,6 +249,9 @@ class Settings:
     #: --trt-engine-memory in bytes; None: half the GPU's memory (TrtSession.engine_memory_limit)
     engine_memory_bytes: int | None = None
     cache_read_only: bool = False
+    remote_cache: str | None = None
+    remote_cache_mode: str = "auto"
+    remote_cache_trust: tuple = ()
     rebuild: bool = False
     atol: float | None = None
     rtol: float | None = None
@@ -262,6 +276,14 @@ def resolve_settings(config) -> Settings:
     if values["trt_cache_read_only"] and values["trt_rebuild"]:
         raise UsageError("--trt-cache-read-only and --trt-rebuild contradict each other: a read-only cache "
                          "cannot be rebuilt")
+    remote = remote_settings(values["trt_remote_cache"], values["trt_remote_cache_mode"],
+                             values["trt_remote_cache_trust"], sources)
+    if remote[0] and values["trt_cache_read_only"]:
+        raise UsageError(f"--trt-cache-read-only (from {sources['trt_cache_read_only']}) and --trt-remote-cache (from "
+                         f"{sources['trt_remote_cache']}) cannot be combined: a remote entry is verified and "
+                         f"installed into the local cache before it is loaded, which a read-only cache cannot "
+                         f"hold. Use a writable --trt-cache-dir (--trt-remote-cache-mode ro keeps the remote "
+                         f"read-only).")
     if values["trt_fp16"] and values["trt_bf16"]:
         raise UsageError("--trt-fp16 and --trt-bf16 both given (from "
                          f"{sources['trt_fp16']} and {sources['trt_bf16']}): choose one default precision")
@@ -296,6 +318,9 @@ def resolve_settings(config) -> Settings:
         cache_max_bytes=parse_size(values["trt_cache_max_size"]),
         engine_memory_bytes=parse_size(values["trt_engine_memory"]),
         cache_read_only=bool(values["trt_cache_read_only"]),
+        remote_cache=remote[0],
+        remote_cache_mode=remote[1],
+        remote_cache_trust=remote[2],
         rebuild=bool(values["trt_rebuild"]),
         atol=values["trt_atol"],
         rtol=values["trt_rtol"],
@@ -311,3 +336,23 @@ def resolve_settings(config) -> Settings:
         rootdir=rootdir,
         sources=sources,
     )
+
+
+def remote_settings(url, mode, trust, sources: dict) -> tuple[str | None, str, tuple]:
+    """(url, mode, trusted keys) of the remote cache after the environment fallbacks.
+
+    ``$PYTEST_TRT_REMOTE_CACHE``, ``$PYTEST_TRT_REMOTE_CACHE_MODE`` and ``$PYTEST_TRT_REMOTE_CACHE_TRUST``
+    (comma- or whitespace-separated) apply where neither the command line nor the ini file set a value.
+    ``sources`` is updated with where each value came from.
+    """
+    if not url and os.environ.get("PYTEST_TRT_REMOTE_CACHE"):
+        url, sources["trt_remote_cache"] = os.environ["PYTEST_TRT_REMOTE_CACHE"], "$PYTEST_TRT_REMOTE_CACHE"
+    if sources.get("trt_remote_cache_mode", "default") == "default" and os.environ.get("PYTEST_TRT_REMOTE_CACHE_MODE"):
+        mode, sources["trt_remote_cache_mode"] = (os.environ["PYTEST_TRT_REMOTE_CACHE_MODE"],
+                                                  "$PYTEST_TRT_REMOTE_CACHE_MODE")
+        if mode not in ("auto", "ro", "rw"):
+            raise UsageError(f"$PYTEST_TRT_REMOTE_CACHE_MODE: invalid value {mode!r}; choose one of auto, ro, rw")
+    if not trust and os.environ.get("PYTEST_TRT_REMOTE_CACHE_TRUST"):
+        trust = tuple(os.environ["PYTEST_TRT_REMOTE_CACHE_TRUST"].replace(",", " ").split())
+        sources["trt_remote_cache_trust"] = "$PYTEST_TRT_REMOTE_CACHE_TRUST"
+    return (url or None), (mode or "auto"), tuple(trust or ())

@@ -32,6 +32,15 @@ def add_engine_flags(p) -> None:
     p.add_argument("--typing", choices=TYPING_CHOICES, default="auto", help="network typing (default: auto)")
     p.add_argument("--cache-dir", default=None, help="artifact cache (default: $PYTEST_TRT_CACHE_DIR or ./.trt-cache)")
     p.add_argument("--rebuild", action="store_true", help="ignore cached engines and baselines")
+    p.add_argument("--remote-cache", metavar="URL", default=None,
+                   help="remote engine cache behind the local one: file:///dir, https://host/path (WebDAV), "
+                   "s3://... (default: $PYTEST_TRT_REMOTE_CACHE, else none)")
+    p.add_argument("--remote-cache-mode", choices=("auto", "ro", "rw"), default=None,
+                   help="ro = fetch only; rw = also upload (needs $PYTEST_TRT_REMOTE_CACHE_KEY); auto = rw when "
+                   "that key is set (default: $PYTEST_TRT_REMOTE_CACHE_MODE, else auto)")
+    p.add_argument("--remote-cache-trust", action="append", default=[], metavar="KEY",
+                   help="public key (.pub file or 'ed25519:...') whose signatures are accepted; repeatable "
+                   "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST)")
 
 
 def number(*, minimum: float | None = None, exclusive: bool = False, allow_inf: bool = False, integer: bool = False):
@@ -172,16 +181,20 @@ def session_from_args(args):
     import os
 
     from ..session import TrtSession
-    from ..settings import DEFAULT_CACHE_DIRNAME, Settings
+    from ..settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
 
+    sources = {"trt_cache_dir": "--cache-dir" if args.cache_dir else "default", "trt_backend": "--backend",
+               "trt_remote_cache": "--remote-cache",
+               "trt_remote_cache_mode": "--remote-cache-mode" if args.remote_cache_mode else "default"}
+    remote = remote_settings(args.remote_cache, args.remote_cache_mode, tuple(args.remote_cache_trust), sources)
     cache_dir = args.cache_dir or os.environ.get("PYTEST_TRT_CACHE_DIR") or DEFAULT_CACHE_DIRNAME
     settings = Settings(
         precision="fp16" if getattr(args, "fp16", False) else "bf16" if getattr(args, "bf16", False) else "fp32",
         backend=args.backend, typing=args.typing, cache_dir=Path(cache_dir).expanduser().resolve(),
         rebuild=args.rebuild, seed=getattr(args, "seed", 0),
-        sources={"trt_cache_dir": "--cache-dir" if args.cache_dir else "default", "trt_backend": "--backend"},
+        remote_cache=remote[0], remote_cache_mode=remote[1], remote_cache_trust=remote[2], sources=sources,
     )
-    return TrtSession.create(settings)
+    return TrtSession.create(settings, flag_prefix="--")
 
 
 def feeds_from_args(args, model) -> dict:

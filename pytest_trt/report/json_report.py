@@ -7,7 +7,8 @@ or changes meaning. Version 2 (issue 15): precision checks carry ``evidence`` (p
 and counted per check), and a node known only from a fused kernel's boundary is no longer
 ``pass`` under weak typing (it is ``unverifiable``).
 
-Schema (``schema_version`` 2; 2 also added the parser check: ``tests[].parser``, ``summary.parser_*``)
+Schema (``schema_version`` 2; 2 also added the parser check (``tests[].parser``, ``summary.parser_*``),
+the cache figures ``local_hits`` ... ``cache_seconds_saved`` and ``session.remote_cache``)
 -----------------------------
 ::
 
@@ -26,7 +27,9 @@ Schema (``schema_version`` 2; 2 also added the parser check: ``tests[].parser``,
         "precision": "fp16", "precision_source": "--trt-fp16", "as_is": false,
         "typing": "auto", "seed": 0, "baseline_provider": "cpu",
         "atol": null, "rtol": null,                     # --trt-atol / --trt-rtol (null: per-precision defaults)
-        "keep_fp32": ["*/LayerNorm/*"], "cache_dir": "/.../.trt-cache", "rebuild": false
+        "keep_fp32": ["*/LayerNorm/*"], "cache_dir": "/.../.trt-cache", "rebuild": false,
+        "remote_cache": {"url": "https://cache.example/trt", "mode": "ro" | "rw",
+                         "trusted_key_ids": ["3f2a..."]} | null       # --trt-remote-cache
       },
       "summary": {
         "tests": 4,                                     # every trt test (trt marker or trt* fixture)
@@ -35,7 +38,12 @@ Schema (``schema_version`` 2; 2 also added the parser check: ``tests[].parser``,
         "precision_checks": 2, "precision_checks_failed": 0,
         "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84,
         "parser_checks": 2, "parser_checks_failed": 0,  # --trt-parser-check / trt.check_parser()
-        "parser_promotions": 4                          # distinct (model, policy, node) computed higher than planned
+        "parser_promotions": 4,                         # distinct (model, policy, node) computed higher than planned
+        # the cache, every kind (engines, baselines, emulation graphs), summed over xdist workers:
+        "local_hits": 3, "cache_builds": 2,
+        "remote_hits": 1, "remote_misses": 2, "remote_rejected": 0,   # rejected: failed verification, rebuilt
+        "remote_uploads": 2, "remote_bytes": 5242880,                 # bytes down + up
+        "remote_requests": 17, "cache_seconds_saved": 31.2            # estimated from recorded build times
       },
       "tests": [                                        # every trt test, in report order
         {
@@ -198,7 +206,26 @@ def session_metadata(session) -> dict[str, Any]:
         "keep_fp32": list(s.keep_fp32),
         "cache_dir": str(s.cache_dir),
         "rebuild": bool(s.rebuild),
+        "remote_cache": _remote_metadata(session),
     }
+
+
+def _remote_metadata(session) -> dict[str, Any] | None:
+    remote = getattr(session, "_remote", None)
+    if remote is None:
+        return None
+    return {"url": remote.url, "mode": remote.mode, "trusted_key_ids": sorted(remote.trusted)}
+
+
+def cache_summary(session) -> dict[str, Any]:
+    """The summary's cache figures (zeros when the session never opened the cache)."""
+    from ..remote_cache import CacheStats
+
+    stats = session.cache_stats() if hasattr(session, "cache_stats") else CacheStats()
+    return {"local_hits": stats.local_hits, "cache_builds": stats.builds, "remote_hits": stats.remote_hits,
+            "remote_misses": stats.remote_misses, "remote_rejected": stats.remote_rejected,
+            "remote_uploads": stats.remote_uploads, "remote_bytes": stats.remote_bytes,
+            "remote_requests": stats.remote_requests, "cache_seconds_saved": round(stats.seconds_saved, 4)}
 
 
 def _jsonable_ratio(x):
@@ -269,6 +296,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "build_seconds": counts["build_seconds"],
             "parser_checks": len(parser), "parser_checks_failed": sum(1 for r in parser if not r.get("passed")),
             "parser_promotions": len(parser_promotions(parser)),
+            **cache_summary(session),
         },
         "tests": [entry_of_test(res) for res in results],
     }

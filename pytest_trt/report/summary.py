@@ -486,6 +486,35 @@ def _status_word(row: dict) -> str:
     return "xfail" if caught(row) else "FAIL"
 
 
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 100_000 else f"{n / 1e3:.1f} kB"
+
+
+def cache_line(session) -> str | None:
+    """``cache: 3 local hits, 2 remote hits, 1 upload, 4.2 MB moved, ~31.0s of builds saved`` (None if unused).
+
+    Counts every cache kind (engines, baselines, emulation graphs) of every xdist worker.
+    """
+    stats_of = getattr(session, "cache_stats", None)
+    if stats_of is None:
+        return None
+    stats = stats_of()
+    remote = getattr(session, "_remote", None) or getattr(getattr(session, "_cache", None), "remote", None)
+    if not (stats.local_hits or stats.builds or stats.remote_hits or remote is not None):
+        return None
+    text = f"cache: {stats.local_hits} local hit(s), {stats.builds} build(s)"
+    if remote is not None:
+        text += (f"; remote ({remote.mode}): {stats.remote_hits} hit(s), {stats.remote_misses} miss(es), "
+                 f"{stats.remote_uploads} upload(s), {_mb(stats.remote_bytes)} moved in "
+                 f"{stats.remote_requests} request(s)")
+        if stats.remote_rejected:
+            text += f", {stats.remote_rejected} REJECTED (see the warnings)"
+        if stats.remote_errors or stats.remote_upload_failures:
+            text += f", {stats.remote_errors + stats.remote_upload_failures} transport error(s)"
+    text += f"; ~{stats.seconds_saved:.1f}s of builds saved"
+    return text
+
+
 def table_lines(rows: list[dict], width: int = 120) -> list[str]:
     """The accuracy table as text lines (header first).
 
@@ -558,6 +587,9 @@ def write_terminal_summary(tr, session, results) -> None:
     if not results:
         return
     tr.write_line(engines_line(engine_counts(results)))
+    cache = cache_line(session)
+    if cache:
+        tr.write_line(cache)
     all_rows = accuracy_rows(results)
     rows = worst_per_test_output(all_rows)
     if rows:

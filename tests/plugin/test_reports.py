@@ -194,6 +194,13 @@ def check_json(path: Path, *, cache_hit: bool, gpu_assignment=None) -> dict:
     assert summary["tests"] == 3 and summary["outcomes"] == {"failed": 1, "passed": 2}
     assert (summary["outputs"], summary["outputs_failed"]) == (3, 1)
     assert summary["engines_built" if not cache_hit else "engines_reused"] == 3
+    # cache figures of every kind (engines, baselines), summed over xdist workers; no remote tier here
+    if cache_hit:
+        assert summary["cache_builds"] == 0 and summary["local_hits"] >= 3
+    else:
+        assert summary["cache_builds"] >= 3
+    assert (summary["remote_hits"], summary["remote_uploads"], summary["remote_bytes"]) == (0, 0, 0)
+    assert meta["remote_cache"] is None
     tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
     assert set(tests) == {"test_all_fp16", "test_layernorm_fp32", "test_fp32"}
     for test in tests.values():

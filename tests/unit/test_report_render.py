@@ -403,7 +403,8 @@ def test_visible_devices_honour_cuda_visible_devices(monkeypatch):
 def test_module_docstring_documents_the_schema():
     doc = json_report.__doc__
     for key in ('"schema_version"', '"cache_hit"', '"build_seconds"', '"tests"', '"nodeid"', '"planned"',
-                '"observed"', '"layerwise"', '"gpu"', '"libraries"'):
+                '"observed"', '"layerwise"', '"gpu"', '"libraries"', '"remote_hits"', '"remote_uploads"',
+                '"remote_bytes"', '"local_hits"', '"remote_cache"'):
         assert key in doc, key
     assert Path(json_report.__file__).name == "json_report.py"
 
