@@ -38,9 +38,19 @@ _MAX_SESSIONS = 16
 
 
 def onnxruntime_version() -> str:
+    """The version of the ``onnxruntime`` module that runs (cache keys, build info).
+
+    The imported module's own version, not a distribution's metadata: with both
+    ``onnxruntime`` and ``onnxruntime-gpu`` installed (the GPU image of issue 20 had the CPU
+    build 1.30.0 installed and the CUDA build 1.31.1 first on ``PYTHONPATH``) the metadata
+    names the wrong one.
+    """
     from .environment import dist_version
 
-    return dist_version("onnxruntime", "onnxruntime-gpu") or "missing"
+    try:
+        return _import_ort().__version__
+    except BackendUnavailable:
+        return dist_version("onnxruntime", "onnxruntime-gpu") or "missing"
 
 
 def _import_ort():
