@@ -42,7 +42,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 import calibration  # noqa: E402
 from _machine import machine  # noqa: E402
 
-from pytest_trt.baseline import check_cuda_session, cuda_placement, fp32_baseline, make_session, run_session  # noqa: E402
+from pytest_trt.baseline import (  # noqa: E402
+    check_cuda_session,
+    cuda_placement,
+    fp32_baseline,
+    make_session,
+    node_placement,
+    run_session,
+)
 from pytest_trt.compare import compare_outputs  # noqa: E402
 from pytest_trt.inputs import make_feeds  # noqa: E402
 from pytest_trt.model import load_model  # noqa: E402
@@ -154,9 +161,19 @@ def fidelity_case(case: dict, provider: str) -> dict:
                       output_names=names)
     r = compare_outputs(emu, ref, precision=precision)
     row["emulate"] = {"passed": r.passed, "max_abs": max_abs(emu, ref)}
-    strong = realize_strong(plan).SerializeToString()
+    strong_proto = realize_strong(plan)
+    strong = strong_proto.SerializeToString()
     for label, optimize in (("unfused", False), ("fused", True)):
         try:
+            if label == "unfused" and provider == "cuda":
+                # where the realization's nodes ran: a float node on the CPU provider would be
+                # CPU arithmetic (ONNX Runtime's CPU FP16 kernels compute in FP32), not a GPU kernel
+                import tempfile
+
+                with tempfile.TemporaryDirectory() as tmp:
+                    profiled = make_session(strong, provider="cuda", label=case["id"], profile_dir=Path(tmp))
+                    placement = node_placement(profiled, strong_proto, feeds)
+                row["unfused_placement"] = placement
             out = run_session(ort_session(strong, provider, optimize=optimize), feeds, output_names=names)
         except Exception as exc:  # noqa: BLE001  (a kernel ONNX Runtime's CUDA provider lacks, e.g. BF16 Equal)
             row[label] = {"error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]}"}
@@ -205,8 +222,16 @@ def main(argv=None) -> int:
                 return "load error"
             return f"{'P' if x['passed'] else 'F'} {fmt(x['max_abs'])}"
 
-        print(f"{row['id']:<44} {cell(row['emulate']):>14} {cell(row['unfused']):>14} {cell(row['fused']):>14}",
+        cpu_nodes = row.get("unfused_placement", {}).get("cpu_float_nodes")
+        where = "" if cpu_nodes is None else f"  float nodes on CPU: {len(cpu_nodes)}" + (
+            f" ({', '.join(op for _, op in cpu_nodes[:4])})" if cpu_nodes else "")
+        print(f"{row['id']:<44} {cell(row['emulate']):>14} {cell(row['unfused']):>14} {cell(row['fused']):>14}{where}",
               flush=True)
+    placed = [r for r in rows if "unfused_placement" in r]
+    if placed:
+        on_cpu = [r["id"] for r in placed if r["unfused_placement"]["cpu_float_nodes"]]
+        print(f"\nunfused realizations profiled: {len(placed)}; with float nodes on the CPU provider: {len(on_cpu)}"
+              + (f" ({', '.join(on_cpu)})" if on_cpu else ""))
     print("\n3. Agreement with emulate's verdict")
     summary = {}
     for label in ("unfused", "fused"):
