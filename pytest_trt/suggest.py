@@ -447,7 +447,8 @@ class _Search:
         t0 = time.perf_counter()
         engine = self.backend.build(plan, self.config, self.cache)
         actual = engine.run(self.feeds)
-        result = compare_outputs(actual, self.expected, rtol=self.rtol, atol=self.atol, details=True)
+        result = compare_outputs(actual, self.expected, rtol=self.rtol, atol=self.atol, details=True,
+                                 precision=self.plan0.low_precision or "fp32")
         self.builds += 1
         hit = bool(getattr(engine.build_info, "cache_hit", False))
         self.cache_hits += int(hit)

@@ -58,7 +58,7 @@ def run(args) -> int:
     d_rtol, d_atol = default_tolerances(plan.low_precision or "fp32")
     rtol = args.rtol if args.rtol is not None else d_rtol
     atol = args.atol if args.atol is not None else d_atol
-    result = compare_outputs(actual, expected, rtol=rtol, atol=atol)
+    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=plan.low_precision or "fp32")
     if args.json:
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "seed": args.seed, "baseline": args.baseline,

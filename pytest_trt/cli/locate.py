@@ -49,7 +49,7 @@ def run(args) -> int:
     d_rtol, d_atol = default_tolerances(plan.low_precision or "fp32")
     rtol = args.rtol if args.rtol is not None else d_rtol
     atol = args.atol if args.atol is not None else d_atol
-    result = compare_outputs(actual, expected, rtol=rtol, atol=atol)
+    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=plan.low_precision or "fp32")
     found = locate_divergence(engine, feeds, threshold=args.threshold, jump=args.jump, top=args.top)
     if args.json:
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
