@@ -2,7 +2,13 @@
 
 ONNX Runtime's CPU provider is the default: it is deterministic and present on every
 machine. Graph optimizations are disabled so the baseline is the model as written
-(fusions change rounding). The CUDA provider can be asked for (TF32 off).
+(fusions change rounding). The CUDA provider can be asked for (``--trt-baseline-provider
+cuda``): TF32 off, checked on the created session (``get_provider_options``), and a session
+that ONNX Runtime silently created without CUDA is an error. Where each node ran is read
+from ONNX Runtime's profile when the baseline is computed: shape/index nodes (no float
+output) on the CPU provider are expected; a float node there is reported as a
+:class:`~pytest_trt.errors.ProviderFallbackWarning` (its FP32 result is still exact, but
+the reference is then not all-GPU).
 
 Baseline outputs are cached by model hash + inputs hash + ONNX Runtime version +
 provider, so a suite re-run does not recompute references.
@@ -11,6 +17,7 @@ provider, so a suite re-run does not recompute references.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import warnings
 from collections import OrderedDict
@@ -32,9 +39,19 @@ _MAX_SESSIONS = 16
 
 
 def onnxruntime_version() -> str:
+    """The version of the ``onnxruntime`` module that runs (cache keys, build info).
+
+    The imported module's own version, not a distribution's metadata: with both
+    ``onnxruntime`` and ``onnxruntime-gpu`` installed (the GPU image of issue 20 had the CPU
+    build 1.30.0 installed and the CUDA build 1.31.1 first on ``PYTHONPATH``) the metadata
+    names the wrong one.
+    """
     from .environment import dist_version
 
-    return dist_version("onnxruntime", "onnxruntime-gpu") or "missing"
+    try:
+        return _import_ort().__version__
+    except UsageError:
+        return dist_version("onnxruntime", "onnxruntime-gpu") or "missing"
 
 
 def install_hint(gpu: bool | None = None) -> str:
@@ -91,11 +108,14 @@ def check_runtime(provider: str = "cpu", *, gpu: bool | None = None, source: str
         raise UsageError(f"{source} {provider}: ONNX Runtime's {PROVIDERS[provider]} cannot run here: {exc}") from exc
 
 
-def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "model", ort=None):
+def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "model", ort=None,
+                 profile_dir=None):
     """An ONNX Runtime session over serialized ONNX, graph optimizations disabled.
 
     The session runs on ``provider`` or this raises :class:`UsageError`: ONNX Runtime's own
-    fallback to the CPU provider would compute a "cuda" baseline on the CPU without a word.
+    fallback to the CPU provider would compute a "cuda" baseline on the CPU without a word; a
+    ``cuda`` session is also checked to run with TF32 off (:func:`check_cuda_session`).
+    ``profile_dir``: ONNX Runtime profiles the session there.
     """
     ort = ort or _import_ort(gpu=provider == "cuda" or None)
     if provider not in PROVIDERS:
@@ -114,6 +134,9 @@ def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "mod
     # sessions in one test process (one per engine and baseline) the spinning starves the
     # CPU (measured: the test suite went from ~2 to ~5 minutes on 2 cores). Sleep instead.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if profile_dir is not None:
+        options.enable_profiling = True
+        options.profile_file_prefix = str(profile_dir / "ort_profile")
     provider_entry = (name, {"use_tf32": "0"}) if provider == "cuda" else name
     try:
         with warnings.catch_warnings():
@@ -129,7 +152,84 @@ def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "mod
             f"{', '.join(ran) or 'nothing'}): check the CUDA and cuDNN libraries ONNX Runtime needs, and that a GPU "
             f"is visible; or use the default provider cpu"
         )
+    if provider == "cuda":
+        check_cuda_session(session, label)
     return session
+
+
+def check_cuda_session(session, label: str = "model") -> dict:
+    """Raise unless ``session`` really runs on CUDA with TF32 off; return its CUDA options.
+
+    ONNX Runtime falls back to the CPU provider with only a log line when CUDA cannot be
+    initialised (driver, libraries): a "CUDA baseline" would then silently be a CPU one.
+    """
+    used = session.get_providers()
+    if "CUDAExecutionProvider" not in used:
+        raise UsageError(
+            f"ONNX Runtime created the baseline session of {label} without CUDAExecutionProvider "
+            f"(providers in use: {', '.join(used)}): check the CUDA/cuDNN libraries onnxruntime-gpu needs, "
+            f"or use --trt-baseline-provider=cpu"
+        )
+    options = session.get_provider_options().get("CUDAExecutionProvider", {})
+    if str(options.get("use_tf32", "")) != "0":
+        raise UsageError(
+            f"ONNX Runtime's CUDA provider reports use_tf32={options.get('use_tf32')!r} for {label}; "
+            f"the FP32 baseline needs TF32 off (this onnxruntime-gpu ignores the option?)"
+        )
+    return dict(options)
+
+
+def node_placement(session, model_proto, feeds: dict) -> dict:
+    """Where each node of one profiled run ran, from ONNX Runtime's profile.
+
+    Returns ``{"providers": {provider: node count}, "cpu_float_nodes": [[name, op_type], ...]}``:
+    nodes on the CPU provider with a float output (shape/index nodes, whose outputs are
+    integers or bools, are expected there and not listed).
+    """
+    import json
+
+    import onnx
+
+    run_session(session, feeds)
+    path = session.end_profiling()
+    events = json.loads(open(path).read())
+    inferred = onnx.shape_inference.infer_shapes(model_proto)
+    types = {vi.name: vi.type.tensor_type.elem_type for vi in
+             list(inferred.graph.value_info) + list(inferred.graph.output) if vi.type.HasField("tensor_type")}
+    floats = {n.name: n.op_type for n in model_proto.graph.node
+              if any(types.get(o) in (1, 10, 11, 16) for o in n.output if o)}
+    seen: dict[str, str] = {}
+    for ev in events:
+        args = ev.get("args") or {}
+        if ev.get("cat") == "Node" and "provider" in args and ev.get("name", "").endswith("_kernel_time"):
+            seen[ev["name"][: -len("_kernel_time")]] = args["provider"]
+    counts: dict[str, int] = {}
+    for provider_name in seen.values():
+        counts[provider_name] = counts.get(provider_name, 0) + 1
+    cpu_float = [[n, floats[n]] for n, p in seen.items() if p == "CPUExecutionProvider" and n in floats]
+    try:
+        import os
+
+        os.remove(path)
+    except OSError:
+        pass
+    return {"providers": counts, "cpu_float_nodes": sorted(cpu_float)}
+
+
+def warn_placement(placement: dict, label: str) -> None:
+    """A ProviderFallbackWarning when float nodes of a CUDA baseline ran on the CPU provider."""
+    nodes = placement.get("cpu_float_nodes") or []
+    if not nodes:
+        return
+    import warnings
+
+    from .errors import ProviderFallbackWarning
+
+    shown = ", ".join(f"{n} ({op})" for n, op in nodes[:8]) + (f", ... ({len(nodes)} in all)" if len(nodes) > 8 else "")
+    warnings.warn(ProviderFallbackWarning(
+        f"CUDA baseline of {label}: {len(nodes)} float node(s) ran on ONNX Runtime's CPU provider, not CUDA "
+        f"(ONNX Runtime has no CUDA kernel for them): {shown}"
+    ), stacklevel=3)
 
 
 def cached_session(key: str, make_bytes, *, provider: str = "cpu", label: str = "model"):
@@ -209,7 +309,13 @@ def fp32_baseline(
         return run_session(session, feeds, output_names=model.output_names(), label=str(model.path or model.label))
 
     if cache is None:
-        return compute()
+        values = compute()
+        if provider == "cuda":
+            key = (model.sha256, feeds_digest(feeds))
+            if key not in _PLACEMENTS:
+                _PLACEMENTS[key] = cuda_placement(model, feeds)
+            warn_placement(_PLACEMENTS[key], str(model.path or model.label))
+        return values
 
     parts = {
         "what": "fp32-baseline",
@@ -222,12 +328,31 @@ def fp32_baseline(
     def build(tmp_dir):
         values = compute()
         np.savez(tmp_dir / "outputs.npz", **values)
+        if provider == "cuda":
+            (tmp_dir / "placement.json").write_text(json.dumps(cuda_placement(model, feeds)))
 
     result = cache.get_or_build("baseline", parts, build, rebuild=rebuild, label=f"baseline {model.label}")
     with np.load(result.path / "outputs.npz", allow_pickle=False) as data:
         loaded = {name: data[name] for name in data.files}
+    placement_file = result.path / "placement.json"
+    if provider == "cuda" and placement_file.is_file():
+        warn_placement(json.loads(placement_file.read_text()), str(model.path or model.label))
     # keep the model's output order
     return {name: loaded[name] for name in model.output_names() if name in loaded}
+
+
+_PLACEMENTS: dict = {}
+
+
+def cuda_placement(model: Model, feeds: dict) -> dict:
+    """:func:`node_placement` of ``model``'s CUDA baseline session for ``feeds`` (one profiled run)."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="pytest-trt-profile-") as tmp:
+        session = make_session(model.serialized(), provider="cuda", label=str(model.path or model.label),
+                               profile_dir=Path(tmp))
+        return node_placement(session, model.proto, feeds)
 
 
 def float_tensor_names(model: Model) -> list[str]:

@@ -73,3 +73,7 @@ class PrecisionError(AssertionError):
 
 class CacheWarning(UserWarning):
     """A cache entry was unusable (corrupt, truncated, foreign) and is being rebuilt."""
+
+
+class ProviderFallbackWarning(UserWarning):
+    """Float nodes of a CUDA baseline ran on ONNX Runtime's CPU provider (read from its profile)."""

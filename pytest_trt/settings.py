@@ -78,9 +78,9 @@ OPTIONS: tuple[Option, ...] = (
            "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST, comma-separated; a builder also trusts its own key).",
            "list", (), metavar="KEY"),
     Option("trt-rebuild", "Ignore cached engines and baselines and rebuild them (default: off).", "bool", False),
-    Option("trt-atol", "Absolute tolerance for every output (default: per precision: fp32 1e-5, fp16 1e-3, bf16 1e-2).",
+    Option("trt-atol", "Absolute tolerance for every output (default: per precision: fp32 1e-5, fp16 1e-2, bf16 5e-2; FP16/BF16 also check a cosine floor).",
            "float", None, metavar="ATOL"),
-    Option("trt-rtol", "Relative tolerance for every output (default: per precision: fp32 1e-5, fp16 1e-2, bf16 5e-2).",
+    Option("trt-rtol", "Relative tolerance for every output (default: per precision: fp32 1e-5, fp16 2e-2, bf16 1e-1).",
            "float", None, metavar="RTOL"),
     Option("trt-seed", "Seed of generated inputs (default: 0). Shown in failure messages for replay.", "int", 0, metavar="N"),
     Option("trt-baseline-provider", "ONNX Runtime provider of the FP32 baseline: cpu (deterministic) or cuda "

@@ -664,7 +664,7 @@ class _Search:
         outputs_ok = True
         for index, inputs in enumerate(self.sets):
             result = compare_outputs(engine.run(inputs.feeds), self.expected_of(index), rtol=self.rtol,
-                                     atol=self.atol, details=True)
+                                     atol=self.atol, details=True, precision=self.plan0.low_precision or "fp32")
             accuracy = _accuracy(result)
             if index == 0:
                 attempt.accuracy = accuracy

@@ -20,7 +20,6 @@ pytest_plugins = ["pytester"]
 
 
 import pytest  # noqa: E402
-
 from tiers import HEAVY_TIERS, NO_SKIP_ENV, NO_SKIP_TIERS, no_skip  # noqa: E402
 
 

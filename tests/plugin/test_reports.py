@@ -152,7 +152,7 @@ def check_summary(result, *, built: int, reused: int):
         "accuracy: 3 output(s) in 3 test(s), 1 outside tolerance; worst first (x tol > 1 fails)",
         "*x tol*max abs*atol*max rel*rtol*engine*test*output*model [[]policy[]]",
         # worst first: the failing all-FP16 row, then the passing ones
-        "FAIL *e+00   0.01  *   0.01  *test_all_fp16*last_hidden_state*encoder_opset14.onnx [[]fp16[]]",
+        "FAIL *e+00   0.01  *   0.02  *test_all_fp16*last_hidden_state*encoder_opset14.onnx [[]fp16[]]",
         "ok *test_layernorm_fp32*last_hidden_state*encoder_opset14.onnx [[]fp16; fp32: [*]/LayerNorm/[*][]]",
         "ok *0.00e+00*1e-05*0.00e+00*1e-05*test_fp32*last_hidden_state*encoder_opset14.onnx [[]fp32[]]",
         "reports: */out/report.json, */out/report.html",  # resolved against the invocation directory
@@ -175,7 +175,7 @@ def check_junit(path: Path, *, cache_hit: bool):
     assert fp16["trt_passed"] == "false" and fp16["trt_precision"] == "fp16"
     assert fp16["trt_failed_outputs"] == "last_hidden_state"
     assert float(fp16["trt_max_abs_error"]) > 1.0 and float(fp16["trt_tolerance_ratio"]) > 1
-    assert (fp16["trt_atol"], fp16["trt_rtol"]) == ("0.01", "0.01")
+    assert (fp16["trt_atol"], fp16["trt_rtol"]) == ("0.01", "0.02")
     assert kept["trt_passed"] == "true" and kept["trt_precision"] == "fp16; fp32: */LayerNorm/*"
     assert float(kept["trt_max_abs_error"]) <= 1e-2
     assert (fp32["trt_max_abs_error"], fp32["trt_atol"], fp32["trt_rtol"]) == ("0", "1e-05", "1e-05")

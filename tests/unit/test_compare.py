@@ -19,6 +19,7 @@ from pytest_trt.compare import (
     assert_close,
     compare_outputs,
     cosine_similarity,
+    default_min_cosine,
     default_tolerances,
     snr_db,
 )
@@ -357,8 +358,8 @@ def test_empty_and_zero_dim():
 
 def test_default_tolerances():
     assert default_tolerances("fp32") == (1e-5, 1e-5)
-    assert default_tolerances("fp16") == (1e-2, 1e-3)
-    assert default_tolerances("bf16") == (5e-2, 1e-2)
+    assert default_tolerances("fp16") == (2e-2, 1e-2)
+    assert default_tolerances("bf16") == (1e-1, 5e-2)
     assert default_tolerances("half") == default_tolerances("FP16")
     with pytest.raises(UsageError, match="unknown precision"):
         default_tolerances("int8")
@@ -366,14 +367,40 @@ def test_default_tolerances():
         compare_outputs(f32(1), f32(1), precision="fp8")
 
 
+def test_default_cosine_floor_fails_a_wrong_direction_the_element_rule_passes():
+    # every element within the FP16 element rule (|err| <= atol = 1e-2), but the output
+    # points elsewhere: the precision's default cosine floor (0.9999) fails it
+    e = np.full(1000, 0.02, np.float32)
+    e[::2] = -0.02
+    a = e + np.float32(0.009) * np.sign(np.arange(1000) % 3 - 1, dtype=np.float32)
+    res = compare_outputs(a, e, precision="fp16")
+    oc = res.outputs["output"]
+    assert not res.passed and oc.mismatched == 0
+    assert oc.min_cosine == default_min_cosine("fp16") == 0.9999
+    assert "default floor" in res.message()
+    assert compare_outputs(a, e, precision="fp16", min_cosine=-1).passed  # explicit value replaces it
+    assert compare_outputs(a, e, precision="fp32", atol=1e-2).passed  # fp32 has no floor
+    assert default_min_cosine("fp32") is None
+
+
+def test_default_cosine_floor_skips_outputs_numerically_zero():
+    # a reference within atol of zero everywhere has no direction: only the element rule applies
+    e = np.zeros(100, np.float32)
+    a = np.full(100, 1e-4, np.float32)
+    res = compare_outputs(a, e, precision="bf16")
+    assert res.passed and res.outputs["output"].min_cosine is None
+    # an explicit floor still applies
+    assert not compare_outputs(a, e, precision="bf16", min_cosine=0.9).passed
+
+
 def test_precision_selects_defaults_and_explicit_values_win():
     e = f32(1.0)
-    a = f32(1.005)
+    a = f32(1.015)
     assert not compare_outputs(a, e).passed
     assert compare_outputs(a, e, precision="fp16").passed
     assert not compare_outputs(a, e, precision="fp16", rtol=1e-3).passed
     oc = compare_outputs(a, e, precision="fp16", rtol=1e-3).outputs["output"]
-    assert (oc.rtol, oc.atol) == (1e-3, 1e-3)
+    assert (oc.rtol, oc.atol) == (1e-3, 1e-2)
 
 
 def test_per_output_tolerances_fall_back_to_defaults():
@@ -477,8 +504,8 @@ def _two_failing_outputs():
 
 def test_message_lists_every_failing_output_with_figures():
     a, e = _two_failing_outputs()
-    with pytest.raises(AccuracyError) as info:
-        assert_close(a, e, precision="fp16")
+    with pytest.raises(AccuracyError) as info:  # the pre-calibration FP16 tolerances: figures below depend on them
+        assert_close(a, e, precision="fp16", rtol=1e-2, atol=1e-3)
     err = info.value
     assert isinstance(err, AssertionError)
     res = err.result
@@ -566,7 +593,7 @@ def test_metric_helpers():
 
 def test_to_json_is_plain_json():
     a, e = _two_failing_outputs()
-    data = compare_outputs(a, e, precision="fp16").to_json()
+    data = compare_outputs(a, e, precision="fp16", rtol=1e-2, atol=1e-3).to_json()
     text = json.dumps(data, allow_nan=False)
     back = json.loads(text)
     assert back["passed"] is False and back["failed_outputs"] == ["logits", "hidden"]
@@ -578,8 +605,12 @@ def test_to_json_is_plain_json():
     assert lg["shape"] == [2, 50] and lg["mismatched"] == 3 and lg["max_rel"] == "inf"
     assert lg["mismatch"]["worst_abs"]["index"] == [1, 7]
     assert lg["mismatch"]["first"][0]["actual"] == "nan"
-    # passing outputs: verdict only, figures null unless details were asked
-    assert back["outputs"]["pooled"]["max_abs"] is None and back["outputs"]["pooled"]["cosine"] is None
+    # passing outputs: verdict only, figures null unless details were asked; the cosine is
+    # computed for the precision's default floor (fp16: 0.9999)
+    assert back["outputs"]["pooled"]["max_abs"] is None and back["outputs"]["pooled"]["cosine"] == 1.0
+    assert back["outputs"]["pooled"]["min_cosine"] == 0.9999
+    plain = compare_outputs(a, e, rtol=1e-2, atol=1e-3).to_json()  # fp32: no floor, nothing computed
+    assert plain["outputs"]["pooled"]["cosine"] is None
     det = compare_outputs(a, e, precision="fp16", details=True).to_json()["outputs"]["pooled"]
     assert det["max_abs"] == 0.0 and det["cosine"] == 1.0 and det["snr_db"] == "inf"
 
