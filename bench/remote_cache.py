@@ -186,7 +186,7 @@ def part2(tmp: Path) -> None:
             report = tmp / f"{local}-{name.replace(' ', '_')}.json"
             before = len(server.requests())
             t0 = time.perf_counter()
-            proc = subprocess.run(base + ["--trt-cache-dir", str(tmp / local), "--trt-report", str(report)],
+            proc = subprocess.run(base + [f"--trt-cache-dir={tmp / local}", f"--trt-report={report}"],
                                   cwd=ROOT, env=env, capture_output=True, text=True)
             wall = time.perf_counter() - t0
             requests, moved = traffic(server, before)

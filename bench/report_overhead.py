@@ -51,16 +51,16 @@ sys.exit(pytest.main(sys.argv[2:]))
 
 VARIANTS = {
     "plain": [],
-    "json": ["--trt-report", "{out}/report.json"],
-    "html": ["--trt-html", "{out}/report.html"],
-    "all": ["--trt-report", "{out}/report.json", "--trt-html", "{out}/report.html", "--junitxml", "{out}/junit.xml"],
+    "json": ["--trt-report={out}/report.json"],
+    "html": ["--trt-html={out}/report.html"],
+    "all": ["--trt-report={out}/report.json", "--trt-html={out}/report.html", "--junitxml", "{out}/junit.xml"],
 }
 
 
 def run(variant: str, cache: Path, out: Path, source: str) -> tuple[float, int]:
     args = [a.format(out=out) for a in VARIANTS[variant]]
     cmd = [sys.executable, "-c", RUNNER, source, str(SUITE), "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-           "--trt-cache-dir", str(cache), *args]
+           f"--trt-cache-dir={cache}", *args]
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     seconds = time.perf_counter() - start

@@ -196,9 +196,6 @@ def pytest_runtest_makereport(item, call):
     if trt_test and call.when == "setup":
         report.user_properties.append((TEST_PROPERTY, item.nodeid))
     excinfo = call.excinfo
-    records = item.stash.get(RECORDS_KEY, None)
-    if records and call.when == "call":
-        _apply_parser_checks(report, records, excinfo)
     if excinfo is not None and excinfo.errisinstance(UnsupportedGpu):
         # The documented skip: an engine built for a GPU that cannot load it (TensorRT-RTX on
         # an unsupported compute capability), found when it is loaded or run wherever that
@@ -212,6 +209,11 @@ def pytest_runtest_makereport(item, call):
     elif excinfo is not None and excinfo.errisinstance((AccuracyError, PrecisionError, PytestTrtError)):
         if item.config.option.tbstyle in ("auto", "short", "line", "no"):
             report.longrepr = _short_longrepr(item, excinfo)
+    records = item.stash.get(RECORDS_KEY, None)
+    if records and call.when == "call":
+        # after the UnsupportedGpu skip: a failed parser check (it runs on the CPU) fails the test
+        # even when the engine cannot load on this GPU
+        _apply_parser_checks(report, records, excinfo)
     if trt_test and report.skipped and not hasattr(report, "wasxfail"):
         reason = skip_reason_of(report)
         if session.settings.require_run:
@@ -269,7 +271,7 @@ def _apply_parser_checks(report, records, excinfo) -> None:
             type(getattr(excinfo.value, "findings", None)).__name__ == "ParserCheck":
         return  # trt.check_parser() raised it: already the test's failure
     text = "\n\n".join(r.get("message") or r.get("error") or "parser check failed" for r in failed)
-    if report.passed:
+    if report.passed or (report.skipped and not hasattr(report, "wasxfail")):
         report.outcome = "failed"
         report.longrepr = f"pytest-trt --trt-parser-check: the plan failed TensorRT-RTX's parser check\n{text}"
     else:

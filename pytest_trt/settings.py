@@ -75,8 +75,9 @@ OPTIONS: tuple[Option, ...] = (
            "(default: $PYTEST_TRT_REMOTE_CACHE_MODE, else auto).", "choice", "auto", ("auto", "ro", "rw")),
     Option("trt-remote-cache-trust", "Public key whose signatures the remote cache accepts: a .pub file of "
            "`pytest-trt remote-cache keygen` or its 'ed25519:...' text; repeatable, for key rotation "
-           "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST, comma-separated; a builder also trusts its own key).",
-           "list", (), metavar="KEY"),
+           "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST, comma-separated; a builder also trusts its own key). "
+           "Write it --trt-remote-cache-trust=KEY.",
+           "list", (), metavar="KEY", path=True),
     Option("trt-rebuild", "Ignore cached engines and baselines and rebuild them (default: off).", "bool", False),
     Option("trt-atol", "Absolute tolerance for every output (default: per precision: fp32 1e-5, fp16 1e-2, bf16 5e-2; FP16/BF16 also check a cosine floor).",
            "float", None, metavar="ATOL"),

@@ -129,6 +129,7 @@ _CLI_SPELLING = (
     ("keep_fp32", re.compile(r"keep_fp32=\[([^\]]*)\] in the trt marker, or --trt-keep-fp32 '[^']*'"), _keep_flags),
     ("keep_fp32", re.compile(r"keep_fp32=\[([^\]]*)\]"), _keep_flags),
     ("keep_fp32", re.compile(r"--trt-keep-fp32"), "--keep-fp32"),
+    ("cache_dir", re.compile(r"--trt-cache-dir=DIR"), "--cache-dir DIR"),
     ("cache_dir", re.compile(r"--trt-cache-dir"), "--cache-dir"),
     ("allow_nonfinite", re.compile(r"pass allow_nonfinite=True"), "pass --allow-nonfinite"),
     ("max_builds", re.compile(r"\(max_builds\)"), "(--max-builds)"),

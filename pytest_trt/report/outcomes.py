@@ -97,6 +97,9 @@ def classify(item, call, report) -> dict[str, Any] | None:
     excinfo = getattr(call, "excinfo", None)
     if excinfo is not None and facts["outcome"] in ("failed", "error", "xfailed"):
         facts["message"] = _message(excinfo)
+    elif facts["outcome"] in ("failed", "error") and report.longrepr is not None:
+        # failed by the plugin after a passing body (--trt-parser-check, --trt-require-run): its longrepr says why
+        facts["message"] = str(report.longrepr)
     if xfail is not None or wasxfail:
         info = dict(xfail or {"reason": "", "strict": False, "raises": None})
         if wasxfail and report.wasxfail:

@@ -66,5 +66,5 @@ def test_locate_labels_the_policy_precision_and_shows_the_figures(cache_dir):
 
     text = _cli(cache_dir, "locate", str(ENCODER), "--fp16", "--keep-fp32", "*/LayerNorm/*")
     assert text.returncode == 0, text.stdout + text.stderr
-    assert "outputs within tolerance [precision fp16; rtol 0.01, atol 0.001]" in text.stdout, text.stdout
+    assert "outputs within tolerance [precision fp16; rtol 0.02, atol 0.01" in text.stdout, text.stdout
     assert "max abs err" in text.stdout and "SNR" in text.stdout and "x tol" in text.stdout

@@ -206,7 +206,7 @@ def test_bf16_islands(trt):
     assert s.passed, s.message()
 ''')
     result = pytester.runpytest("-p", "no:hypothesispytest", "--trt-backend", "emulate",
-                                "--trt-cache-dir", str(pytester.path / "cache"))
+                                f"--trt-cache-dir={pytester.path / 'cache'}")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*FP32 in effect*compute nodes (9?%*) in FP32: that is not a bf16 engine*",
                                  "*checked on: your inputs (seed 0), seed 1, seed 2, seed 3 (generated like your "

@@ -98,7 +98,7 @@ def _headless(browser: str, profile: Path, *args: str) -> subprocess.CompletedPr
 def test_html_report_is_a_dashboard_at_1280px(pytester):
     browser = _chromium()
     pytester.makepyfile(test_dashboard=SUITE)
-    result = pytester.runpytest("--trt-cache-dir", str(pytester.path / "cache"), "--trt-html", "out/report.html",
+    result = pytester.runpytest(f"--trt-cache-dir={pytester.path / 'cache'}", "--trt-html=out/report.html",
                                 "-p", "no:randomly")
     result.assert_outcomes(passed=6, failed=1, xfailed=1)
     report = pytester.path / "out" / "report.html"

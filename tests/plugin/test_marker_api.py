@@ -37,7 +37,7 @@ def test_rules_mapping(trt):
 
 TOL = dict(atol={"fp16": 0.5, "bf16": {OUT: 0.25}}, rtol={"fp16": 0.125})
 
-@pytest.mark.parametrize("precision, atol, rtol", [("fp16", 0.5, 0.125), ("bf16", 0.25, 5e-2), ("fp32", 1e-5, 1e-5)])
+@pytest.mark.parametrize("precision, atol, rtol", [("fp16", 0.5, 0.125), ("bf16", 0.25, 1e-1), ("fp32", 1e-5, 1e-5)])
 def test_per_precision_tolerances(trt_session, request, precision, atol, rtol):
     request.applymarker(pytest.mark.trt(model=ENCODER, precision=precision, dims=DIMS, **TOL))
     trt = request.getfixturevalue("trt")
@@ -56,9 +56,9 @@ def test_mixed_keys_are_a_usage_error(trt):
 def test_tolerances_keeps_its_order_and_warns(trt):
     with pytest.warns(DeprecationWarning, match=r"returns \\(rtol, atol\\); use trt.resolve_tolerances"):
         rtol, atol = trt.tolerances()
-    assert atol == {OUT: 0.5} and rtol == {OUT: 1e-2}
+    assert atol == {OUT: 0.5} and rtol == {OUT: 2e-2}
 """)
-    result = pytester.runpytest("-p", "no:randomly", "--trt-cache-dir", str(pytester.path / "cache"))
+    result = pytester.runpytest("-p", "no:randomly", f"--trt-cache-dir={pytester.path / 'cache'}")
     result.assert_outcomes(passed=6)
 
 
@@ -78,5 +78,5 @@ def test_relative(trt, feeds):
     trt.check(feeds)
 """)
     # run from the rootdir, not from suite/: "models/encoder.onnx" is relative to the test file
-    result = pytester.runpytest("suite", "-p", "no:randomly", "--trt-cache-dir", str(pytester.path / "cache"))
+    result = pytester.runpytest("suite", "-p", "no:randomly", f"--trt-cache-dir={pytester.path / 'cache'}")
     result.assert_outcomes(passed=1)

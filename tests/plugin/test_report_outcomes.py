@@ -83,8 +83,8 @@ def test_not_trt():
 
 
 def _run(pytester, *args):
-    return pytester.runpytest("--trt-cache-dir", str(pytester.path / "cache"), "--trt-report", "out/r.json",
-                              "--trt-html", "out/r.html", "--junitxml", "out/junit.xml", "-p", "no:randomly", *args)
+    return pytester.runpytest(f"--trt-cache-dir={pytester.path / 'cache'}", "--trt-report=out/r.json",
+                              "--trt-html=out/r.html", "--junitxml", "out/junit.xml", "-p", "no:randomly", *args)
 
 
 def test_every_trt_test_reaches_every_report_with_its_pytest_outcome(pytester):

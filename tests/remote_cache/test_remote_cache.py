@@ -271,8 +271,8 @@ def test_a_tampered_entry_never_reaches_the_loader(pytester, nginx, keys, monkey
     common = ["--trt-backend", "emulate", "--trt-remote-cache", nginx.url, "-p", "no:cacheprovider",
               "-W", "always::pytest_trt.errors.CacheWarning"]
     monkeypatch.setenv("PYTEST_TRT_REMOTE_CACHE_KEY", keys["builder"]["private"])
-    first = pytester.runpytest_inprocess(*common, "--trt-cache-dir", str(pytester.path / "c1"),
-                                         "--trt-report", "r1.json")
+    first = pytester.runpytest_inprocess(*common, f"--trt-cache-dir={pytester.path / 'c1'}",
+                                         "--trt-report=r1.json")
     first.assert_outcomes(passed=1)
     r1 = json.loads((pytester.path / "r1.json").read_text())["summary"]
     assert r1["remote_uploads"] >= 1 and r1["remote_hits"] == 0 and r1["remote_bytes"] > 0
@@ -280,9 +280,9 @@ def test_a_tampered_entry_never_reaches_the_loader(pytester, nginx, keys, monkey
 
     # a read-only runner with a cold local cache: everything comes from the remote, verified; nothing is built
     monkeypatch.delenv("PYTEST_TRT_REMOTE_CACHE_KEY")
-    reader_args = ["--trt-remote-cache-trust", keys["builder"]["public"]]
-    warm = pytester.runpytest_inprocess(*common, *reader_args, "--trt-cache-dir", str(pytester.path / "c0"),
-                                        "--trt-report", "r0.json")
+    reader_args = [f"--trt-remote-cache-trust={keys['builder']['public']}"]
+    warm = pytester.runpytest_inprocess(*common, *reader_args, f"--trt-cache-dir={pytester.path / 'c0'}",
+                                        "--trt-report=r0.json")
     warm.assert_outcomes(passed=1)
     r0 = json.loads((pytester.path / "r0.json").read_text())["summary"]
     assert r0["remote_hits"] == r1["remote_uploads"] and r0["cache_builds"] == 0 and r0["remote_uploads"] == 0
@@ -305,8 +305,8 @@ def test_a_tampered_entry_never_reaches_the_loader(pytester, nginx, keys, monkey
         return real(plan, config, info, blob)
 
     monkeypatch.setattr(emulate, "EmulatedEngine", spy)
-    second = pytester.runpytest_inprocess(*common, *reader_args, "--trt-cache-dir", str(pytester.path / "c2"),
-                                          "--trt-report", "r2.json")
+    second = pytester.runpytest_inprocess(*common, *reader_args, f"--trt-cache-dir={pytester.path / 'c2'}",
+                                          "--trt-report=r2.json")
     second.assert_outcomes(passed=1)
     second.stdout.fnmatch_lines(["*CacheWarning*rejected the published emulate entry*checksum mismatch*"])
     assert loaded, "the engine was loaded (rebuilt locally)"
@@ -429,9 +429,9 @@ def test_a_private_key_is_not_a_public_key(tmp_path, keys):
 
 def test_local_read_only_and_remote_cannot_be_combined(pytester, keys):
     pytester.makepyfile("def test_x(): pass")
-    result = pytester.runpytest_inprocess("--trt-cache-read-only", "--trt-cache-dir", str(pytester.path),
+    result = pytester.runpytest_inprocess("--trt-cache-read-only", f"--trt-cache-dir={pytester.path}",
                                           "--trt-remote-cache", f"file://{pytester.path}",
-                                          "--trt-remote-cache-trust", keys["builder"]["public"])
+                                          f"--trt-remote-cache-trust={keys['builder']['public']}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--trt-cache-read-only * and --trt-remote-cache * cannot be combined*"])
 

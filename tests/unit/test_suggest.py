@@ -173,7 +173,9 @@ def test_module_that_breaks_in_every_layer_is_generalised_and_holds_on_other_see
     # fails at seed 1 (2 elements of last_hidden_state off by 2.6e-3). Now every answer is re-checked
     # on seeds 1, 2, 3 generated like the user's feeds before it is called found.
     vit = load_model(VIT14)
-    rtol, atol = pytest_trt.default_tolerances("fp16")
+    # the tolerance the case was found at (the FP16 defaults before their calibration): the
+    # calibrated defaults (rtol 2e-2, atol 1e-2) pass the seed-0 answer at seed 1 too
+    rtol, atol = 1e-2, 1e-3
 
     def passes(patterns, seed):
         engine = get_backend("emulate").build(PrecisionPolicy("fp16", keep_fp32=patterns).resolve(vit),
@@ -184,7 +186,7 @@ def test_module_that_breaks_in_every_layer_is_generalised_and_holds_on_other_see
     old_answer = ["*/layernorm_before/*", "/layernorm/*"]
     assert passes(old_answer, 0) and not passes(old_answer, 1)
 
-    s = suggest_fp32_islands(vit, "fp16", _vit_feeds(vit, 0), backend="emulate",
+    s = suggest_fp32_islands(vit, "fp16", _vit_feeds(vit, 0), backend="emulate", rtol=rtol, atol=atol,
                              make_feeds=lambda seed: _vit_feeds(vit, seed))
     assert s.passed and s.reason == "found" and s.builds <= 12
     assert "*/layernorm_before/*" in s.patterns  # promoted after the second layernorm_before broke
