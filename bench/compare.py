@@ -3,7 +3,8 @@
 Run: ``python bench/compare.py [--sizes 1e6 1e7 5e7 1e8] [--repeat 9]``
 
 For each size n, on the same two float32 arrays (expected ~ N(0, 1), actual = expected *
-(1 + 1e-4 * noise), which passes the fp16 defaults rtol=1e-2, atol=1e-3):
+(1 + 1e-4 * noise), which passes the fp16 defaults ``default_tolerances("fp16")`` and the
+fp16 cosine floor):
 
 * floor: reading both arrays once (``np.add.reduce`` over each), the least any
   comparison must cost;
