@@ -40,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     for name in SUBCOMMANDS:
         module = importlib.import_module(f"{__name__}.{name}")
         module.add_parser(sub)
-        sub.choices[name].set_defaults(subparser=sub.choices[name])
+        command = name.replace("_", "-")  # module remote_cache, command remote-cache
+        sub.choices[command].set_defaults(subparser=sub.choices[command])
     return parser
 
 
