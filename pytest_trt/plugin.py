@@ -85,6 +85,7 @@ def activate(config, why: str):
         return session
     from .session import TrtSession
 
+    plugin_backends: tuple[str, ...] = ()
     try:
         _settings.check_path_option_forms(config)
         session_settings = _settings.resolve_settings(config)
@@ -96,6 +97,7 @@ def activate(config, why: str):
         _check_selected(selected)
         session = TrtSession.create(session_settings, started_at=started_at, selected=selected)
     except PytestTrtError as exc:
+        _forget_backends(plugin_backends)
         raise pytest.UsageError(f"pytest-trt: {exc}") from None
     session.activated_by = why
     session.plugin_backends = plugin_backends
@@ -413,10 +415,15 @@ def pytest_unconfigure(config):
     """Forget the backends plugins registered for this run (an in-process pytester run must not
     leak them into the next)."""
     session = config.stash.get(SESSION_KEY, None)
-    if session is not None and session.plugin_backends:
+    if session is not None:
+        _forget_backends(session.plugin_backends)
+
+
+def _forget_backends(names) -> None:
+    if names:
         from .backends.base import unregister_backend
 
-        for name in session.plugin_backends:
+        for name in names:
             unregister_backend(name)
 
 

@@ -200,3 +200,13 @@ def test_register_backend_rejects_bad_names():
         register_backend("auto", object)
     with pytest.raises(UsageError, match="expected a Backend subclass, instance or factory"):
         register_backend("x", 3)
+
+
+def test_plugin_backends_are_forgotten_after_a_usage_error(pytester):
+    from pytest_trt.backends.base import backend_names
+
+    pytester.makeconftest(PLUGIN)
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest("--trt-backend", "emu3")  # fails after the hook registered emu2
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "emu2" not in backend_names()
