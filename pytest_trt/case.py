@@ -105,12 +105,12 @@ def _validate_options(options: dict, where: str) -> None:
                          f"(pattern, precision) pairs) or a dict, got {rules!r}")
     requires = options.get("requires")
     if requires is not None:
-        from .backends.base import BACKEND_CHOICES
+        from .backends.base import backend_names
 
         wanted = (requires,) if isinstance(requires, str) else requires
-        if not isinstance(wanted, (list, tuple)) or not all(w in BACKEND_CHOICES[1:] for w in wanted):
+        if not isinstance(wanted, (list, tuple)) or not all(w in backend_names() for w in wanted):
             raise UsageError(f"{where}: @pytest.mark.trt(requires=...) takes a backend name or a list of them "
-                             f"({', '.join(BACKEND_CHOICES[1:])}), got {requires!r}")
+                             f"({', '.join(backend_names())}; plugins add more), got {requires!r}")
     inputs = options.get("inputs")
     if inputs is not None and not isinstance(inputs, (str, PurePath, dict)):
         from .errors import InputError

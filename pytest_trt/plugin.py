@@ -42,6 +42,13 @@ MARKERS = (
 )
 
 
+def pytest_addhooks(pluginmanager):
+    """pytest-trt's own hooks (:mod:`pytest_trt.hookspec`), for other plugins and conftests."""
+    from . import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
+
+
 def pytest_addoption(parser):
     _settings.add_options(parser)
 
@@ -78,14 +85,24 @@ def activate(config, why: str):
         return session
     from .session import TrtSession
 
+    plugin_backends: tuple[str, ...] = ()
     try:
         _settings.check_path_option_forms(config)
         session_settings = _settings.resolve_settings(config)
         started_at = getattr(config, "workerinput", {}).get("trt_session_start")
-        session = TrtSession.create(session_settings, started_at=started_at)
+        plugin_backends = _register_plugin_backends(config)
+        source = session_settings.sources.get("trt_backend", "--trt-backend")
+        selected = config.hook.pytest_trt_select_backend(config=config, requested=session_settings.backend,
+                                                         source=source)
+        _check_selected(selected)
+        session = TrtSession.create(session_settings, started_at=started_at, selected=selected)
     except PytestTrtError as exc:
+        _forget_backends(plugin_backends)
         raise pytest.UsageError(f"pytest-trt: {exc}") from None
     session.activated_by = why
+    session.plugin_backends = plugin_backends
+    session.extend_test_entry = lambda entry, records: config.hook.pytest_trt_report_test(
+        config=config, entry=entry, records=records)
     config.stash[SESSION_KEY] = session
     if not hasattr(config, "workerinput"):
         # engines that took over a second, and "still building" heartbeats; every engine with -v.
@@ -98,6 +115,50 @@ def activate(config, why: str):
         session.progress = progress
         session.verbose = config.option.verbose > 0
     return session
+
+
+def _register_plugin_backends(config) -> tuple[str, ...]:
+    """Register the backends plugins provide (``pytest_trt_backends``); returns their names."""
+    from .backends.base import register_backend
+    from .errors import UsageError
+
+    found: dict[str, object] = {}
+    for provided in config.hook.pytest_trt_backends(config=config):
+        if not isinstance(provided, dict):
+            raise UsageError(f"a pytest_trt_backends hook returned {provided!r}: expected a dict "
+                             f"{{name: Backend subclass, instance or factory}}")
+        for name, factory in provided.items():
+            if name in found and found[name] is not factory:
+                raise UsageError(f"two pytest_trt_backends hooks provide a backend named {name!r}: "
+                                 f"rename one, or disable one plugin with -p no:NAME")
+            found[name] = factory
+    for name, factory in found.items():
+        register_backend(name, factory)
+    return tuple(found)
+
+
+def _check_selected(selected) -> None:
+    from .backends.base import Backend
+    from .errors import UsageError
+
+    if not (isinstance(selected, tuple) and len(selected) == 2 and isinstance(selected[0], Backend)):
+        raise UsageError(f"a pytest_trt_select_backend hook returned {selected!r}: expected (Backend, reason)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_trt_select_backend(config, requested, source):
+    """pytest-trt's own choice, after any plugin's: ``auto`` is TensorRT where it runs, else emulate."""
+    from .backends.base import select_backend
+
+    return select_backend(requested, source)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """pytest-xdist ``-n auto``: with ``--trt-gpus auto`` (or ``N``), one worker per GPU."""
+    from . import xdist_gpus
+
+    return xdist_gpus.auto_num_workers(config)
 
 
 @pytest.hookimpl(trylast=True)
@@ -140,7 +201,7 @@ def pytest_report_header(config):
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return None
-    return header_lines(session)
+    return header_lines(session, config)
 
 
 def pytest_report_collectionfinish(config, start_path, items):
@@ -148,11 +209,12 @@ def pytest_report_collectionfinish(config, start_path, items):
     if not config.stash.get(PENDING_HEADER_KEY, False):
         return None
     config.stash[PENDING_HEADER_KEY] = False
-    return header_lines(config.stash[SESSION_KEY])
+    return header_lines(config.stash[SESSION_KEY], config)
 
 
-def header_lines(session) -> list[str]:
-    """Everything needed to reproduce a result: backend and why, precision, versions, GPU, cache."""
+def header_lines(session, config=None) -> list[str]:
+    """Everything needed to reproduce a result: backend and why, precision, versions, GPU, cache;
+    then the lines of plugins' ``pytest_trt_report_header`` hooks (with ``config``)."""
     from . import environment
 
     s = session.settings
@@ -171,7 +233,16 @@ def header_lines(session) -> list[str]:
         f"pytest-trt: tensorrt {v('tensorrt')}, onnxruntime {v('onnxruntime')}, polygraphy {v('polygraphy')}, "
         f"onnx {v('onnx')}; GPU: {environment.gpu_summary()}",
         f"pytest-trt: cache {cache_line}" + (" (rebuild: cached entries ignored)" if s.rebuild else ""),
-    ] + remote
+    ] + remote + _plugin_header_lines(session, config)
+
+
+def _plugin_header_lines(session, config) -> list[str]:
+    if config is None:
+        return []
+    lines: list[str] = []
+    for result in config.hook.pytest_trt_report_header(config=config, session=session):
+        lines.extend([result] if isinstance(result, str) else (result or ()))
+    return [str(line) for line in lines]
 
 
 def _short_longrepr(item, excinfo) -> str:
@@ -340,6 +411,22 @@ def pytest_testnodedown(node, error):
     stats = getattr(node, "workeroutput", {}).get("trt_cache_stats")
     if session is not None and stats:
         session.worker_cache_stats.append(stats)
+
+
+def pytest_unconfigure(config):
+    """Forget the backends plugins registered for this run (an in-process pytester run must not
+    leak them into the next)."""
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        _forget_backends(session.plugin_backends)
+
+
+def _forget_backends(names) -> None:
+    if names:
+        from .backends.base import unregister_backend
+
+        for name in names:
+            unregister_backend(name)
 
 
 def pytest_sessionfinish(session, exitstatus):

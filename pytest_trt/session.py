@@ -79,9 +79,15 @@ class TrtSession:
     skipped: list = field(default_factory=list)
     #: how the session came to be in use: the options given, or "a trt test was collected"
     activated_by: str = ""
+    #: backends registered for this run by plugins (the ``pytest_trt_backends`` hook)
+    plugin_backends: tuple = ()
+    #: ``(entry, records) -> None``: extends a test's JSON report entry (the ``pytest_trt_report_test``
+    #: hook; None outside pytest)
+    extend_test_entry: Any = None
 
     @classmethod
-    def create(cls, settings: Settings, *, started_at: float | None = None, flag_prefix: str = "--trt-") -> TrtSession:
+    def create(cls, settings: Settings, *, started_at: float | None = None, flag_prefix: str = "--trt-",
+               selected: tuple | None = None) -> TrtSession:
         """Select the backend and check that everything asked for can be honoured here.
 
         Raises :class:`~pytest_trt.errors.PytestTrtError` (a usage error) naming the fix: an
@@ -91,7 +97,9 @@ class TrtSession:
         from .backends.base import select_backend
         from .baseline import check_runtime
 
-        backend, reason = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
+        if selected is None:
+            selected = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
+        backend, reason = selected
         provider_source = settings.sources.get("trt_baseline_provider", "default")
         check_runtime(settings.baseline_provider, gpu=(backend.name != "emulate") or None,
                       source="--trt-baseline-provider" if provider_source == "default" else provider_source)

@@ -29,6 +29,9 @@ class Option:
     #: the value is a file or directory path: it must be written ``--flag=PATH`` (see
     #: :func:`check_path_option_forms`)
     path: bool = False
+    #: a ``choice`` whose list plugins extend (``--trt-backend``): argparse takes any value, and
+    #: the value is checked where the full list is known (:func:`pytest_trt.backends.base.select_backend`)
+    open_choices: bool = False
 
     @property
     def dest(self) -> str:
@@ -47,8 +50,8 @@ OPTIONS: tuple[Option, ...] = (
         "trt-backend",
         "Engine backend: auto = TensorRT when importable and a GPU is usable, else emulate (CPU precision "
         "emulation on ONNX Runtime, not TensorRT). An explicit backend that cannot run here is a usage error. "
-        "Default: auto.",
-        "choice", "auto", BACKEND_CHOICES,
+        "Plugins add backends (the pytest_trt_backends hook). Default: auto.",
+        "choice", "auto", BACKEND_CHOICES, metavar="{" + ",".join(BACKEND_CHOICES) + ",...}", open_choices=True,
     ),
     Option("trt-typing", "TensorRT network typing: auto = strong typing (TensorRT >= 10.0, the only typing in 11.x and RTX), "
            "weak = per-layer hints with OBEY_PRECISION_CONSTRAINTS (TensorRT <= 10.x). Default: auto.",
@@ -122,7 +125,8 @@ def add_options(parser) -> None:
             group.addoption(flag, action="append", default=None, dest=opt.dest, metavar=opt.metavar, help=opt.help)
             parser.addini(opt.ini, f"ini twin of {flag} (one pattern per line). {opt.help}", type="linelist", default=[])
         elif opt.kind == "choice":
-            group.addoption(flag, default=None, dest=opt.dest, choices=list(opt.choices), help=opt.help)
+            choices = None if opt.open_choices else list(opt.choices)
+            group.addoption(flag, default=None, dest=opt.dest, choices=choices, metavar=opt.metavar, help=opt.help)
             parser.addini(opt.ini, f"ini twin of {flag}. {opt.help}", default=str(opt.default))
         else:
             group.addoption(flag, default=None, dest=opt.dest, metavar=opt.metavar, help=opt.help)
@@ -145,7 +149,7 @@ def _convert(opt: Option, value, source: str):
             return int(value)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{source}: invalid value {value!r} for {opt.name}: {exc}") from None
-    if opt.kind == "choice" and value not in opt.choices:
+    if opt.kind == "choice" and value not in opt.choices and not opt.open_choices:
         raise UsageError(f"{source}: invalid value {value!r}; choose one of {', '.join(opt.choices)}")
     return value
 

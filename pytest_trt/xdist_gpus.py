@@ -14,6 +14,10 @@ GPUs ``nvidia-smi`` lists. ``auto`` uses as many GPUs as there are workers, at m
 visible ones; an explicit ``N`` must not exceed either. Workers beyond ``N`` share GPUs
 round-robin (``-n 4 --trt-gpus 2``: gw0, gw2 -> first GPU; gw1, gw3 -> second).
 
+With ``-n auto``, ``--trt-gpus auto`` starts one worker per visible GPU and ``--trt-gpus N``
+starts ``N`` (:func:`auto_num_workers`, pytest-xdist's ``pytest_xdist_auto_num_workers`` hook);
+``PYTEST_XDIST_AUTO_NUM_WORKERS``, when set, still wins.
+
 Without a GPU, ``--trt-gpus auto`` warns and does nothing (the same ini setting then
 works on CPU runners); ``--trt-gpus N`` is a usage error. Without pytest-xdist
 distribution (no ``-n``, or ``-n 0``) the option warns and does nothing.
@@ -97,12 +101,34 @@ def _option(config):
 
 
 def _worker_ids(config) -> list[str] | None:
-    """The gateway ids xdist will start (``gw0``...), or None when the run is not distributed."""
-    if getattr(config.option, "dist", "no") == "no" or not getattr(config.option, "tx", None):
-        return None
-    from xdist.workermanage import parse_tx_spec_config
+    """The gateway ids xdist will start (``gw0``...), or None when the run is not distributed.
 
-    return [f"gw{i}" for i in range(len(parse_tx_spec_config(config)))]
+    Read from xdist's public ``--tx`` option values (by ``pytest_configure``, xdist has turned
+    ``-n N`` into ``N`` ``popen`` specs); a spec ``3*popen`` stands for three gateways.
+    """
+    specs = getattr(config.option, "tx", None)
+    if getattr(config.option, "dist", "no") == "no" or not specs:
+        return None
+    count = 0
+    for spec in specs:
+        head, star, _ = str(spec).partition("*")
+        count += int(head) if star and head.strip().isdigit() else 1
+    return [f"gw{i}" for i in range(count)]
+
+
+def auto_num_workers(config) -> int | None:
+    """pytest-xdist's ``-n auto`` with ``--trt-gpus auto``: one worker per visible GPU; with
+    ``--trt-gpus N``: ``N`` workers. None (xdist decides, from the CPUs) without the option, without
+    a GPU, or when ``PYTEST_XDIST_AUTO_NUM_WORKERS`` says how many."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    value, _ = _option(config)
+    if value in (None, ""):
+        return None
+    wanted = parse_gpus(value)
+    if wanted is not None:
+        return wanted
+    return len(visible_devices()) or None
 
 
 def configure(config) -> None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layers import LayerReport
     from ..plan import PrecisionPlan
 
+#: the built-in choices of ``--trt-backend`` (plugins add more: :func:`backend_names`)
 BACKEND_CHOICES = ("auto", "tensorrt", "tensorrt-rtx", "emulate")
 TYPING_CHOICES = ("auto", "strong", "weak")
 
@@ -186,30 +187,68 @@ class Backend(ABC):
             raise BackendUnavailable(reason)
 
 
+#: the built-in backends, ``name -> (module, class)``: imported on first lookup, so naming one
+#: (or registering another backend) imports nothing heavy
+BUILTIN_BACKENDS: dict[str, tuple[str, str]] = {
+    "tensorrt": ("pytest_trt.backends.tensorrt", "TensorRTBackend"),
+    "tensorrt-rtx": ("pytest_trt.backends.tensorrt", "TensorRTRTXBackend"),
+    "emulate": ("pytest_trt.backends.emulate", "EmulateBackend"),
+}
+#: backends registered with :func:`register_backend` (a plugin's ``pytest_trt_backends`` hook
+#: goes through it); a registered name replaces a built-in one of the same name
 _FACTORIES: dict[str, Any] = {}
 _INSTANCES: dict[str, Backend] = {}
 
 
 def register_backend(name: str, factory) -> None:
+    """Make a backend selectable by ``name``: ``--trt-backend NAME``, ``requires=NAME``, :func:`get_backend`.
+
+    ``factory`` is a :class:`Backend` subclass, a no-argument callable returning a Backend, or a
+    Backend instance. The built-in backends stay available (they are looked up lazily, whatever
+    was registered first); registering a built-in name replaces that backend. In a pytest plugin
+    or conftest, prefer the ``pytest_trt_backends`` hook (:mod:`pytest_trt.hookspec`).
+    """
+    if not isinstance(name, str) or not name.strip() or name == "auto" or name != name.strip():
+        raise UsageError(f"register_backend: invalid backend name {name!r}: a non-empty name without spaces "
+                         f"around it, other than 'auto'")
+    if not (isinstance(factory, Backend) or callable(factory)):
+        raise UsageError(f"register_backend({name!r}, ...): expected a Backend subclass, instance or factory, "
+                         f"got {factory!r}")
     _FACTORIES[name] = factory
+    _INSTANCES.pop(name, None)
 
 
-def _load_builtin() -> None:
-    # each module is checked: importing one (e.g. emulate, from a conftest) must not hide the other
-    if all(name in _FACTORIES for name in ("emulate", "tensorrt", "tensorrt-rtx")):
-        return
-    from . import emulate, tensorrt  # noqa: F401  (they register themselves)
+def unregister_backend(name: str) -> None:
+    """Forget a backend registered with :func:`register_backend` (a built-in one comes back)."""
+    _FACTORIES.pop(name, None)
+    _INSTANCES.pop(name, None)
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every backend a run may name: the built-in ones, then the registered ones (not ``auto``)."""
+    return tuple(BUILTIN_BACKENDS) + tuple(n for n in _FACTORIES if n not in BUILTIN_BACKENDS)
+
+
+def _choices() -> str:
+    return ", ".join(("auto",) + backend_names())
 
 
 def get_backend(name: str) -> Backend:
-    """The backend instance for a concrete name (``emulate``, ``tensorrt``, ``tensorrt-rtx``)."""
-    _load_builtin()
-    if name not in _FACTORIES:
-        raise UsageError(
-            f"unknown backend {name!r}: choose one of {', '.join(BACKEND_CHOICES)}"
-        )
+    """The backend instance for a concrete name (``emulate``, ``tensorrt``, ``tensorrt-rtx`` or a
+    registered one); one instance per name and process."""
     if name not in _INSTANCES:
-        _INSTANCES[name] = _FACTORIES[name]()
+        factory = _FACTORIES.get(name)
+        if factory is None and name in BUILTIN_BACKENDS:
+            import importlib
+
+            module, cls = BUILTIN_BACKENDS[name]
+            factory = getattr(importlib.import_module(module), cls)
+        if factory is None:
+            raise UsageError(f"unknown backend {name!r}: choose one of {_choices()}")
+        backend = factory if isinstance(factory, Backend) else factory()
+        if not isinstance(backend, Backend):
+            raise UsageError(f"backend {name!r}: its factory returned {backend!r}, not a pytest_trt Backend")
+        _INSTANCES[name] = backend
     return _INSTANCES[name]
 
 
@@ -220,8 +259,9 @@ def select_backend(requested: str, source: str = "--trt-backend") -> tuple[Backe
     explicit backend that cannot run here raises :class:`BackendUnavailable` (a usage
     error: a runner that asks for TensorRT must not silently test something else).
     """
-    if requested not in BACKEND_CHOICES:
-        raise UsageError(f"unknown --trt-backend {requested!r}: choose one of {', '.join(BACKEND_CHOICES)}")
+    if requested != "auto" and requested not in backend_names():
+        raise UsageError(f"unknown {source} {requested!r}: choose one of {_choices()} (other names come from "
+                         f"plugins: the pytest_trt_backends hook)")
     if requested == "auto":
         trt = get_backend("tensorrt")
         reason = trt.unavailable_reason()

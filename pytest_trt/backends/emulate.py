@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..baseline import cached_session, float_tensor_names, onnxruntime_version, run_session, with_outputs
 from ..environment import dist_version
-from .base import Backend, BuildConfig, BuildInfo, Engine, register_backend
+from .base import Backend, BuildConfig, BuildInfo, Engine
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -129,6 +129,3 @@ class EmulateBackend(Backend):
             path=str(result.path), waited_seconds=result.waited_seconds,
         )
         return EmulatedEngine(plan, config, info, (result.path / EMULATION_FILE).read_bytes())
-
-
-register_backend("emulate", EmulateBackend)

@@ -58,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 from ..environment import gpus, tensorrt_unavailable_reason
 from ..errors import BackendUnavailable, BuildError, InputError, UnsupportedGpu
 from ..layers import LayerReport, metadata_nodes
-from .base import Backend, BuildConfig, BuildInfo, Engine, register_backend
+from .base import Backend, BuildConfig, BuildInfo, Engine
 from .trt_compat import (
     FLOAT_PRECISIONS,
     LIBRARY_NAMES,
@@ -1181,8 +1181,6 @@ def _build_error_message(compat: TrtCompat, plan, config: BuildConfig, typing: s
     return "\n".join(body)
 
 
-register_backend("tensorrt", TensorRTBackend)
-register_backend("tensorrt-rtx", TensorRTRTXBackend)
 
 __all__ = [
     "DtypeMismatch",

@@ -298,8 +298,16 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "parser_promotions": len(parser_promotions(parser)),
             **cache_summary(session),
         },
-        "tests": [entry_of_test(res) for res in results],
+        "tests": [_extended(session, entry_of_test(res), res) for res in results],
     }
+
+
+def _extended(session, entry: dict[str, Any], res: dict) -> dict[str, Any]:
+    """The entry as plugins extend it (the ``pytest_trt_report_test`` hook, :mod:`pytest_trt.hookspec`)."""
+    extend = getattr(session, "extend_test_entry", None)
+    if extend is not None:
+        extend(entry, list(res.get("records") or ()))
+    return entry
 
 
 def _clean(value):

@@ -323,6 +323,27 @@ def test_trt_gpus_usage_errors(pytester, monkeypatch, args, gpus, message):
     result.stderr.fnmatch_lines([message])
 
 
+@pytest.mark.parametrize("args, env, workers, header", [
+    (["-n", "auto", "--trt-gpus", "auto"], {}, 2, "gw0 -> 0, gw1 -> 1"),   # one worker per GPU
+    (["-n", "auto", "--trt-gpus", "1"], {}, 1, "gw0 -> 0"),
+    (["-n", "auto", "--trt-gpus", "auto"], {"CUDA_VISIBLE_DEVICES": "1"}, 1, "gw0 -> 1"),
+    # the user's PYTEST_XDIST_AUTO_NUM_WORKERS wins; the 3 workers then share the 2 GPUs
+    (["-n", "auto", "--trt-gpus", "auto"], {"PYTEST_XDIST_AUTO_NUM_WORKERS": "3"}, 3, "gw0 -> 0, gw1 -> 1, gw2 -> 0"),
+])
+def test_n_auto_starts_one_worker_per_gpu(pytester, monkeypatch, args, env, workers, header):
+    """pytest-xdist's public pytest_xdist_auto_num_workers hook, two fake GPUs."""
+    pytest.importorskip("xdist")
+    monkeypatch.setenv("FAKE_GPUS", "2")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest(*args)
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"pytest-trt: GPU per xdist worker (CUDA_VISIBLE_DEVICES): {header}",
+                                 f"{workers} worker{'s' if workers > 1 else ''} [[]1 item[]]"])
+
+
 @pytest.mark.parametrize("args, gpus, message", [
     (["--trt-gpus", "auto"], 0, "*--trt-gpus auto: no GPU visible; workers keep the default device*"),
     (["--trt-gpus", "2"], 2, "*--trt-gpus 2: the run is not distributed (no -n)*"),

@@ -575,7 +575,8 @@ def test_session_level_bad_options_are_pytest_usage_errors(pytester, models):
     """Options that make the whole session wrong stop it before any test, with exit status 4."""
     pytester.makepyfile(test_one="def test_one():\n    pass\n")
     cases = [
-        (["--trt-backend", "trt"], "argument --trt-backend: invalid choice: 'trt'"),
+        (["--trt-backend", "trt"], "ERROR: pytest-trt: unknown --trt-backend 'trt': choose one of auto, tensorrt, "
+                                   "tensorrt-rtx, emulate"),
         (["--trt-backend", "tensorrt"], "ERROR: pytest-trt: --trt-backend tensorrt cannot run here: "),
         (["--trt-atol", "-1"], "ERROR: pytest-trt: --trt-atol: invalid value '-1' for trt-atol: must be a "
                                "non-negative number"),
@@ -596,6 +597,6 @@ def test_session_level_bad_options_are_pytest_usage_errors(pytester, models):
     pytester.makeini("[pytest]\ntrt_backend = trt\n")
     result = pytester.runpytest()
     text = result.stdout.str() + result.stderr.str()
-    if result.ret != 4 or "ERROR: pytest-trt: ini trt_backend: invalid value 'trt'; choose one of" not in text:
+    if result.ret != 4 or "ERROR: pytest-trt: unknown ini trt_backend 'trt': choose one of" not in text:
         failures.append(f"ini trt_backend: exit {result.ret}\n{text}")
     assert not failures, "\n\n".join(failures)

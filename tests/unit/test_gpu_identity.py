@@ -110,3 +110,16 @@ def test_index_tokens_for_workers(machine):
     assert xdist_gpus.assign_devices(["gw0", "gw1"], tokens, 2) == {"gw0": "0", "gw1": "1"}
     with pytest.raises(pytest.UsageError, match="--trt-gpus 3 but only 2 visible GPU"):
         xdist_gpus.assign_devices(["gw0", "gw1", "gw2"], tokens, 3)
+
+
+@pytest.mark.parametrize("tx, dist, ids", [
+    (["popen", "popen"], "load", ["gw0", "gw1"]),          # -n 2, as xdist spells it by pytest_configure
+    (["3*popen", "ssh=host//python=python3"], "load", ["gw0", "gw1", "gw2", "gw3"]),
+    (["popen"], "no", None),
+    ([], "load", None),
+])
+def test_worker_ids_from_the_public_tx_option(tx, dist, ids):
+    from types import SimpleNamespace
+
+    config = SimpleNamespace(option=SimpleNamespace(tx=tx, dist=dist))
+    assert xdist_gpus._worker_ids(config) == ids
