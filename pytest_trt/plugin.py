@@ -218,7 +218,14 @@ def header_lines(session, config=None) -> list[str]:
     from . import environment
 
     s = session.settings
-    versions = environment.library_versions()
+    versions = dict(environment.library_versions())
+    # The running onnxruntime module's version, not a distribution's metadata (onnxruntime and
+    # onnxruntime-gpu can both be installed; docs/VERIFIED.md). The plugin is in use here, so
+    # importing onnxruntime is fine (the session's runtime check already did).
+    from .baseline import onnxruntime_version
+
+    ort_version = onnxruntime_version()
+    versions["onnxruntime"] = None if ort_version == "missing" else ort_version
 
     def v(name):
         return versions.get(name) or "not installed"

@@ -39,6 +39,17 @@ def test_header_states_backend_reason_versions_gpu_and_cache(pytester):
     assert result.ret == 0
 
 
+def test_header_names_the_running_onnxruntime_module_not_package_metadata(pytester):
+    # onnxruntime and onnxruntime-gpu can both be installed, and the metadata then names the wrong
+    # build (docs/VERIFIED.md): the header must say which module runs. A conftest stands in for
+    # the other build by changing the imported module's version (a subprocess: nothing leaks).
+    pytester.makeconftest("import onnxruntime\nonnxruntime.__version__ = '0.0.0+running'\n")
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest_subprocess("--trt-backend", "auto")
+    result.stdout.fnmatch_lines(["pytest-trt: tensorrt not installed, onnxruntime 0.0.0+running, polygraphy *"])
+    assert result.ret == 0
+
+
 def test_explicit_tensorrt_without_tensorrt_is_a_usage_error(pytester):
     pytester.makepyfile("def test_nothing(): pass")
     result = pytester.runpytest("--trt-backend", "tensorrt")
