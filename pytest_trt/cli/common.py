@@ -135,6 +135,10 @@ _CLI_SPELLING = (
     ("max_builds", re.compile(r"\(max_builds\)"), "(--max-builds)"),
     ("max_builds", re.compile(r"Raise max_builds"), "Raise --max-builds"),
     ("findings", re.compile(r"\(PrecisionError\.findings\.to_json\(\) lists all\)"), "(--json lists all)"),
+    # options the CLI has under another name (check with `pytest-trt compare --help`)
+    ("typing", re.compile(r"--trt-typing(?![\w-])"), "--typing"),
+    ("rebuild", re.compile(r"--trt-rebuild(?![\w-])"), "--rebuild"),
+    ("backend", re.compile(r"--trt-backend(?![\w-])"), "--backend"),
 )
 
 
@@ -185,6 +189,7 @@ def session_from_args(args):
     from ..settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
 
     sources = {"trt_cache_dir": "--cache-dir" if args.cache_dir else "default", "trt_backend": "--backend",
+               "trt_typing": "--typing",
                "trt_remote_cache": "--remote-cache",
                "trt_remote_cache_mode": "--remote-cache-mode" if args.remote_cache_mode else "default"}
     remote = remote_settings(args.remote_cache, args.remote_cache_mode, tuple(args.remote_cache_trust), sources)

@@ -144,6 +144,26 @@ def test_messages_use_the_command_lines_spelling(work):
     assert "(--json lists all)" in proc.stderr
 
 
+def test_pytest_option_names_in_pipeline_messages_become_the_cli_flags():
+    # Messages the console script can print that need a GPU or TensorRT to trigger (the typing
+    # remedies of verify.py, a corrupt TensorRT cache entry, an RTX engine on an unsupported GPU):
+    # the one table in cli/common.py rewrites the pytest options to the flags the CLI has.
+    from pytest_trt import verify
+    from pytest_trt.cli import build_parser
+    from pytest_trt.cli.common import cli_spelling
+
+    remedy = cli_spelling(verify.WEAK_TYPING_REMEDY)
+    assert "--trt-" not in remedy
+    assert "--typing auto on TensorRT >= 10.0, or --typing strong" in remedy
+    assert cli_spelling("Rebuild it with --trt-rebuild; if that fails too") == "Rebuild it with --rebuild; if that fails too"
+    assert cli_spelling("use --trt-backend tensorrt here") == "use --backend tensorrt here"
+    # only whole option names: a longer pytest option is not cut into a CLI flag
+    assert cli_spelling("--trt-backend-x --trt-typing_y") == "--trt-backend-x --trt-typing_y"
+    # the CLI really has those flags
+    compare = build_parser().parse_args(["compare", "m.onnx", "--typing", "strong", "--backend", "emulate", "--rebuild"])
+    assert (compare.typing, compare.backend, compare.rebuild) == ("strong", "emulate", True)
+
+
 def test_onnx_runtime_log_lines_do_not_leak_ahead_of_our_message(work):
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 3])

@@ -50,6 +50,18 @@ def test_weak_typing_on_tensorrt_11_is_a_usage_error(fake_trt, tmp_path):
     assert session.backend.name == "tensorrt"
 
 
+def test_the_cli_names_its_own_typing_flag(fake_trt, tmp_path):
+    # the console script's session says --typing (the source it passes), not --trt-typing
+    from pytest_trt.cli import build_parser
+    from pytest_trt.cli.common import session_from_args
+
+    fake_trt("11.4.0.106")
+    args = build_parser().parse_args(["compare", "m.onnx", "--backend", "tensorrt", "--typing", "weak",
+                                      f"--cache-dir={tmp_path / 'cache'}"])
+    with pytest.raises(UsageError, match=r"^--typing weak cannot be honoured by tensorrt: TensorRT 11 has no weak"):
+        session_from_args(args)
+
+
 def test_weak_typing_on_tensorrt_10_is_accepted(fake_trt, tmp_path):
     fake_trt("10.13.0.35")
     assert TrtSession.create(_settings(tmp_path, backend="tensorrt", typing="weak")).backend.name == "tensorrt"
