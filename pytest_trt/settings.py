@@ -53,8 +53,10 @@ OPTIONS: tuple[Option, ...] = (
         "Plugins add backends (the pytest_trt_backends hook). Default: auto.",
         "choice", "auto", BACKEND_CHOICES, metavar="{" + ",".join(BACKEND_CHOICES) + ",...}", open_choices=True,
     ),
-    Option("trt-typing", "TensorRT network typing: auto = strong typing (TensorRT >= 10.0, the only typing in 11.x and RTX), "
-           "weak = per-layer hints with OBEY_PRECISION_CONSTRAINTS (TensorRT <= 10.x). Default: auto.",
+    Option("trt-typing", "TensorRT network typing: auto = strong typing (TensorRT >= 10.0, the only typing in 11.x and RTX); "
+           "strong = a strongly typed network, the plan's types are the contract (TensorRT >= 10.0); "
+           "weak = per-layer hints with OBEY_PRECISION_CONSTRAINTS (TensorRT <= 10.x). A typing the installed "
+           "TensorRT lacks is a usage error. Default: auto.",
            "choice", "auto", TYPING_CHOICES),
     Option("trt-keep-fp32", "Keep nodes matching PATTERN in FP32 (shell glob over ONNX node names, or op:TYPE); "
            "repeatable; adds to the marker's keep_fp32. Default: none.", "list", (), metavar="PATTERN"),
@@ -82,9 +84,13 @@ OPTIONS: tuple[Option, ...] = (
            "Write it --trt-remote-cache-trust=KEY.",
            "list", (), metavar="KEY", path=True),
     Option("trt-rebuild", "Ignore cached engines and baselines and rebuild them (default: off).", "bool", False),
-    Option("trt-atol", "Absolute tolerance for every output (default: per precision: fp32 1e-5, fp16 1e-2, bf16 5e-2; FP16/BF16 also check a cosine floor).",
+    # the defaults named here are pytest_trt.compare's DEFAULT_TOLERANCES / DEFAULT_MIN_COSINE
+    # (tests/plugin/test_options.py checks they agree; not imported: compare imports numpy)
+    Option("trt-atol", "Absolute tolerance for every output, finite and >= 0 (default: per precision: fp32 1e-5, "
+           "fp16 1e-2, bf16 5e-2; fp16 and bf16 also check a whole-output cosine floor, 0.9999 and 0.999).",
            "float", None, metavar="ATOL"),
-    Option("trt-rtol", "Relative tolerance for every output (default: per precision: fp32 1e-5, fp16 2e-2, bf16 1e-1).",
+    Option("trt-rtol", "Relative tolerance for every output, finite and >= 0 (default: per precision: fp32 1e-5, "
+           "fp16 2e-2, bf16 1e-1; fp16 and bf16 also check a whole-output cosine floor, 0.9999 and 0.999).",
            "float", None, metavar="RTOL"),
     Option("trt-seed", "Seed of generated inputs (default: 0). Shown in failure messages for replay.", "int", 0, metavar="N"),
     Option("trt-baseline-provider", "ONNX Runtime provider of the FP32 baseline: cpu (deterministic) or cuda "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -20,6 +21,28 @@ def test_help_lists_every_option_with_its_default(pytester):
     for ini in ("trt_fp16", "trt_backend", "trt_atol", "trt_cache_dir"):
         assert ini in out, ini
     assert "Default: auto" in out
+
+
+def test_option_help_states_every_typing_and_the_calibrated_defaults():
+    from pytest_trt.backends.base import TYPING_CHOICES
+    from pytest_trt.compare import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES
+    from pytest_trt.settings import OPTIONS
+
+    helps = {o.name: o.help for o in OPTIONS}
+    for choice in TYPING_CHOICES:
+        assert f"{choice} = " in helps["trt-typing"], choice
+
+    def stated(flag, pattern):
+        found = re.search(pattern, helps[flag])
+        assert found, (flag, pattern)
+        return [float(x) for x in found.groups()]
+
+    for precision, (rtol, atol) in DEFAULT_TOLERANCES.items():
+        assert stated("trt-atol", rf"\b{precision} ([0-9.e+-]+)[,;]") == [atol], precision
+        assert stated("trt-rtol", rf"\b{precision} ([0-9.e+-]+)[,;]") == [rtol], precision
+    floors = [DEFAULT_MIN_COSINE["fp16"], DEFAULT_MIN_COSINE["bf16"]]
+    for flag in ("trt-atol", "trt-rtol"):
+        assert stated(flag, r"fp16 and bf16 also check a whole-output cosine floor, ([0-9.]+) and ([0-9.]+)\)") == floors
 
 
 def test_markers_are_documented(pytester):
