@@ -324,9 +324,6 @@ def precision_rows(results) -> list[dict[str, Any]]:
     return rows
 
 
-# --------------------------------------------------------------------------------------
-# JUnit XML properties
-# --------------------------------------------------------------------------------------
 def parser_rows(results) -> list[dict[str, Any]]:
     """One row per parser check (``--trt-parser-check`` / ``trt.check_parser()``), in test order."""
     rows = []
@@ -347,6 +344,9 @@ def parser_promotions(rows: list[dict]) -> list[dict[str, Any]]:
     return out
 
 
+# --------------------------------------------------------------------------------------
+# JUnit XML properties
+# --------------------------------------------------------------------------------------
 def junit_properties(records: list[dict]) -> list[tuple[str, str]]:
     """Flat per-test properties for JUnit XML (``<property name=... value=...>``), one value each.
 
@@ -491,9 +491,11 @@ def _mb(n: int) -> str:
 
 
 def cache_line(session) -> str | None:
-    """``cache: 3 local hits, 2 remote hits, 1 upload, 4.2 MB moved, ~31.0s of builds saved`` (None if unused).
+    """``cache entries: 3 local hit(s), 2 built (engines, baselines, emulation graphs); remote (rw): 2 hit(s),
+    ...; ~31.0s of builds saved`` (None if unused).
 
-    Counts every cache kind (engines, baselines, emulation graphs) of every xdist worker.
+    Counts every cache kind (engines, baselines, emulation graphs) of every xdist worker, so its
+    figures differ from the ``engines:`` line, which counts engines only; the line says so.
     """
     stats_of = getattr(session, "cache_stats", None)
     if stats_of is None:
@@ -502,7 +504,8 @@ def cache_line(session) -> str | None:
     remote = getattr(session, "_remote", None) or getattr(getattr(session, "_cache", None), "remote", None)
     if not (stats.local_hits or stats.builds or stats.remote_hits or remote is not None):
         return None
-    text = f"cache: {stats.local_hits} local hit(s), {stats.builds} build(s)"
+    text = (f"cache entries: {stats.local_hits} local hit(s), {stats.builds} built "
+            f"(engines, baselines, emulation graphs)")
     if remote is not None:
         text += (f"; remote ({remote.mode}): {stats.remote_hits} hit(s), {stats.remote_misses} miss(es), "
                  f"{stats.remote_uploads} upload(s), {_mb(stats.remote_bytes)} moved in "

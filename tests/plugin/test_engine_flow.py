@@ -67,6 +67,9 @@ def test_fp32_matches_to_rounding(trt):
     first.assert_outcomes(passed=2)
     first.stdout.fnmatch_lines(["*engines: 2 built*0 reused*"])
     builds_after_first = len(events(cache_dir, event="build"))
+    # the cache line counts every kind (engines, baselines, emulation graphs), and says so
+    first.stdout.fnmatch_lines([f"cache entries: 0 local hit(s), {builds_after_first} built "
+                                f"(engines, baselines, emulation graphs)*"])
     assert len(events(cache_dir, kind="emulate", event="build")) == 2
     assert len(events(cache_dir, kind="baseline", event="build")) == 2
 
@@ -76,6 +79,7 @@ def test_fp32_matches_to_rounding(trt):
     assert len(events(cache_dir, event="build")) == builds_after_first, "second run built something"
     assert len(events(cache_dir, kind="emulate", event="hit")) == 2
     assert len(events(cache_dir, kind="baseline", event="hit")) == 2
+    second.stdout.fnmatch_lines([f"cache entries: {len(events(cache_dir, event='hit'))} local hit(s), 0 built (*"])
 
     third = pytester.runpytest("--trt-cache-dir=" + str(cache_dir), "--trt-rebuild")
     third.assert_outcomes(passed=2)
