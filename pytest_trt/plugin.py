@@ -18,6 +18,7 @@ from . import settings as _settings
 from ._version import __version__
 from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
 from .fixtures import RECORDS_KEY, trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
+from .report.outcomes import is_trt_item  # the one definition of a trt test (light module)
 
 SESSION_KEY = pytest.StashKey["object"]()
 RESULTS_KEY = pytest.StashKey[list]()
@@ -67,13 +68,6 @@ def pytest_configure(config):
     given = _settings.given_options(config)
     if given:
         activate(config, "options: " + ", ".join(given))
-
-
-def is_trt_test(item) -> bool:
-    """A test with the ``trt`` marker or a fixture whose name starts with ``trt``."""
-    if item.get_closest_marker("trt") is not None:
-        return True
-    return any(name.startswith("trt") for name in getattr(item, "fixturenames", ()))
 
 
 def activate(config, why: str):
@@ -166,7 +160,7 @@ def pytest_collection_modifyitems(session, config, items):
     """The first collected (and selected) trt test puts the plugin in use."""
     if config.stash.get(SESSION_KEY, None) is not None:
         return
-    first = next((item for item in items if is_trt_test(item)), None)
+    first = next((item for item in items if is_trt_item(item)), None)
     if first is None:
         return
     try:
@@ -184,7 +178,7 @@ def pytest_collection_modifyitems(session, config, items):
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     error = item.config.stash.get(ACTIVATION_ERROR_KEY, None)
-    if error is not None and is_trt_test(item):
+    if error is not None and is_trt_item(item):
         raise pytest.UsageError(error)
 
 
@@ -270,7 +264,7 @@ def pytest_runtest_makereport(item, call):
     session = item.config.stash.get(SESSION_KEY, None)
     if session is None:  # not in use: leave every report alone
         return report
-    trt_test = is_trt_test(item)
+    trt_test = is_trt_item(item)
     if trt_test and call.when == "setup":
         report.user_properties.append((TEST_PROPERTY, item.nodeid))
     excinfo = call.excinfo

@@ -32,7 +32,10 @@ VERDICT_TEXT = {
 
 
 def is_trt_item(item) -> bool:
-    """A test with the ``trt`` marker or a fixture whose name starts with ``trt``."""
+    """A test with the ``trt`` marker or a fixture whose name starts with ``trt`` (a *trt test*).
+
+    The one definition, used by the plugin (activation, skips, outcomes) and the reports; this
+    module imports nothing heavy, so the plugin imports it while inert."""
     if item.get_closest_marker("trt") is not None:
         return True
     return any(name.startswith("trt") for name in getattr(item, "fixturenames", ()) or ())
