@@ -18,7 +18,7 @@ from . import settings as _settings
 from ._version import __version__
 from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
 from .fixtures import RECORDS_KEY, trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
-from .report.outcomes import is_trt_item  # the one definition of a trt test (light module)
+from .items import is_trt_item  # the one definition of a trt test
 
 SESSION_KEY = pytest.StashKey["object"]()
 RESULTS_KEY = pytest.StashKey[list]()

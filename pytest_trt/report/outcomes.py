@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..items import is_trt_item  # noqa: F401  (re-exported: the one definition of a trt test)
+
 #: longest message kept per test (the full traceback stays in pytest's own output and JUnit)
 MESSAGE_CHARS = 4000
 
@@ -29,16 +31,6 @@ VERDICT_TEXT = {
     "missed": "negative control missed (XPASS strict)",
     "passed": "expected failure passed (XPASS)",
 }
-
-
-def is_trt_item(item) -> bool:
-    """A test with the ``trt`` marker or a fixture whose name starts with ``trt`` (a *trt test*).
-
-    The one definition, used by the plugin (activation, skips, outcomes) and the reports; this
-    module imports nothing heavy, so the plugin imports it while inert."""
-    if item.get_closest_marker("trt") is not None:
-        return True
-    return any(name.startswith("trt") for name in getattr(item, "fixturenames", ()) or ())
 
 
 def _message(excinfo) -> str:
