@@ -144,3 +144,83 @@ def test_baseline_fallback_reaches_the_json_and_the_summary(pytester):
         assert tests[name]["baseline_fallbacks"] == [
             {"model": "gpt2.onnx", "provider": "cuda",
              "nodes": [["/h.0/attn/Where", "Where"], ["/h.0/attn/Range", "Range"]]}]
+
+
+# --------------------------------------------------------------------------------------
+# the GPU of every record under pytest-xdist --trt-gpus: FAKE tensorrt module (glue only,
+# tests/unit/fake_tensorrt.py) and FAKE nvidia-smi (two GPU models); no GPU is touched
+# --------------------------------------------------------------------------------------
+FAKE_TRT = REPO / "tests" / "unit" / "fake_tensorrt.py"
+H100 = "GPU-1f0e2c44-5b6a-4c1d-9e8f-0a1b2c3d4e5f"
+A100 = "GPU-9a8b7c6d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"
+SMI = f"""#!/bin/sh
+case "$1" in
+  --query-gpu=*)
+    echo "0, {H100}, NVIDIA H100 80GB HBM3, 9.0, 580.65.06, 81559 MiB"
+    echo "1, {A100}, NVIDIA A100-SXM4-40GB, 8.0, 580.65.06, 40960 MiB" ;;
+  *) echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: {H100})" ;;
+esac
+"""
+
+FAKE_TRT_CONFTEST = f'''
+import importlib.util
+import sys
+
+_spec = importlib.util.spec_from_file_location("_pytest_trt_fake_tensorrt", {str(FAKE_TRT)!r})
+_fake = sys.modules.setdefault("_pytest_trt_fake_tensorrt", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(_fake)
+sys.modules["tensorrt"] = _fake.make_fake_tensorrt("10.13.3.9")
+
+from pytest_trt.backends import tensorrt as trt_backend
+from pytest_trt.backends import trt_compat
+
+trt_backend.tensorrt_unavailable_reason = lambda module="tensorrt": None
+trt_backend.CudaMemory = _fake.HostMemory  # the fake's host memory stands in for CUDA
+trt_backend.device_info = lambda: {{"gpu": "fake", "compute_capability": "9.0", "driver": "580", "cuda": "13.0"}}
+trt_backend.installed_version = lambda backend: "10.13.3.9"
+trt_compat.installed_version = lambda backend: "10.13.3.9"
+'''
+
+GPU_TESTS = """
+import pytest
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.trt(model="block.onnx", precision="fp32")
+def test_block(trt, seed):
+    trt.check(trt.feeds(seed=seed))
+"""
+
+
+def test_each_record_names_the_gpu_of_its_xdist_worker(pytester, monkeypatch):
+    pytest.importorskip("xdist")
+    import stat
+
+    import onnx
+
+    from pytest_trt import testing_models as tm
+
+    smi = pytester.path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text(SMI)
+    smi.chmod(smi.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{smi.parent}:{__import__('os').environ['PATH']}")
+    onnx.save(tm.decomposed_layernorm_block(hidden=16, seq=4), str(pytester.path / "block.onnx"))
+    pytester.makeconftest(FAKE_TRT_CONFTEST)
+    pytester.makepyfile(test_gpus=GPU_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-n", "2",
+                                           "--trt-gpus", "2", "--trt-backend", "tensorrt",
+                                           f"--trt-cache-dir={pytester.path / 'cache'}", "--trt-report=report.json")
+    result.assert_outcomes(passed=4)
+    data = _report(pytester)
+    assert data["session"]["gpu_assignment"] == {"gw0": "0", "gw1": "1"}
+    assert {g["uuid"] for g in data["session"]["gpus"]} == {H100, A100}  # the controller sees both
+    expected = {"gw0": ("NVIDIA H100 80GB HBM3", H100, "0"), "gw1": ("NVIDIA A100-SXM4-40GB", A100, "1")}
+    seen = set()
+    for test in data["tests"]:
+        records = test["engines"] + test["accuracy"]
+        assert len(test["engines"]) == 1 and len(test["accuracy"]) == 1
+        for rec in records:
+            gpu = rec["gpu"]
+            assert (gpu["name"], gpu["uuid"], gpu["cuda_visible_devices"]) == expected[gpu["worker"]], rec
+            seen.add(gpu["worker"])
+    assert seen == {"gw0", "gw1"}  # both workers ran tests, each on its own GPU
