@@ -6,7 +6,9 @@
   JSON report and the terminal summary besides pytest's warnings summary;
 * every engine and accuracy record names its GPU (null on the emulate backend).
 
-Real ONNX model, real ONNX Runtime, the emulate backend, inner pytest runs (pytester).
+Real ONNX model, real ONNX Runtime, the emulate backend, inner pytest runs (pytester); the
+per-worker GPU under ``-n 2 --trt-gpus 2`` over the FAKE tensorrt module (glue only) and a FAKE
+``nvidia-smi``.
 """
 
 from __future__ import annotations
