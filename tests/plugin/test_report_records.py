@@ -53,7 +53,7 @@ def test_islands(trt):
 
 
 def test_suggest_builds_count_in_the_summary_and_the_json(pytester):
-    pytester.makepyfile(test_suggest=SUGGEST)
+    pytester.makepyfile(test_fp32_islands_search=SUGGEST)
     result = _run(pytester)  # a fresh cache: the search's two engines are built here
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["engines: 2 built (*s), 0 reused from the cache; 2 use(s) by tests"])
