@@ -8,7 +8,8 @@ that ONNX Runtime silently created without CUDA is an error. Where each node ran
 from ONNX Runtime's profile when the baseline is computed: shape/index nodes (no float
 output) on the CPU provider are expected; a float node there is reported as a
 :class:`~pytest_trt.errors.ProviderFallbackWarning` (its FP32 result is still exact, but
-the reference is then not all-GPU).
+the reference is then not all-GPU) and, in a pytest run, as a ``baseline_fallback`` record
+of the test (JSON report ``tests[].baseline_fallbacks``, terminal summary).
 
 Baseline outputs are cached by model hash + inputs hash + ONNX Runtime version +
 provider, so a suite re-run does not recompute references.
@@ -16,6 +17,7 @@ provider, so a suite re-run does not recompute references.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import threading
@@ -216,8 +218,17 @@ def node_placement(session, model_proto, feeds: dict) -> dict:
     return {"providers": counts, "cpu_float_nodes": sorted(cpu_float)}
 
 
-def warn_placement(placement: dict, label: str) -> None:
-    """A ProviderFallbackWarning when float nodes of a CUDA baseline ran on the CPU provider."""
+#: where a CUDA baseline's CPU fallback is reported besides the warning: ``sink(record)`` with
+#: ``{"kind": "baseline_fallback", "model", "provider": "cuda", "nodes": [[name, op_type], ...]}``.
+#: The pytest plugin sets it around each test phase (the record reaches the JSON report and the
+#: terminal summary); unset elsewhere (the CLI: the warning alone).
+FALLBACK_SINK: contextvars.ContextVar = contextvars.ContextVar("pytest_trt_fallback_sink", default=None)
+
+
+def warn_placement(placement: dict, label: str, *, model: str | None = None) -> None:
+    """A ProviderFallbackWarning when float nodes of a CUDA baseline ran on the CPU provider, and a
+    ``baseline_fallback`` record to :data:`FALLBACK_SINK` when one is set (``model``: the record's
+    model label, default ``label``)."""
     nodes = placement.get("cpu_float_nodes") or []
     if not nodes:
         return
@@ -225,6 +236,10 @@ def warn_placement(placement: dict, label: str) -> None:
 
     from .errors import ProviderFallbackWarning
 
+    sink = FALLBACK_SINK.get()
+    if sink is not None:
+        sink({"kind": "baseline_fallback", "model": model or label, "provider": "cuda",
+              "nodes": [[str(n), str(op)] for n, op in nodes]})
     shown = ", ".join(f"{n} ({op})" for n, op in nodes[:8]) + (f", ... ({len(nodes)} in all)" if len(nodes) > 8 else "")
     warnings.warn(ProviderFallbackWarning(
         f"CUDA baseline of {label}: {len(nodes)} float node(s) ran on ONNX Runtime's CPU provider, not CUDA "
@@ -314,7 +329,7 @@ def fp32_baseline(
             key = (model.sha256, feeds_digest(feeds))
             if key not in _PLACEMENTS:
                 _PLACEMENTS[key] = cuda_placement(model, feeds)
-            warn_placement(_PLACEMENTS[key], str(model.path or model.label))
+            warn_placement(_PLACEMENTS[key], str(model.path or model.label), model=model.label)
         return values
 
     parts = {
@@ -336,7 +351,7 @@ def fp32_baseline(
         loaded = {name: data[name] for name in data.files}
     placement_file = result.path / "placement.json"
     if provider == "cuda" and placement_file.is_file():
-        warn_placement(json.loads(placement_file.read_text()), str(model.path or model.label))
+        warn_placement(json.loads(placement_file.read_text()), str(model.path or model.label), model=model.label)
     # keep the model's output order
     return {name: loaded[name] for name in model.output_names() if name in loaded}
 

@@ -470,7 +470,7 @@ class TrtCase:
                                  details=sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS)
         record = {"kind": "accuracy", "model": self.model.label, "backend": engine.backend_name,
                   "policy": self.plan.policy.describe(), "seed": self.seed, "baseline": which,
-                  "result": result.to_json()}
+                  "gpu": self.session.record_gpu(), "result": result.to_json()}
         if not result.passed:
             from .report.plots import failing_output_figures
 
@@ -571,7 +571,9 @@ class TrtCase:
             try:
                 from .layerwise import locate_divergence
 
+                probe_before = getattr(engine, "_probe", None)
                 found = locate_divergence(engine, feeds)
+                self._record_probe(engine, probe_before, "locate")
                 self._record_layerwise(found)
                 lines.append(found.message())
             except Exception as exc:  # the accuracy failure stays the headline
@@ -616,9 +618,28 @@ class TrtCase:
         """Layerwise comparison: the first node whose error jumps (see pytest_trt.locate_divergence)."""
         from .layerwise import locate_divergence
 
-        found = locate_divergence(self.engine, self.feeds() if feeds is None else feeds, **kwargs)
+        engine = self.engine
+        probe_before = getattr(engine, "_probe", None)
+        found = locate_divergence(engine, self.feeds() if feeds is None else feeds, **kwargs)
+        self._record_probe(engine, probe_before, "locate")
         self._record_layerwise(found)
         return found
+
+    def _record_engine(self, plan, engine, via: str) -> None:
+        """An engine record for an engine built or loaded outside :attr:`engine` (``via``: ``suggest``,
+        ``locate``), so the run's engine counts include it (counted per cache key like the others)."""
+        info = engine.build_info
+        plan = plan if plan is not None else self.plan
+        self.records.append({"kind": "engine", "model": plan.model.label, "policy": plan.policy.describe(),
+                             "backend": self.session.backend.name, "cache_hit": bool(info.cache_hit),
+                             "build_seconds": round(float(info.build_seconds or 0.0), 4), "key": info.key,
+                             "gpu": self.session.record_gpu(), "via": via})
+
+    def _record_probe(self, engine, before, via: str) -> None:
+        """TensorRT < 10.12: a layerwise comparison builds (or loads) a separate probe engine."""
+        probe = getattr(engine, "_probe", None)
+        if probe is not None and probe is not before:
+            self._record_engine(getattr(engine, "plan", None), probe, via)
 
     def _record_layerwise(self, found) -> None:
         from .report.plots import layerwise_record
@@ -634,6 +655,7 @@ class TrtCase:
         kwargs.setdefault("baseline_provider", self.session.settings.baseline_provider)
         if feeds is None:
             feeds = self.feeds()
+        kwargs.setdefault("on_engine", lambda plan, engine: self._record_engine(plan, engine, "suggest"))
         return suggest_fp32_islands(self.model, self.plan.policy, feeds,
                                     backend=self.session.backend, cache=self.session.cache, rtol=rtol, atol=atol,
                                     config=self.build_config, **kwargs)

@@ -59,6 +59,7 @@ def pytest_configure(config):
         config.addinivalue_line("markers", marker)
     config.stash[RESULTS_KEY] = []
     config.pluginmanager.register(ResultsCollector(config), "pytest-trt-results")
+    config.pluginmanager.register(FallbackRecorder(), "pytest-trt-fallbacks")
     if config.option.help or getattr(config.option, "markers", False) or getattr(config.option, "fixtures", False):
         return
     from . import xdist_gpus
@@ -99,14 +100,7 @@ def activate(config, why: str):
         config=config, entry=entry, records=records)
     config.stash[SESSION_KEY] = session
     if not hasattr(config, "workerinput"):
-        # engines that took over a second, and "still building" heartbeats; every engine with -v.
-        # The terminal reporter registers in its own pytest_configure: look it up when writing.
-        def progress(line: str) -> None:
-            reporter = config.pluginmanager.get_plugin("terminalreporter")
-            if reporter is not None:
-                reporter.write_line(line)
-
-        session.progress = progress
+        session.progress = _progress_writer(config)
         session.verbose = config.option.verbose > 0
     return session
 
@@ -153,6 +147,30 @@ def pytest_xdist_auto_num_workers(config):
     from . import xdist_gpus
 
     return xdist_gpus.auto_num_workers(config)
+
+
+def _progress_writer(config):
+    """``progress(line)``: engines that took over a second, and "still building" heartbeats (every
+    engine with ``-v``), written to the terminal past pytest's output capture, as pytest's live
+    logging does (``CaptureManager.global_and_fixture_disabled``): under the default capture
+    (fd) a line written while a test runs would otherwise land in the test's captured output.
+    The heartbeat writes from its own thread while the test's thread waits for the build; a
+    lock keeps two writers from toggling capture at once. The terminal reporter and capture
+    manager register in their own pytest_configure: looked up when writing."""
+    import contextlib
+    import threading
+
+    lock = threading.Lock()
+
+    def progress(line: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        with lock, (capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()):
+            reporter.write_line(line)
+
+    return progress
 
 
 @pytest.hookimpl(trylast=True)
@@ -355,6 +373,47 @@ def _junit_properties(records):
     from .report.summary import junit_properties
 
     return junit_properties(records)
+
+
+class FallbackRecorder:
+    """While a trt test runs (setup, call, teardown), a CUDA baseline whose float nodes fell back to
+    ONNX Runtime's CPU provider adds a ``baseline_fallback`` record to the test's records (once per
+    model and node list), besides its ProviderFallbackWarning (:func:`pytest_trt.baseline.warn_placement`)."""
+
+    def _around(self, item):
+        if item.config.stash.get(SESSION_KEY, None) is None or not is_trt_test(item):
+            return None
+        from .baseline import FALLBACK_SINK
+
+        def sink(record):
+            from .fixtures import _records
+
+            records = _records(item)
+            if not any(r.get("kind") == "baseline_fallback" and r.get("model") == record["model"]
+                       and r.get("nodes") == record["nodes"] for r in records):
+                records.append(record)
+
+        return FALLBACK_SINK, FALLBACK_SINK.set(sink)
+
+    def _phase(self, item):
+        token = self._around(item)
+        try:
+            yield
+        finally:
+            if token is not None:
+                token[0].reset(token[1])
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_setup(self, item):
+        yield from self._phase(item)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        yield from self._phase(item)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item):
+        yield from self._phase(item)
 
 
 class ResultsCollector:

@@ -34,11 +34,14 @@ class BuildEvent:
     cache_hit: bool
     build_seconds: float
     key: str
+    #: the GPU the engine runs on (:meth:`TrtSession.record_gpu`), None on CPU/emulate
+    gpu: dict | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
             "model": self.model, "policy": self.policy, "backend": self.backend,
             "cache_hit": self.cache_hit, "build_seconds": round(self.build_seconds, 4), "key": self.key,
+            "gpu": self.gpu,
         }
 
 
@@ -84,6 +87,8 @@ class TrtSession:
     #: ``(entry, records) -> None``: extends a test's JSON report entry (the ``pytest_trt_report_test``
     #: hook; None outside pytest)
     extend_test_entry: Any = None
+    _gpu_record: Any = None
+    _gpu_known: bool = False
 
     @classmethod
     def create(cls, settings: Settings, *, started_at: float | None = None, flag_prefix: str = "--trt-",
@@ -208,7 +213,8 @@ class TrtSession:
                 self._engines.move_to_end(key)
                 self._release_engines(keep=key)
                 info = engine.build_info
-                return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name, True, 0.0, info.key)
+                return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name, True, 0.0, info.key,
+                                          self.record_gpu(backend))
             label = f"{plan.model.label} [{plan.policy.describe()}] on {backend.name}"
             start = time.perf_counter()
             with self._heartbeat(label, start):
@@ -220,7 +226,34 @@ class TrtSession:
             self._engines[key] = engine
             self._release_engines(keep=key)
             return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name,
-                                      info.cache_hit, info.build_seconds, info.key)
+                                      info.cache_hit, info.build_seconds, info.key, self.record_gpu(backend))
+
+    def record_gpu(self, backend: Backend | None = None) -> dict | None:
+        """The GPU this process's engines run on, as every engine and accuracy record names it.
+
+        ``{"name", "uuid", "cuda_visible_devices", "worker"}``: the first GPU CUDA exposes to this
+        process (:func:`pytest_trt.environment.gpus`, from ``nvidia-smi`` through
+        ``CUDA_VISIBLE_DEVICES``), so under pytest-xdist with ``--trt-gpus`` the worker's assigned
+        GPU; ``uuid`` null where nvidia-smi gave none; ``worker`` the xdist worker id or null.
+        None for the ``emulate`` backend (CPU) and where no GPU is visible.
+        """
+        import os
+
+        backend = backend or self.backend
+        if backend.name == "emulate":
+            return None
+        with self._lock:
+            if not self._gpu_known:
+                from . import environment
+
+                found = environment.gpus()
+                self._gpu_record = None if not found else {
+                    "name": found[0].name, "uuid": found[0].uuid or None,
+                    "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                    "worker": os.environ.get("PYTEST_XDIST_WORKER"),
+                }
+                self._gpu_known = True
+            return None if self._gpu_record is None else dict(self._gpu_record)
 
     def parser_check(self, plan: PrecisionPlan, config: BuildConfig, which: str | None = None):
         """The plan parsed and built by TensorRT-RTX (:func:`pytest_trt.parser_check.check_parser`),

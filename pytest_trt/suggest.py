@@ -471,7 +471,7 @@ class Suggestion:
 def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: ArtifactCache | None = None,
                          rtol=None, atol=None, config: BuildConfig | None = None, max_builds: int | None = None,
                          threshold: float | None = None, baseline_provider: str = "cpu",
-                         recheck_seeds=None, make_feeds=None) -> Suggestion:
+                         recheck_seeds=None, make_feeds=None, on_engine=None) -> Suggestion:
     """Search the smallest set of FP32 islands (keep_fp32 patterns) with which ``model`` passes.
 
     Args:
@@ -493,6 +493,9 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
             (same shapes, ranges, outliers). Default: ``feeds.remake`` when the feeds remember how
             they were made (``trt.feeds(...)`` in a test), else ``feeds``' own values permuted with
             the seed (same values in other positions).
+        on_engine: ``on_engine(plan, engine)`` after every engine the search built or loaded
+            (a TensorRT layerwise probe build too: its own ``build_info``); the pytest plugin
+            records them, so the run's engine counts include the search's builds.
 
     >>> s = suggest_fp32_islands("encoder.onnx", PrecisionPolicy("fp16"), feeds, backend="emulate")  # doctest: +SKIP
     >>> s.patterns                                                                                   # doctest: +SKIP
@@ -500,7 +503,7 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
     """
     return _Search(model, policy, feeds, backend=backend, cache=cache, rtol=rtol, atol=atol, config=config,
                    max_builds=max_builds, threshold=threshold, provider=baseline_provider,
-                   recheck_seeds=recheck_seeds, make_feeds=make_feeds).run()
+                   recheck_seeds=recheck_seeds, make_feeds=make_feeds, on_engine=on_engine).run()
 
 
 #: Re-check seeds per answer (at least this many, besides the user's feeds).
@@ -560,7 +563,7 @@ def _input_sets(feeds: dict, recheck_seeds, make_feeds) -> tuple[list[InputSet],
 
 class _Search:
     def __init__(self, model, policy, feeds, *, backend, cache, rtol, atol, config, max_builds, threshold,
-                 provider="cpu", recheck_seeds=None, make_feeds=None):
+                 provider="cpu", recheck_seeds=None, make_feeds=None, on_engine=None):
         from .backends.base import BuildConfig, get_backend
         from .compare import default_tolerances
         from .model import load_model
@@ -580,6 +583,7 @@ class _Search:
         self.sets, self.recheck_source = _input_sets(feeds, recheck_seeds, make_feeds)
         self.threshold = threshold
         self.provider = provider
+        self.on_engine = on_engine
         self.max_builds = DEFAULT_MAX_BUILDS if max_builds is None else int(max_builds)
         if self.max_builds < 1:
             raise UsageError(f"max_builds must be at least 1, got {max_builds!r}")
@@ -624,6 +628,8 @@ class _Search:
         engine = self.backend.build(plan, self.config, self.cache)
         self.builds += 1
         self.cache_hits += int(bool(getattr(engine.build_info, "cache_hit", False)))
+        if self.on_engine is not None:
+            self.on_engine(plan, engine)
         return engine
 
     def expected_of(self, index: int) -> dict:
@@ -705,6 +711,8 @@ class _Search:
         if probe is not None and probe is not probe_before:  # TensorRT < 10.12: a separate layerwise build
             self.builds += 1
             self.cache_hits += int(bool(getattr(probe.build_info, "cache_hit", False)))
+            if self.on_engine is not None:
+                self.on_engine(getattr(engine, "plan", None), probe)
         self.layerwise_runs += 1
         self.layerwise_note = div.note
         self.evidence.update(t.node for t in div.divergent)

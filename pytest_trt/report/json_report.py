@@ -8,7 +8,9 @@ and counted per check), and a node known only from a fused kernel's boundary is 
 ``pass`` under weak typing (it is ``unverifiable``).
 
 Schema (``schema_version`` 2; 2 also added the parser check (``tests[].parser``, ``summary.parser_*``),
-the cache figures ``local_hits`` ... ``cache_seconds_saved`` and ``session.remote_cache``)
+the cache figures ``local_hits`` ... ``cache_seconds_saved`` and ``session.remote_cache``, the GPU of
+every engine and accuracy record (``gpu``), engines built by ``trt.suggest``/``trt.locate``
+(``via``), and CUDA baseline fallbacks (``tests[].baseline_fallbacks``, ``summary.baseline_fallback*``))
 -----------------------------
 ::
 
@@ -21,7 +23,7 @@ the cache figures ``local_hits`` ... ``cache_seconds_saved`` and ``session.remot
         "libraries": {"tensorrt": "10.13.0" | null, "tensorrt-rtx": ..., "onnxruntime": "1.31.1",
                       "polygraphy": ..., "onnx": ..., "numpy": ...},     # null = not installed
         "gpu": "NVIDIA H100 (compute capability 9.0, driver 580.1)" | "no GPU",
-        "gpus": [{"name", "compute_capability", "driver", "memory_mib"}],
+        "gpus": [{"name", "compute_capability", "driver", "memory_mib", "uuid"}],   # this process's (the controller's)
         "gpu_assignment": {"gw0": "0", "gw1": "1"} | null,   # --trt-gpus: worker -> CUDA_VISIBLE_DEVICES
         "backend": "emulate", "backend_reason": "auto: TensorRT not installed, ...",
         "precision": "fp16", "precision_source": "--trt-fp16", "as_is": false,
@@ -39,6 +41,8 @@ the cache figures ``local_hits`` ... ``cache_seconds_saved`` and ``session.remot
         "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84,
         "parser_checks": 2, "parser_checks_failed": 0,  # --trt-parser-check / trt.check_parser()
         "parser_promotions": 4,                         # distinct (model, policy, node) computed higher than planned
+        "baseline_fallbacks": 1,                        # distinct (model, node list) of CUDA baselines with
+        "baseline_fallback_nodes": 2,                   # float nodes on ONNX Runtime's CPU provider; their nodes
         # the cache, every kind (engines, baselines, emulation graphs), summed over xdist workers:
         "local_hits": 3, "cache_builds": 2,
         "remote_hits": 1, "remote_misses": 2, "remote_rejected": 0,   # rejected: failed verification, rebuilt
@@ -58,13 +62,18 @@ the cache figures ``local_hits`` ... ``cache_seconds_saved`` and ``session.remot
                      | "not_tested"   # xfailed for another reason (usage error, crash): tested nothing
                      | "missed"       # strict xfail that passed: outcome "failed"
                      | "passed"},     # non-strict xfail that passed: outcome "xpassed"
-          "engines": [                                  # every engine the test used
+          "engines": [                                  # every engine the test used (counted in engines_built/_reused)
             {"model": "encoder_opset14.onnx", "policy": "fp16; fp32: */LayerNorm/*", "backend": "emulate",
-             "cache_hit": false, "build_seconds": 0.42, "key": "<cache key>"}
+             "cache_hit": false, "build_seconds": 0.42, "key": "<cache key>",
+             "gpu": null | {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1f0e..." | null,   # the GPU it ran on
+                            "cuda_visible_devices": "1" | null,   # this process's (the worker's under --trt-gpus)
+                            "worker": "gw1" | null},              # pytest-xdist worker; gpu null: emulate (CPU)
+             "via": null | "suggest" | "locate"}        # built or loaded by trt.suggest() / a layerwise probe
           ],
           "accuracy": [                                 # one per trt.check()
             {"model": ..., "backend": ..., "policy": ..., "seed": 0,
              "baseline": "fp32" | "as-written",         # the reference: FP32 ONNX Runtime, or the model as written
+             "gpu": null | {...},                       # the GPU the engine ran on, as in "engines"
              "passed": false, "precision": "fp16",      # the precision whose default tolerances apply
              "examples": 1,                             # checks of this model/policy in the test (Hypothesis
                                                         # examples): the worst is shown unless
@@ -113,6 +122,10 @@ the cache figures ``local_hits`` ... ``cache_seconds_saved`` and ``session.remot
                                                         # "TensorRT computes this in higher precision than planned"
              "error": null | "<parser or builder message>", "cache_hit": bool, "build_seconds": float, "key": ...,
              "explicit": bool}                          # true: trt.check_parser(); false: --trt-parser-check
+          ],
+          "baseline_fallbacks": [                       # --trt-baseline-provider cuda: float nodes that ran on
+            {"model": "gpt2.onnx", "provider": "cuda",  # ONNX Runtime's CPU provider (from its profile; also a
+             "nodes": [["/h.0/attn/Where", "Where"]]}   # ProviderFallbackWarning). Shape/index nodes not listed
           ]
         }
       ]
@@ -134,8 +147,10 @@ mismatches make every tolerance fail; ``advice`` added.
 
 Records (what rides on each test report; the producer is :class:`~pytest_trt.case.TrtCase`)
 -------------------------------------------------------------------------------------------
-* ``{"kind": "engine", "model", "policy", "backend", "cache_hit": bool, "build_seconds": float, "key"}``
-* ``{"kind": "accuracy", "model", "backend", "policy", "seed", "result": CompareResult.to_json(),
+* ``{"kind": "engine", "model", "policy", "backend", "cache_hit": bool, "build_seconds": float, "key",
+  "gpu": {...} | null, "via": "suggest" | "locate" (optional)}``
+* ``{"kind": "baseline_fallback", "model", "provider": "cuda", "nodes": [[name, op_type], ...]}``
+* ``{"kind": "accuracy", "model", "backend", "policy", "seed", "gpu", "result": CompareResult.to_json(),
   "figures": {output: error_figures(...)}}`` (``figures`` only for failing float outputs)
 * ``{"kind": "precision", "pattern", "precision", "passed": bool (optional), "report":
   PrecisionCheck.to_json()}`` (verify.py; a ``LayerReport.to_json()`` with every node is read too,
@@ -159,6 +174,7 @@ from typing import Any
 from .outcomes import verdict_text
 from .summary import (
     accuracy_rows,
+    baseline_fallbacks,
     engine_counts,
     parser_promotions,
     parser_rows,
@@ -183,7 +199,7 @@ def session_metadata(session) -> dict[str, Any]:
     except ImportError:  # pragma: no cover - the CLI may run without pytest one day
         pytest_version = None
     gpus = [{"name": g.name, "compute_capability": g.compute_capability, "driver": g.driver,
-             "memory_mib": g.memory_mib} for g in environment.gpus()]
+             "memory_mib": g.memory_mib, "uuid": getattr(g, "uuid", "") or None} for g in environment.gpus()]
     return {
         "pytest_trt": __version__,
         "pytest": pytest_version,
@@ -237,7 +253,8 @@ def _jsonable_ratio(x):
 def entry_of_test(res: dict) -> dict[str, Any]:
     """One test's entry of ``tests`` from its collected records."""
     single = [res]
-    engines = [{k: rec.get(k) for k in ("model", "policy", "backend", "cache_hit", "build_seconds", "key")}
+    engines = [{k: rec.get(k) for k in ("model", "policy", "backend", "cache_hit", "build_seconds", "key", "gpu",
+                                        "via")}
                for _, rec in records_of(single, "engine")]
     for eng in engines:
         eng["cache_hit"] = bool(eng["cache_hit"])
@@ -255,7 +272,8 @@ def entry_of_test(res: dict) -> dict[str, Any]:
             outputs.append(entry)
         accuracy.append({
             "model": rec.get("model"), "backend": rec.get("backend"), "policy": rec.get("policy"),
-            "seed": rec.get("seed"), "baseline": rec.get("baseline", "fp32"), "passed": bool(result.get("passed")),
+            "seed": rec.get("seed"), "baseline": rec.get("baseline", "fp32"), "gpu": rec.get("gpu"),
+            "passed": bool(result.get("passed")),
             "precision": result.get("precision"), "examples": int(rec.get("examples") or 1),
             "outputs": outputs,
         })
@@ -268,10 +286,11 @@ def entry_of_test(res: dict) -> dict[str, Any]:
         })
     layerwise = [{k: v for k, v in rec.items() if k != "kind"} for _, rec in records_of(single, "layerwise")]
     parser = [{k: v for k, v in rec.items() if k not in ("kind", "message")} for _, rec in records_of(single, "parser")]
+    fallbacks = [{k: v for k, v in f.items() if k != "tests"} for f in baseline_fallbacks(single)]
     return {"nodeid": res["nodeid"], "outcome": res.get("outcome"), "verdict": verdict_text(res),
             "message": res.get("message"), "expected_failure": res.get("expected_failure"),
             "engines": engines, "accuracy": accuracy, "precision": precision, "layerwise": layerwise,
-            "parser": parser}
+            "parser": parser, "baseline_fallbacks": fallbacks}
 
 
 def build_report(session, results, exitstatus=None) -> dict[str, Any]:
@@ -280,6 +299,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
     prec = precision_rows(results)
     counts = engine_counts(results)
     parser = parser_rows(results)
+    fallbacks = baseline_fallbacks(results)
     outcomes: dict[str, int] = {}
     for res in results:
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
@@ -296,6 +316,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "build_seconds": counts["build_seconds"],
             "parser_checks": len(parser), "parser_checks_failed": sum(1 for r in parser if not r.get("passed")),
             "parser_promotions": len(parser_promotions(parser)),
+            "baseline_fallbacks": len(fallbacks), "baseline_fallback_nodes": sum(len(f["nodes"]) for f in fallbacks),
             **cache_summary(session),
         },
         "tests": [_extended(session, entry_of_test(res), res) for res in results],

@@ -3,7 +3,7 @@
 ``results`` is what the plugin's ``ResultsCollector`` gathered on the controller: one
 ``{"nodeid", "outcome", "records": [...]}`` per test that used pytest-trt, the records
 being the dicts :class:`~pytest_trt.case.TrtCase` appended (kinds ``engine``,
-``accuracy``, ``precision``, ``layerwise``; see :mod:`pytest_trt.report.json_report`).
+``accuracy``, ``precision``, ``layerwise``, ``parser``, ``baseline_fallback``; see :mod:`pytest_trt.report.json_report`).
 
 The functions here turn records into rows (terminal table, HTML table, JUnit
 properties) so the three views can never disagree.
@@ -12,6 +12,7 @@ properties) so the three views can never disagree.
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 from typing import Any
 
@@ -63,6 +64,8 @@ def condense_records(records: list[dict]) -> list[dict]:
             key = (kind, rec.get("model"), rec.get("backend"), rec.get("policy"))
         elif kind == "engine":
             key = (kind, rec.get("key") or (rec.get("model"), rec.get("policy"), rec.get("backend")))
+        elif kind == "baseline_fallback":
+            key = (kind, rec.get("model"), json.dumps(rec.get("nodes")))
         else:
             key = (kind, len(order))
         if key not in groups:
@@ -98,6 +101,36 @@ def engine_counts(results) -> dict[str, Any]:
             built[key] = built.get(key, 0.0) + float(rec.get("build_seconds") or 0.0)
     return {"built": len(built), "reused": len(hit - set(built)), "uses": uses,
             "build_seconds": round(sum(built.values()), 4)}
+
+
+def baseline_fallbacks(results) -> list[dict[str, Any]]:
+    """CUDA baselines whose float nodes ran on ONNX Runtime's CPU provider, one entry per model and
+    node list: ``{"model", "provider", "nodes": [[name, op_type]], "tests": [nodeid, ...]}``
+    (records of kind ``baseline_fallback``, :func:`pytest_trt.baseline.warn_placement`)."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for res, rec in records_of(results, "baseline_fallback"):
+        key = (rec.get("model"), json.dumps(rec.get("nodes")))
+        entry = out.setdefault(key, {"model": rec.get("model"), "provider": rec.get("provider", "cuda"),
+                                     "nodes": [list(n) for n in rec.get("nodes") or ()], "tests": []})
+        if res.get("nodeid") not in entry["tests"]:
+            entry["tests"].append(res.get("nodeid"))
+    return list(out.values())
+
+
+def fallback_lines(results, *, nodes_shown: int = 5) -> list[str]:
+    """The terminal summary's lines for :func:`baseline_fallbacks` (none when there are none)."""
+    found = baseline_fallbacks(results)
+    if not found:
+        return []
+    total = sum(len(f["nodes"]) for f in found)
+    lines = [f"WARNING baseline: {total} float node(s) of {len(found)} CUDA baseline(s) ran on ONNX Runtime's CPU "
+             f"provider, not CUDA (the reference is exact FP32 but not all-GPU)"]
+    for f in found:
+        shown = ", ".join(f"{n} ({op})" for n, op in f["nodes"][:nodes_shown])
+        more = f" +{len(f['nodes']) - nodes_shown} more" if len(f["nodes"]) > nodes_shown else ""
+        tests = f"{len(f['tests'])} test(s)" if len(f["tests"]) > 1 else (f["tests"][0] or "?")
+        lines.append(f"  {f['model']} ({tests}): {shown}{more}")
+    return lines
 
 
 def tolerance_ratio(out: dict) -> float | None:
@@ -642,6 +675,8 @@ def write_terminal_summary(tr, session, results) -> None:
                 more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""
                 tr.write_line(f"  FAIL {p['test']}: {p['pattern']} -> {p['precision']}: {what}{more}", red=True)
     _write_parser_lines(tr, parser_rows(results))
+    for line in fallback_lines(results):
+        tr.write_line(line, yellow=True)
     s = session.settings
     wanted = [str(p) for p in (s.report_json, s.report_html) if p]
     if wanted:

@@ -32,3 +32,22 @@ def test_warning_names_the_nodes():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         warn_placement({"cpu_float_nodes": []}, "m.onnx")
+
+
+def test_a_set_sink_receives_the_fallback_record_and_the_warning_still_fires():
+    """The pytest plugin's sink (FALLBACK_SINK) gets a ``baseline_fallback`` record, from a FAKED
+    placement result (the real one needs ONNX Runtime's CUDA provider)."""
+    from pytest_trt.baseline import FALLBACK_SINK
+
+    got = []
+    token = FALLBACK_SINK.set(got.append)
+    try:
+        with pytest.warns(ProviderFallbackWarning, match="CUDA baseline of models/m.onnx: 1 float node"):
+            warn_placement({"cpu_float_nodes": [["a", "Det"]]}, "models/m.onnx", model="m.onnx")
+        warn_placement({"cpu_float_nodes": []}, "models/m.onnx", model="m.onnx")  # nothing on CPU: no record
+    finally:
+        FALLBACK_SINK.reset(token)
+    assert got == [{"kind": "baseline_fallback", "model": "m.onnx", "provider": "cuda", "nodes": [["a", "Det"]]}]
+    with pytest.warns(ProviderFallbackWarning):  # no sink (the CLI): the warning alone
+        warn_placement({"cpu_float_nodes": [["a", "Det"]]}, "m.onnx")
+    assert len(got) == 1

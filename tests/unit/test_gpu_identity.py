@@ -123,3 +123,35 @@ def test_worker_ids_from_the_public_tx_option(tx, dist, ids):
 
     config = SimpleNamespace(option=SimpleNamespace(tx=tx, dist=dist))
     assert xdist_gpus._worker_ids(config) == ids
+
+
+def test_every_record_names_the_gpu_its_process_runs_on(machine):
+    """Engine and accuracy records carry the GPU (name, UUID) of their process: under --trt-gpus the
+    worker's assigned one (its CUDA_VISIBLE_DEVICES); null on the emulate backend (CPU)."""
+    from types import SimpleNamespace
+
+    from pytest_trt.report.json_report import entry_of_test
+    from pytest_trt.session import BuildEvent, TrtSession
+    from pytest_trt.settings import Settings
+
+    def worker(worker_id, token, backend="tensorrt"):
+        machine.setenv("CUDA_VISIBLE_DEVICES", token)
+        machine.setenv("PYTEST_XDIST_WORKER", worker_id)
+        environment.gpus.cache_clear()
+        session = TrtSession(settings=Settings(), backend=SimpleNamespace(name=backend), backend_reason="test")
+        return session.record_gpu()
+
+    assert worker("gw0", "0") == {"name": "NVIDIA H100 80GB HBM3", "uuid": H100, "cuda_visible_devices": "0",
+                                  "worker": "gw0"}
+    gw1 = worker("gw1", A100)
+    assert (gw1["name"], gw1["uuid"], gw1["cuda_visible_devices"]) == ("NVIDIA A100-SXM4-40GB", A100, A100)
+    assert worker("gw1", "1", backend="emulate") is None
+    assert worker("gw0", "-1") is None  # no GPU visible
+
+    event = BuildEvent("m.onnx", "fp16", "tensorrt", False, 1.5, "k", gw1)
+    res = {"nodeid": "t.py::test", "outcome": "passed", "records": [
+        {"kind": "engine", **event.to_json()},
+        {"kind": "accuracy", "model": "m.onnx", "backend": "tensorrt", "policy": "fp16", "seed": 0, "gpu": gw1,
+         "result": {"passed": True, "outputs": {}}}]}
+    entry = entry_of_test(res)
+    assert entry["engines"][0]["gpu"] == gw1 and entry["accuracy"][0]["gpu"] == gw1

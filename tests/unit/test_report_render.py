@@ -292,9 +292,12 @@ def test_json_report_schema(results, tmp_path):
     assert data["summary"]["outputs_failed"] == 1 and data["summary"]["engines_built"] == 1
     bad, close, other = data["tests"]
     assert (bad["nodeid"], bad["outcome"]) == ("test_m.py::test_bad", "failed")
+    assert (data["summary"]["baseline_fallbacks"], data["summary"]["baseline_fallback_nodes"]) == (0, 0)
     for test in data["tests"]:
+        assert test["baseline_fallbacks"] == []
         for eng in test["engines"]:
             assert isinstance(eng["cache_hit"], bool) and isinstance(eng["build_seconds"], float)
+            assert eng["gpu"] is None and eng["via"] is None  # records without them (emulate, the test's own engine)
     out = {o["name"]: o for o in bad["accuracy"][0]["outputs"]}
     assert out["hidden"]["passed"] is False and out["hidden"]["tolerance_ratio"] == "inf"  # the NaN
     assert out["hidden"]["figures"]["grid"]["max_abs"][0][5] == "inf"
@@ -404,7 +407,8 @@ def test_module_docstring_documents_the_schema():
     doc = json_report.__doc__
     for key in ('"schema_version"', '"cache_hit"', '"build_seconds"', '"tests"', '"nodeid"', '"planned"',
                 '"observed"', '"layerwise"', '"gpu"', '"libraries"', '"remote_hits"', '"remote_uploads"',
-                '"remote_bytes"', '"local_hits"', '"remote_cache"'):
+                '"remote_bytes"', '"local_hits"', '"remote_cache"', '"baseline_fallbacks"', '"baseline_fallback_nodes"',
+                '"via"', '"uuid"', '"cuda_visible_devices"'):
         assert key in doc, key
     assert Path(json_report.__file__).name == "json_report.py"
 
