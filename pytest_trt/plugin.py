@@ -381,7 +381,7 @@ class FallbackRecorder:
     model and node list), besides its ProviderFallbackWarning (:func:`pytest_trt.baseline.warn_placement`)."""
 
     def _around(self, item):
-        if item.config.stash.get(SESSION_KEY, None) is None or not is_trt_test(item):
+        if item.config.stash.get(SESSION_KEY, None) is None or not is_trt_item(item):
             return None
         from .baseline import FALLBACK_SINK
 
