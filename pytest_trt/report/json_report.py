@@ -118,12 +118,14 @@ the cache figures ``local_hits`` ... ``cache_seconds_saved`` and ``session.remot
       ]
     }
 
-``tolerance_ratio``: with compare.py's rule (an element fails iff its error exceeds atol
-*and* rtol*|expected|), for a failing output ``min(needed_atol/atol, needed_rtol/rtol)``:
-the factor by which one tolerance would have to grow for it to pass (>= 1); for a passing
-output ``min(max_abs/atol, max_rel/rtol)`` capped at 1, an upper bound of the tolerance
-the worst element uses; ``"inf"`` for NaN/Inf mismatches and missing or misshapen
-outputs; null when the figures were not computed. The error grid views the output as
+``tolerance_ratio`` (:func:`pytest_trt.report.summary.tolerance_ratio`): > 1 exactly when
+the output fails. The largest of: the element rule's (an element fails iff its error exceeds
+atol *and* rtol*|expected|; with mismatches ``min(needed_atol/atol, needed_rtol/rtol)``, the
+factor by which one tolerance would have to grow, else ``min(max_abs/atol, max_rel/rtol)``
+capped at 1, an upper bound of the tolerance the worst element uses); where a cosine floor
+applied (``min_cosine`` not null) ``(1 - cosine) / (1 - min_cosine)``; where an SNR floor
+applied ``10 ** ((min_snr_db - snr_db) / 10)``. ``"inf"`` for NaN/Inf mismatches and missing
+or misshapen outputs; null when the figures were not computed. The error grid views the output as
 rows = leading dims flattened (row-major) by columns = last dim, max-pooled in blocks.
 
 Version 2 (2026-11-23): every trt test is listed (also those that failed before recording
