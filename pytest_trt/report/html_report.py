@@ -357,7 +357,7 @@ def _tests_section(results: list[dict], rows: list[dict], anchors: dict) -> str:
         return max(ratios, default=0.0)
 
     ordered = sorted(results, key=lambda res: (_TONE_ORDER[tone(res)], -worst(res), res["nodeid"]))
-    cols = (("", 112), ("x tol", 62), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
+    cols = (("", 112), ("x tol", 86), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
             ("mismatched", 96), ("output", 156), ("test / model [policy]", None), ("engine", 86))
     out = ['<section id="tests"><h2>Tests (worst first)</h2>',
            '<p class="note">One group per trt test: its pytest outcome, then one row per output of its checks '
