@@ -105,27 +105,32 @@ def check_runtime(provider: str = "cpu", *, gpu: bool | None = None, source: str
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = min(model.ir_version, 8)
     try:
-        make_session(model.SerializeToString(), provider=provider, label=f"{source} {provider} check", ort=ort)
+        make_session(model.SerializeToString(), provider=provider, label=f"{source} {provider} check", ort=ort,
+                     source=source)
     except ModelError as exc:
         raise UsageError(f"{source} {provider}: ONNX Runtime's {PROVIDERS[provider]} cannot run here: {exc}") from exc
 
 
 def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "model", ort=None,
-                 profile_dir=None):
+                 profile_dir=None, source: str | None = None):
     """An ONNX Runtime session over serialized ONNX, graph optimizations disabled.
 
     The session runs on ``provider`` or this raises :class:`UsageError`: ONNX Runtime's own
-    fallback to the CPU provider would compute a "cuda" baseline on the CPU without a word; a
-    ``cuda`` session is also checked to run with TF32 off (:func:`check_cuda_session`).
-    ``profile_dir``: ONNX Runtime profiles the session there.
+    fallback to the CPU provider would compute a "cuda" baseline on the CPU without a word.
+    This is the one check that the provider really runs; a ``cuda`` session is then checked
+    to run with TF32 off (:func:`check_cuda_session`). ``profile_dir``: ONNX Runtime profiles
+    the session there. ``source``: how the user chose the provider, as they spelled it
+    (``--trt-baseline-provider`` in pytest, from :func:`check_runtime`); the messages name it,
+    or "baseline provider" (the ``provider`` keyword of the API) when None.
     """
     ort = ort or _import_ort(gpu=provider == "cuda" or None)
+    what = f"{source} {provider}" if source else f"baseline provider {provider!r}"
     if provider not in PROVIDERS:
-        raise UsageError(f"unknown baseline provider {provider!r}: use one of {', '.join(PROVIDERS)}")
+        raise UsageError(f"unknown {what}: use one of {', '.join(PROVIDERS)}")
     name = PROVIDERS[provider]
     if name not in ort.get_available_providers():
         raise UsageError(
-            f"baseline provider {provider!r}: ONNX Runtime's {name} is not available here (this ONNX Runtime "
+            f"{what}: ONNX Runtime's {name} is not available here (this ONNX Runtime "
             f"has: {', '.join(ort.get_available_providers())}). On a CUDA machine: {install_hint(True)}; "
             f"elsewhere use the default provider cpu"
         )
@@ -150,7 +155,7 @@ def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "mod
     ran = session.get_providers()
     if not ran or ran[0] != name:
         raise UsageError(
-            f"baseline provider {provider!r}: ONNX Runtime could not create its {name} (it fell back to "
+            f"{what}: ONNX Runtime could not create its {name} (it fell back to "
             f"{', '.join(ran) or 'nothing'}): check the CUDA and cuDNN libraries ONNX Runtime needs, and that a GPU "
             f"is visible; or use the default provider cpu"
         )
@@ -160,23 +165,18 @@ def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "mod
 
 
 def check_cuda_session(session, label: str = "model") -> dict:
-    """Raise unless ``session`` really runs on CUDA with TF32 off; return its CUDA options.
+    """Raise unless the CUDA provider of ``session`` runs with TF32 off; return its CUDA options.
 
-    ONNX Runtime falls back to the CPU provider with only a log line when CUDA cannot be
-    initialised (driver, libraries): a "CUDA baseline" would then silently be a CPU one.
+    ``session`` comes from :func:`make_session` with ``provider="cuda"``, which has already
+    refused a session that ONNX Runtime created without CUDA (its silent CPU fallback);
+    this checks what that cannot: the options the CUDA provider reports it runs with.
     """
-    used = session.get_providers()
-    if "CUDAExecutionProvider" not in used:
-        raise UsageError(
-            f"ONNX Runtime created the baseline session of {label} without CUDAExecutionProvider "
-            f"(providers in use: {', '.join(used)}): check the CUDA/cuDNN libraries onnxruntime-gpu needs, "
-            f"or use --trt-baseline-provider=cpu"
-        )
     options = session.get_provider_options().get("CUDAExecutionProvider", {})
     if str(options.get("use_tf32", "")) != "0":
         raise UsageError(
-            f"ONNX Runtime's CUDA provider reports use_tf32={options.get('use_tf32')!r} for {label}; "
-            f"the FP32 baseline needs TF32 off (this onnxruntime-gpu ignores the option?)"
+            f"ONNX Runtime's CUDA provider reports use_tf32={options.get('use_tf32')!r} for {label} (providers in "
+            f"use: {', '.join(session.get_providers())}); the FP32 baseline needs TF32 off (this onnxruntime-gpu "
+            f"ignores the option?): use the baseline provider cpu"
         )
     return dict(options)
 

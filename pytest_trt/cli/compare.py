@@ -90,7 +90,8 @@ def ratio_line(ratios) -> str:
     def fmt(r):
         return "n/a (figures not computed: output over the size limit)" if r is None else f"{r:.3g}"
 
-    return ("x tol (worst element's error / tolerance; > 1 fails): "
+    return ("x tol (worst element's error / tolerance, or (1 - cos) / (1 - min_cosine) where the cosine floor "
+            "is the larger; > 1 fails): "
             + ", ".join(f"{name!r} {fmt(r)}" for name, r in ratios.items()))
 
 

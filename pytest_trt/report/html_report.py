@@ -357,13 +357,14 @@ def _tests_section(results: list[dict], rows: list[dict], anchors: dict) -> str:
         return max(ratios, default=0.0)
 
     ordered = sorted(results, key=lambda res: (_TONE_ORDER[tone(res)], -worst(res), res["nodeid"]))
-    cols = (("", 112), ("x tol", 62), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
+    cols = (("", 112), ("x tol", 86), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
             ("mismatched", 96), ("output", 156), ("test / model [policy]", None), ("engine", 86))
     out = ['<section id="tests"><h2>Tests (worst first)</h2>',
            '<p class="note">One group per trt test: its pytest outcome, then one row per output of its checks '
            '(the worst example when a test checked the same model and policy several times, e.g. Hypothesis). '
            'x tol &gt; 1 fails: the factor by which atol or rtol would have to grow for the output to pass (an '
-           'element fails when its error exceeds atol <i>and</i> rtol&middot;|expected|). A negative control '
+           'element fails when its error exceeds atol <i>and</i> rtol&middot;|expected|), or, where a cosine floor '
+           'applied and is the larger, (1 &minus; cos) / (1 &minus; min_cosine). A negative control '
            '(<code>xfail(strict=True, raises=AccuracyError)</code>) that failed with pytest-trt\'s verdict is '
            '<span class="tag">XFAIL caught</span>; one that failed for another reason tested nothing.</p>',
            '<table class="tests"><colgroup>'

@@ -2,16 +2,42 @@
 
 Written once, by the controller under pytest-xdist, at the end of the session. Plain
 JSON (no NaN: non-finite numbers are the strings ``"inf"``, ``"-inf"``, ``"nan"``).
-Keys may be added in a minor release; ``schema_version`` changes when a key is removed
-or changes meaning. Version 2 (issue 15): precision checks carry ``evidence`` (per node
-and counted per check), and a node known only from a fused kernel's boundary is no longer
-``pass`` under weak typing (it is ``unverifiable``).
+The JSON Schema (draft 2020-12) is ``report.schema.json`` beside this module, shipped in the
+package; ``tests/plugin/test_json_report_schema.py`` validates a real run's report against it
+and compares the report's key structure with a golden file. ``schema_version`` changes with
+every change of the report's keys or their meaning, in the same commit as the schema and the
+golden file (regenerate it with ``PYTEST_TRT_REGEN_GOLDEN=1 python -m pytest -p no:cacheprovider
+tests/plugin/test_json_report_schema.py``).
 
-Schema (``schema_version`` 2; 2 also added the parser check (``tests[].parser``, ``summary.parser_*``),
-the cache figures ``local_hits`` ... ``cache_seconds_saved`` and ``session.remote_cache``, the GPU of
-every engine and accuracy record (``gpu``), engines built by ``trt.suggest``/``trt.locate``
-(``via``), and CUDA baseline fallbacks (``tests[].baseline_fallbacks``, ``summary.baseline_fallback*``))
------------------------------
+Changelog
+---------
+* **2** (2026-11-23):
+
+  - every trt test is listed (also those that failed before recording anything), with
+    ``outcome``, ``verdict``, ``message`` and ``expected_failure`` (a negative control's
+    verdict: caught / not_tested / missed / passed); ``summary.outcomes`` counts xfailed and
+    xpassed apart from skipped;
+  - precision checks carry ``evidence`` (per node, and counted per check: observed /
+    inferred / unverifiable / emulated); a node known only from a fused kernel's boundary
+    is no longer ``pass`` under weak typing (it is ``unverifiable``);
+  - the parser check: ``tests[].parser`` and ``summary.parser_checks``,
+    ``parser_checks_failed``, ``parser_promotions``;
+  - the cache figures ``summary.local_hits`` ... ``cache_seconds_saved`` (local and remote)
+    and ``session.remote_cache``;
+  - repeated checks are condensed to their worst example (``examples``);
+    ``needed_atol``/``needed_rtol`` are null with ``needed_reason`` when NaN/Inf mismatches
+    make every tolerance fail; ``advice`` added;
+  - ``tolerance_ratio`` also counts the cosine and SNR floors (> 1 exactly when the output
+    fails; an output failing only the default cosine floor was 1 or less);
+  - every engine and accuracy record names its GPU (``gpu``: name, uuid,
+    ``cuda_visible_devices``, worker; null on emulate); engines built by
+    ``trt.suggest``/``trt.locate`` say so (``via``); CUDA baseline fallbacks
+    (``tests[].baseline_fallbacks``, ``summary.baseline_fallbacks``,
+    ``summary.baseline_fallback_nodes``).
+* **1**: the first report.
+
+Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
+--------------------------------------------------------------------------
 ::
 
     {
@@ -82,14 +108,15 @@ every engine and accuracy record (``gpu``), engines built by ``trt.suggest``/``t
                {"name": "logits", "passed": false, "kind": "float", "shape": [1, 8, 64], "dtype": "float32",
                 "mismatched": 12, "total": 512, "max_abs": 0.031, "max_rel": 2.1,
                 "worst_abs_index": [0, 3, 7], "worst_abs_values": [actual, expected], ...,
-                "atol": 0.001, "rtol": 0.01, "needed_atol": ..., "needed_rtol": ...,
+                "atol": 0.01, "rtol": 0.02, "needed_atol": ..., "needed_rtol": ...,   # FP16 defaults (compare.py)
+                "cosine": 0.9987, "min_cosine": 0.9999 | null,   # the floor that applied (null: none)
                 "needed_reason": null | "no tolerance passes the 3 NaN/Inf mismatch(es)",  # needed_* null
                 "advice": "would pass with atol >= ... " | "no tolerance passes ...",   # as the message says
-                "tolerance_ratio": 31.0 | "inf" | null,  # > 1 fails (see below)
+                "tolerance_ratio": 3.1 | "inf" | null,   # > 1 fails (see below)
                 "figures": {                            # failing float outputs only (error_figures in report/plots.py)
-                  "shape": [1, 8, 64], "atol": 0.001, "rtol": 0.01,
+                  "shape": [1, 8, 64], "atol": 0.01, "rtol": 0.02,
                   "histogram": {"log10_edges": [25 floats], "counts": [24 ints], "zero": n, "nonfinite": n,
-                                "atol_log10": -3.0},
+                                "atol_log10": -2.0},
                   "grid": {"rows": 8, "cols": 48, "row_block": 1, "col_block": 2, "row_dims": [1, 8], "col_dim": 64,
                            "max_abs": [[float | "inf"]], "mismatched": [[int]], "max": float, "worst_cell": [r, c]}}
                }                                        # (the other output keys: CompareResult.to_json of compare.py)
@@ -131,19 +158,15 @@ every engine and accuracy record (``gpu``), engines built by ``trt.suggest``/``t
       ]
     }
 
-``tolerance_ratio``: with compare.py's rule (an element fails iff its error exceeds atol
-*and* rtol*|expected|), for a failing output ``min(needed_atol/atol, needed_rtol/rtol)``:
-the factor by which one tolerance would have to grow for it to pass (>= 1); for a passing
-output ``min(max_abs/atol, max_rel/rtol)`` capped at 1, an upper bound of the tolerance
-the worst element uses; ``"inf"`` for NaN/Inf mismatches and missing or misshapen
-outputs; null when the figures were not computed. The error grid views the output as
+``tolerance_ratio`` (:func:`pytest_trt.report.summary.tolerance_ratio`): > 1 exactly when
+the output fails. The largest of: the element rule's (an element fails iff its error exceeds
+atol *and* rtol*|expected|; with mismatches ``min(needed_atol/atol, needed_rtol/rtol)``, the
+factor by which one tolerance would have to grow, else ``min(max_abs/atol, max_rel/rtol)``
+capped at 1, an upper bound of the tolerance the worst element uses); where a cosine floor
+applied (``min_cosine`` not null) ``(1 - cosine) / (1 - min_cosine)``; where an SNR floor
+applied ``10 ** ((min_snr_db - snr_db) / 10)``. ``"inf"`` for NaN/Inf mismatches and missing
+or misshapen outputs; null when the figures were not computed. The error grid views the output as
 rows = leading dims flattened (row-major) by columns = last dim, max-pooled in blocks.
-
-Version 2 (2026-11-23): every trt test is listed (also those that failed before recording
-anything), with ``verdict``, ``message`` and ``expected_failure``; ``outcomes`` counts xfailed and
-xpassed apart from skipped; repeated checks are condensed to their worst example
-(``examples``); ``needed_atol``/``needed_rtol`` are null with ``needed_reason`` when NaN/Inf
-mismatches make every tolerance fail; ``advice`` added.
 
 Records (what rides on each test report; the producer is :class:`~pytest_trt.case.TrtCase`)
 -------------------------------------------------------------------------------------------

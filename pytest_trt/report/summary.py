@@ -136,15 +136,21 @@ def fallback_lines(results, *, nodes_shown: int = 5) -> list[str]:
 def tolerance_ratio(out: dict) -> float | None:
     """How far one output is from its tolerance: > 1 fails, <= 1 passes; None when unknown.
 
-    With compare.py's rule (an element fails iff its error exceeds atol AND rtol*|expected|):
+    The largest of the checks that applied to the output:
 
-    * failing output: ``min(needed_atol / atol, needed_rtol / rtol)``, the factor by which
-      one of the two tolerances would have to grow for the output to pass;
-    * passing output: ``min(max_abs / atol, max_rel / rtol)`` capped at 1, an upper bound
-      of how much of the tolerance the worst element uses (0.1 = a decade of headroom).
+    * the element rule (compare.py: an element fails iff its error exceeds atol AND
+      rtol*|expected|): for mismatched elements ``min(needed_atol / atol, needed_rtol / rtol)``,
+      the factor by which one of the two tolerances would have to grow for the output to
+      pass; otherwise ``min(max_abs / atol, max_rel / rtol)``, an upper bound of how much of
+      the tolerance the worst element uses (0.1 = a decade of headroom);
+    * the cosine floor, where one applied (``min_cosine`` recorded: the precision's default
+      or an explicit one): ``(1 - cosine) / (1 - min_cosine)``;
+    * the SNR floor (``min_snr_db``): ``10 ** ((min_snr_db - snr_db) / 10)``, the noise power
+      over the noise power the floor allows.
 
-    NaN/Inf mismatches and structural problems (missing output, shape) are ``inf``. None
-    for a passing output compared without details (its figures were not computed).
+    A passing output is capped at 1, a failing one is at least 1. NaN/Inf mismatches and
+    structural problems (missing output, shape) are ``inf``. None for a passing output
+    compared without details (its figures were not computed).
     """
     if out.get("problem") or out.get("unfixable"):
         return math.inf
@@ -159,15 +165,37 @@ def tolerance_ratio(out: dict) -> float | None:
             return 0.0
         return math.inf if tol == 0 else err / tol
 
-    if out.get("passed"):
-        parts = [ratio(as_float(out.get("max_abs")), atol), ratio(as_float(out.get("max_rel")), rtol)]
+    def smallest(parts):
         parts = [p for p in parts if p is not None]
-        return min(1.0, min(parts)) if parts else None
-    parts = [ratio(as_float(out.get("needed_atol")), atol), ratio(as_float(out.get("needed_rtol")), rtol)]
-    if None in parts:  # not detailed: bound from the worst errors instead
-        parts = [ratio(as_float(out.get("max_abs")), atol), ratio(as_float(out.get("max_rel")), rtol)]
+        return min(parts) if parts else None
+
+    element = None
+    if not out.get("passed") and out.get("mismatched") != 0:
+        element = smallest([ratio(as_float(out.get("needed_atol")), atol),
+                            ratio(as_float(out.get("needed_rtol")), rtol)])
+    if element is None:  # no mismatch, or not detailed: bound from the worst errors instead
+        element = smallest([ratio(as_float(out.get("max_abs")), atol), ratio(as_float(out.get("max_rel")), rtol)])
+        if element is not None and out.get("mismatched") == 0:
+            element = min(1.0, element)  # every element passed (the two maxima may be different elements)
+    parts = [element, *metric_ratios(out)]
     parts = [p for p in parts if p is not None]
-    return max(1.0, min(parts)) if parts else math.inf
+    if out.get("passed"):
+        return min(1.0, max(parts)) if parts else None
+    return max(1.0, max(parts)) if parts else math.inf
+
+
+def metric_ratios(out: dict) -> list[float]:
+    """The cosine and SNR floors' parts of :func:`tolerance_ratio` (> 1: that floor fails)."""
+    parts = []
+    cosine, min_cosine = as_float(out.get("cosine")), as_float(out.get("min_cosine"))
+    if cosine is not None and min_cosine is not None and not math.isnan(cosine):
+        gap, allowed = max(0.0, 1.0 - cosine), 1.0 - min_cosine
+        parts.append(gap / allowed if allowed > 0 else (math.inf if gap > 0 else 0.0))
+    snr, min_snr = as_float(out.get("snr_db")), as_float(out.get("min_snr_db"))
+    if snr is not None and min_snr is not None and not math.isnan(snr):
+        parts.append(0.0 if snr == math.inf else math.inf if snr == -math.inf
+                     else 10.0 ** min(300.0, (min_snr - snr) / 10.0))
+    return parts
 
 
 def _engine_for(res: dict, rec: dict) -> dict | None:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from report_schema import assert_valid_report
 
 pytestmark = pytest.mark.trt_parser
 
@@ -66,7 +67,7 @@ def test_layernorm_kept_fp32(trt):
     out = result.stdout.str()
     assert "the plan failed TensorRT-RTX's parser check" in out
     assert "/encoder/layer.0/attention/output/LayerNorm/Pow (Pow): planned fp32, parsed fp16" in out
-    data = json.loads((pytester.path / "r.json").read_text())
+    data = assert_valid_report(json.loads((pytester.path / "r.json").read_text()))
     test = data["tests"][0]
     assert test["accuracy"][0]["passed"] is True  # the accuracy verdict was given, and it passed
     parser = test["parser"][0]
@@ -118,7 +119,7 @@ def test_passes(trt):
     with_check = pytester.runpytest("--trt-parser-check", "tensorrt-rtx", f"--trt-cache-dir={cache_dir}",
                                     "--trt-report=r.json", "-rs")
     with_check.assert_outcomes(failed=1, skipped=1, xfailed=1, passed=1)
-    data = json.loads((pytester.path / "r.json").read_text())
+    data = assert_valid_report(json.loads((pytester.path / "r.json").read_text()))
     by_test = {t["nodeid"].split("::")[1]: t for t in data["tests"]}
     assert by_test["test_accuracy_fails"]["outcome"] == "failed"
     assert by_test["test_accuracy_fails"]["parser"][0]["passed"] is True  # a passing parse did not rescue it
@@ -158,7 +159,7 @@ def test_rms(trt):
         "  higher rms.onnx [[]fp16[]]: * (RMSNormalization): planned fp16, parsed fp32: TensorRT computes this in "
         "higher precision than planned",
     ])
-    data = json.loads((pytester.path / "r.json").read_text())
+    data = assert_valid_report(json.loads((pytester.path / "r.json").read_text()))
     assert data["schema_version"] == 2 and data["summary"]["parser_promotions"] == 1
     (promotion,) = data["tests"][0]["parser"][0]["promotions"]
     assert (promotion["op_type"], promotion["planned"], promotion["parsed"]) == ("RMSNormalization", "fp16", "fp32")

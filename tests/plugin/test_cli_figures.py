@@ -54,7 +54,8 @@ def test_compare_labels_the_policy_precision_and_shows_the_margin_of_a_pass(cach
     passed = next(line for line in text.stdout.splitlines() if line.startswith("passed: 'last_hidden_state'"))
     for figure in ("max abs err", "max rel err", "cosine", "SNR"):
         assert figure in passed, passed
-    assert "x tol (worst element's error / tolerance; > 1 fails): 'last_hidden_state' " in text.stdout
+    assert ("x tol (worst element's error / tolerance, or (1 - cos) / (1 - min_cosine) where the cosine floor is "
+            "the larger; > 1 fails): 'last_hidden_state' ") in text.stdout
 
 
 def test_locate_labels_the_policy_precision_and_shows_the_figures(cache_dir):

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import onnx
+from report_schema import assert_valid_report
 
 from pytest_trt import testing_models as tm
 
@@ -64,7 +65,7 @@ def _run(pytester, typing: str):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--trt-backend", "tensorrt",
                                            "--trt-typing", typing, f"--trt-cache-dir={pytester.path / 'cache'}",
                                            f"--trt-report={report}")
-    return result, json.loads(report.read_text())
+    return result, assert_valid_report(json.loads(report.read_text()))
 
 
 def test_weak_typing_fused_kernel_with_fp32_boundary_fails_as_unverifiable(pytester):

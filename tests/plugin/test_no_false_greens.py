@@ -95,7 +95,7 @@ def test_baseline_provider_cuda_without_cuda_is_a_usage_error_not_a_green_of_ski
     result = pytester.runpytest("--trt-baseline-provider", "cuda")
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     result.stderr.fnmatch_lines([
-        "*pytest-trt: baseline provider 'cuda': ONNX Runtime's CUDAExecutionProvider is not available here*"
+        "*pytest-trt: --trt-baseline-provider cuda: ONNX Runtime's CUDAExecutionProvider is not available here*"
         "pytest-trt[[]gpu[]]*elsewhere use the default provider cpu*"])
     assert "skipped" not in result.stdout.str()
 

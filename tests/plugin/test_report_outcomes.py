@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from report_schema import assert_valid_report
 
 try:  # keep hypothesis in pytester's sys.modules snapshot (see tests/plugin/test_reports.py)
     import hypothesis  # noqa: F401
@@ -93,7 +94,7 @@ def test_every_trt_test_reaches_every_report_with_its_pytest_outcome(pytester):
     # pytest's own counts (the XPASS(strict) is a failure)
     result.assert_outcomes(passed=2, failed=3, errors=1, skipped=1, xfailed=3, xpassed=1)  # + test_not_trt
 
-    data = json.loads((pytester.path / "out" / "r.json").read_text())
+    data = assert_valid_report(json.loads((pytester.path / "out" / "r.json").read_text()))
     assert data["schema_version"] == 2
     tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
     assert "test_not_trt" not in tests
@@ -177,7 +178,7 @@ def test_nan_advice_is_right_in_json_and_html(pytester):
     result = _run(pytester)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*no tolerance passes the * NaN/Inf mismatch(es)*"])
-    data = json.loads((pytester.path / "out" / "r.json").read_text())
+    data = assert_valid_report(json.loads((pytester.path / "out" / "r.json").read_text()))
     (out,) = data["tests"][0]["accuracy"][0]["outputs"]
     assert out["unfixable"] > 0
     assert out["needed_atol"] is None and out["needed_rtol"] is None
@@ -206,7 +207,7 @@ def test_repeated_checks_are_one_row_with_the_worst_example(pytester, all_record
     pytester.makepyfile(test_prop=PROPERTY)
     result = _run(pytester, *(["--trt-report-all-records"] if all_records else []))
     result.assert_outcomes(failed=1)
-    data = json.loads((pytester.path / "out" / "r.json").read_text())
+    data = assert_valid_report(json.loads((pytester.path / "out" / "r.json").read_text()))
     (test,) = data["tests"]
     checks = test["accuracy"]
     html = (pytester.path / "out" / "r.html").read_text()

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from report_schema import assert_valid_report
 
 try:  # imported before any inner run, so pytester's sys.modules snapshot keeps it (see tests/conftest.py)
     import matplotlib  # noqa: F401
@@ -182,7 +183,7 @@ def check_junit(path: Path, *, cache_hit: bool):
 
 
 def check_json(path: Path, *, cache_hit: bool, gpu_assignment=None) -> dict:
-    data = json.loads(path.read_text())
+    data = assert_valid_report(json.loads(path.read_text()))
     assert data["schema_version"] == 2
     assert data["exitstatus"] == 1
     meta = data["session"]
@@ -376,7 +377,7 @@ def test_layernorm_lowered(trt):
         "  FAIL *test_layernorm_lowered: */LayerNorm/* -> fp32: /encoder/layer.0/*LayerNorm/* (fp16)*",
     ])
     out = pytester.path / "out"
-    data = json.loads((out / "report.json").read_text())
+    data = assert_valid_report(json.loads((out / "report.json").read_text()))
     assert data["summary"]["precision_checks"] == 3 and data["summary"]["precision_checks_failed"] == 1
     tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
     ln, mm = tests["test_layernorm_stays_fp32"]["precision"]

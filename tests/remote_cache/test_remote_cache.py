@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from report_schema import assert_valid_report
 
 from pytest_trt.cache import ArtifactCache
 from pytest_trt.errors import CacheWarning, UsageError
@@ -311,7 +312,7 @@ def test_a_tampered_entry_never_reaches_the_loader(pytester, nginx, keys, monkey
     second.stdout.fnmatch_lines(["*CacheWarning*rejected the published emulate entry*checksum mismatch*"])
     assert loaded, "the engine was loaded (rebuilt locally)"
     assert tampered not in loaded, "the tampered emulation graph reached the deserializer"
-    r2 = json.loads((pytester.path / "r2.json").read_text())
+    r2 = assert_valid_report(json.loads((pytester.path / "r2.json").read_text()))
     assert r2["summary"]["remote_rejected"] == 1 and r2["summary"]["remote_uploads"] == 0
     assert r2["session"]["remote_cache"]["mode"] == "ro"
 

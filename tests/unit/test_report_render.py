@@ -183,6 +183,44 @@ def test_tolerance_ratio_is_above_one_exactly_when_failing(results):
                                     "needed_rtol": 0.5}) == pytest.approx(30)
 
 
+@pytest.mark.parametrize("details", [True, False])
+def test_tolerance_ratio_counts_the_cosine_floor(details):
+    """An output within the element rule that fails only the FP16 default cosine floor
+    (0.9999): x tol is (1 - cos) / (1 - 0.9999) > 1, not the element rule's 0.5 (before: 1)."""
+    rng = np.random.default_rng(0)
+    e = (rng.standard_normal(4096) * 0.1).astype(np.float32)
+    a = e + rng.choice([-1, 1], 4096).astype(np.float32) * 0.005  # |error| 5e-3 < atol 1e-2 everywhere
+    out = compare_outputs({"y": a}, {"y": e}, precision="fp16", details=details).to_json()["outputs"]["y"]
+    assert out["passed"] is False and out["mismatched"] == 0 and out["min_cosine"] == 0.9999
+    assert out["metric_failures"] and "default floor" in out["metric_failures"][0]
+    ratio = summary.tolerance_ratio(out)
+    assert ratio == pytest.approx((1 - out["cosine"]) / (1 - 0.9999)) and ratio > 1
+    # the same errors on 1 element in 100: cosine above the floor, passes, x tol <= 1
+    a_few = e.copy()
+    a_few[::100] = a[::100]
+    ok = compare_outputs({"y": a_few}, {"y": e}, precision="fp16", details=details).to_json()["outputs"]["y"]
+    assert ok["passed"] is True and ok["cosine"] is not None
+    assert summary.tolerance_ratio(ok) <= 1
+    # the floor turned off (min_cosine=-1): the element rule alone judges, and passes
+    off = compare_outputs({"y": a}, {"y": e}, precision="fp16", min_cosine=-1, details=details)
+    assert off.passed and summary.tolerance_ratio(off.to_json()["outputs"]["y"]) <= 1
+
+
+def test_tolerance_ratio_of_a_floor_failure_in_the_reports(results):
+    """Rows from recorded results keep "x tol > 1 iff failed" with a floor-only failure."""
+    rng = np.random.default_rng(1)
+    e = (rng.standard_normal(1024) * 0.1).astype(np.float32)
+    a = e + rng.choice([-1, 1], 1024).astype(np.float32) * 0.005
+    result = compare_outputs({"y": a}, {"y": e}, precision="fp16", details=True)
+    res = {"nodeid": "t.py::test_floor", "outcome": "failed",
+           "records": [{"kind": "accuracy", "model": "m.onnx", "backend": "emulate", "policy": "fp16",
+                        "seed": 0, "result": result.to_json()}]}
+    (row,) = summary.accuracy_rows([res])
+    assert row["passed"] is False and row["ratio"] > 1
+    (entry,) = json_report.entry_of_test(res)["accuracy"]
+    assert entry["outputs"][0]["tolerance_ratio"] > 1
+
+
 def test_accuracy_rows_put_the_worst_offenders_first(results):
     rows = summary.accuracy_rows(results)
     assert [(r["test"], r["output"], r["passed"]) for r in rows] == [

@@ -73,6 +73,41 @@ def test_baseline_provider_that_is_not_there_is_a_usage_error(tmp_path):
 
     if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
         pytest.skip("this ONNX Runtime has the CUDA provider")
-    with pytest.raises(UsageError, match="baseline provider 'cuda': ONNX Runtime's CUDAExecutionProvider is not "
-                                         "available here"):
+    with pytest.raises(UsageError, match="--trt-baseline-provider cuda: ONNX Runtime's CUDAExecutionProvider is "
+                                         "not available here"):
         TrtSession.create(_settings(tmp_path, backend="emulate", baseline_provider="cuda"))
+
+
+def test_baseline_provider_messages_name_the_interface_used(tmp_path):
+    """The API (``make_session(provider=...)``) has no pytest option: its message names the
+    provider, not ``--trt-baseline-provider``; the pytest check passes its own spelling."""
+    onnxruntime = pytest.importorskip("onnxruntime")
+    from pytest_trt.baseline import check_runtime, make_session
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        pytest.skip("this ONNX Runtime has the CUDA provider")
+    with pytest.raises(UsageError, match="^baseline provider 'cuda': ") as info:
+        make_session(b"", provider="cuda")
+    assert "--trt-" not in str(info.value)
+    with pytest.raises(UsageError, match="^ini trt_baseline_provider cuda: "):
+        check_runtime("cuda", source="ini trt_baseline_provider")
+
+
+def test_cuda_session_with_tf32_on_is_a_usage_error():
+    """check_cuda_session reads the options ONNX Runtime reports (a stand-in session object:
+    the real CUDA provider runs in tests/gpu/test_cuda_baseline.py)."""
+    from pytest_trt.baseline import check_cuda_session
+
+    class ReportedSession:  # the two methods of onnxruntime.InferenceSession that it reads
+        def __init__(self, tf32):
+            self.tf32 = tf32
+
+        def get_providers(self):
+            return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+        def get_provider_options(self):
+            return {"CUDAExecutionProvider": {"use_tf32": self.tf32, "device_id": "0"}}
+
+    assert check_cuda_session(ReportedSession("0"), "m.onnx")["use_tf32"] == "0"
+    with pytest.raises(UsageError, match="reports use_tf32='1' for m.onnx .*TF32 off"):
+        check_cuda_session(ReportedSession("1"), "m.onnx")
