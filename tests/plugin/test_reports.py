@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from encoder_suite import ENCODER_PREAMBLE
 from report_schema import assert_valid_report
 
 try:  # imported before any inner run, so pytester's sys.modules snapshot keeps it (see tests/conftest.py)
@@ -30,16 +31,9 @@ try:  # hypothesis's pytest plugin imports hypothesis in every run's terminal su
 except ImportError:  # pragma: no cover
     pass
 
-REPO = Path(__file__).resolve().parents[2]
-ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
-
 SUITE = f"""
 import pytest
-ENCODER = {str(ENCODER)!r}
-DIMS = {{"batch": 2, "sequence": 8}}
-NORMAL = {{"hidden_states": (-1.0, 1.0)}}
-OUTLIERS = {{"hidden_states": {{"count": 2, "magnitude": 400.0}}}}
-
+{ENCODER_PREAMBLE}
 @pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
 def test_all_fp16(trt):
     trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
@@ -61,9 +55,13 @@ def test_not_trt():
 #: CUDA_VISIBLE_DEVICES they saw when the conftest was imported and once configured.
 CONFTEST = """
 import os
+import importlib
 import pytest
 from pytest_trt import environment
-from pytest_trt.report import json_report, html_report
+# the modules the plugin will call, as sys.modules has them: after an earlier in-process pytester
+# run, the package attribute (`from pytest_trt.report import html_report`) can be a stale copy
+json_report = importlib.import_module("pytest_trt.report.json_report")
+html_report = importlib.import_module("pytest_trt.report.html_report")
 
 FAKE = int(os.environ.get("FAKE_GPUS", "-1"))
 _saved = {}
