@@ -15,19 +15,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from encoder_suite import ENCODER, ENCODER_PREAMBLE
 from report_schema import assert_valid_report
 
 pytestmark = pytest.mark.trt_parser
 
 REPO = Path(__file__).resolve().parents[2]
-ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
 
 HEADER = f"""
 import pytest
-ENCODER = {str(ENCODER)!r}
-DIMS = {{"batch": 2, "sequence": 8}}
-NORMAL = {{"hidden_states": (-1.0, 1.0)}}
-"""
+{ENCODER_PREAMBLE}"""
 
 #: An inner conftest that alters the strongly typed realization on purpose: every plan is
 #: realized as if it were all FP16, so nodes the plan keeps FP32 reach the parser in FP16.

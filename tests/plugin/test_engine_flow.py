@@ -6,17 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
+from encoder_suite import ENCODER_PREAMBLE
 
 HEADER = f"""
 import pytest
-ENCODER = {str(ENCODER)!r}
-DIMS = {{"batch": 2, "sequence": 8}}
-NORMAL = {{"hidden_states": (-1.0, 1.0)}}
-OUTLIERS = {{"hidden_states": {{"count": 2, "magnitude": 400.0}}}}
-"""
+{ENCODER_PREAMBLE}"""
 
 
 def events(cache_dir: Path, kind: str | None = None, event: str | None = None) -> list[dict]:

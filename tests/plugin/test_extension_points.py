@@ -11,9 +11,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from encoder_suite import ENCODER_PREAMBLE
 
 REPO = Path(__file__).resolve().parents[2]
-ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
 
 #: a tiny third-party backend: ONNX Runtime CPU emulation under another name
 EMU2 = """
@@ -55,9 +55,7 @@ def pytest_trt_report_test(config, entry, records):
 TESTS = f"""
 import pytest
 
-ENCODER = {str(ENCODER)!r}
-DIMS = {{"batch": 2, "sequence": 8}}
-
+{ENCODER_PREAMBLE}
 
 @pytest.mark.trt(model=ENCODER, dims=DIMS, requires="emu2")
 def test_through_emu2(trt):

@@ -19,21 +19,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from encoder_suite import ENCODER_PREAMBLE
 
 pytestmark = pytest.mark.browser
 
-REPO = Path(__file__).resolve().parents[2]
-ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
 WIDTH, HEIGHT = 1280, 800
 
 SUITE = f"""
 import pytest
 from pytest_trt import AccuracyError
-ENCODER = {str(ENCODER)!r}
-DIMS = {{"batch": 2, "sequence": 8}}
-NORMAL = {{"hidden_states": (-1.0, 1.0)}}
-OUTLIERS = {{"hidden_states": {{"count": 2, "magnitude": 400.0}}}}
-KEEP = ["*/LayerNorm/*", "op:Softmax"]
+{ENCODER_PREAMBLE}KEEP = ["*/LayerNorm/*", "op:Softmax"]
 LONG = "a_very_long_parameter_id_" * 8
 
 @pytest.mark.parametrize("case", [pytest.param(i, id=f"{{LONG}}{{i}}") for i in range(6)])

@@ -24,12 +24,12 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from encoder_suite import ENCODER_PREAMBLE
 from report_schema import assert_valid_report
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema not installed: pip install -e '.[test]'")
 
 REPO = Path(__file__).resolve().parents[2]
-ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
 GOLDEN = Path(__file__).parent / "golden" / "json_report_structure.json"
 REGEN = "PYTEST_TRT_REGEN_GOLDEN=1 python -m pytest -p no:cacheprovider tests/plugin/test_json_report_schema.py"
 
@@ -37,11 +37,7 @@ SUITE = f"""
 import pytest
 from pytest_trt import AccuracyError
 
-ENCODER = {str(ENCODER)!r}
-DIMS = {{"batch": 2, "sequence": 8}}
-NORMAL = {{"hidden_states": (-1.0, 1.0)}}
-OUTLIERS = {{"hidden_states": {{"count": 2, "magnitude": 400.0}}}}
-
+{ENCODER_PREAMBLE}
 @pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*", "op:Softmax"], dims=DIMS,
                  val_range=NORMAL)
 def test_layernorm_fp32(trt):

@@ -5,24 +5,18 @@ named tolerance record (``resolve_tolerances()``; ``tolerances()`` deprecated, o
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
+
+from encoder_suite import ENCODER, ENCODER_PREAMBLE
 
 try:  # keep hypothesis in pytester's sys.modules snapshot (see tests/plugin/test_reports.py)
     import hypothesis  # noqa: F401
 except ImportError:  # pragma: no cover
     pass
 
-REPO = Path(__file__).resolve().parents[2]
-ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
-
 HEADER = f"""
 import pytest
 import warnings
-ENCODER = {str(ENCODER)!r}
-DIMS = {{"batch": 2, "sequence": 8}}
-NORMAL = {{"hidden_states": (-1.0, 1.0)}}
-OUTLIERS = {{"hidden_states": {{"count": 2, "magnitude": 400.0}}}}
-OUT = "last_hidden_state"
+{ENCODER_PREAMBLE}OUT = "last_hidden_state"
 """
 
 

@@ -11,17 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from encoder_suite import ENCODER_PREAMBLE
 
 REPO = Path(__file__).resolve().parents[2]
-ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
 
 HEADER = f"""
 import pytest
-ENCODER = {str(ENCODER)!r}
-DIMS = {{"batch": 2, "sequence": 8}}
-NORMAL = {{"hidden_states": (-1.0, 1.0)}}
-OUTLIERS = {{"hidden_states": {{"count": 2, "magnitude": 400.0}}}}
-"""
+{ENCODER_PREAMBLE}"""
 
 #: an accuracy test that passes on every backend in FP32
 ACCURACY_TEST = HEADER + """

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
+from encoder_suite import ENCODER_PREAMBLE
 from report_schema import assert_valid_report
 
 try:  # keep hypothesis in pytester's sys.modules snapshot (see tests/plugin/test_reports.py)
@@ -19,17 +19,10 @@ try:  # keep hypothesis in pytester's sys.modules snapshot (see tests/plugin/tes
 except ImportError:  # pragma: no cover
     pass
 
-REPO = Path(__file__).resolve().parents[2]
-ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
-
 HEAD = f"""
 import pytest
 from pytest_trt import AccuracyError, PrecisionError
-ENCODER = {str(ENCODER)!r}
-DIMS = {{"batch": 2, "sequence": 8}}
-NORMAL = {{"hidden_states": (-1.0, 1.0)}}
-OUTLIERS = {{"hidden_states": {{"count": 2, "magnitude": 400.0}}}}
-FP16 = dict(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
+{ENCODER_PREAMBLE}FP16 = dict(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
 """
 
 OUTCOMES = HEAD + """
