@@ -21,6 +21,23 @@ class UsageError(PytestTrtError):
     """An option, marker argument or API argument is invalid."""
 
 
+class MissingDependency(UsageError, ImportError):
+    """A library pytest-trt needs for what was asked is not installed (or fails to import).
+
+    Raised by :func:`pytest_trt.lazy.lazy_import` stand-ins on first use; names the package
+    and the pytest-trt extra that installs it.
+    """
+
+    def __init__(self, module: str, extra: str | None, cause: BaseException | None = None):
+        self.module = module
+        self.extra = extra
+        how = (f'pip install "pytest-trt[{extra}]"' if extra
+               else f"install the package that provides the {module!r} module")
+        why = f" ({type(cause).__name__}: {cause})" if cause is not None else ""
+        super().__init__(f"pytest-trt needs the Python module {module!r}, which cannot be imported{why}; {how}")
+        ImportError.__init__(self, str(self), name=module)
+
+
 class ModelError(PytestTrtError):
     """An ONNX model cannot be read, checked or realized."""
 

@@ -78,9 +78,12 @@ def activate(config, why: str):
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         return session
+    from . import runstate
     from .session import TrtSession
 
     plugin_backends: tuple[str, ...] = ()
+    state = runstate.RunState()  # this session's memos; discarded at pytest_unconfigure
+    previous_state = runstate.install(state)
     try:
         _settings.check_path_option_forms(config)
         session_settings = _settings.resolve_settings(config)
@@ -93,7 +96,9 @@ def activate(config, why: str):
         session = TrtSession.create(session_settings, started_at=started_at, selected=selected)
     except PytestTrtError as exc:
         _forget_backends(plugin_backends)
+        runstate.restore(previous_state)
         raise pytest.UsageError(f"pytest-trt: {exc}") from None
+    session.state, session.previous_state = state, previous_state
     session.activated_by = why
     session.plugin_backends = plugin_backends
     session.extend_test_entry = lambda entry, records: config.hook.pytest_trt_report_test(
@@ -474,11 +479,16 @@ def pytest_testnodedown(node, error):
 
 
 def pytest_unconfigure(config):
-    """Forget the backends plugins registered for this run (an in-process pytester run must not
-    leak them into the next)."""
+    """Forget the backends plugins registered for this run and the run's memo tables
+    (:mod:`pytest_trt.runstate`): an in-process pytester run must not leak them into the next."""
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         _forget_backends(session.plugin_backends)
+        if session.state is not None:  # the run's memos end with the run
+            from . import runstate
+
+            session.state.clear()
+            runstate.restore(session.previous_state)
 
 
 def _forget_backends(names) -> None:

@@ -58,6 +58,10 @@ class TrtSession:
     flag_prefix: str = "--trt-"
     #: CacheStats.to_json() of each finished xdist worker (merged on the controller)
     worker_cache_stats: list = field(default_factory=list)
+    #: this run's memo tables (:mod:`pytest_trt.runstate`), installed as current by the plugin
+    state: Any = None
+    #: the run state that was current before this session's (restored at pytest_unconfigure)
+    previous_state: Any = None
     #: time.time() of the test run's start (the controller's, under xdist): with
     #: --trt-rebuild, entries built after it are fresh and not rebuilt again
     started_at: float = field(default_factory=time.time)
