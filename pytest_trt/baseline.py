@@ -289,6 +289,18 @@ def feeds_digest(feeds: dict) -> str:
     return h.hexdigest()
 
 
+def cuda_device_part() -> dict[str, str] | None:
+    """The GPU model a CUDA baseline runs on, as in engine keys (``device`` part, docs/DESIGN.md):
+    name, compute capability and driver of the first GPU this process sees; never the instance."""
+    from .environment import gpus
+
+    found = gpus()
+    if not found:
+        return None
+    first = found[0]
+    return {"gpu": first.name, "compute_capability": first.compute_capability, "driver": first.driver}
+
+
 def with_outputs(proto, names):
     """A copy of ``proto`` whose graph outputs are ``names`` (types left to ONNX Runtime)."""
     import onnx
@@ -339,6 +351,8 @@ def fp32_baseline(
         "onnxruntime": onnxruntime_version(),
         "provider": provider,
     }
+    if provider == "cuda":  # CUDA kernels differ by GPU model: keyed like engines (docs/DESIGN.md)
+        parts["device"] = cuda_device_part()
 
     def build(tmp_dir):
         values = compute()

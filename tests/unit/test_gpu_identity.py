@@ -155,3 +155,31 @@ def test_every_record_names_the_gpu_its_process_runs_on(machine):
          "result": {"passed": True, "outputs": {}}}]}
     entry = entry_of_test(res)
     assert entry["engines"][0]["gpu"] == gw1 and entry["accuracy"][0]["gpu"] == gw1
+
+
+def test_cuda_baselines_are_keyed_by_gpu_model_not_instance(machine, tmp_path):
+    """A CUDA baseline is cached per GPU model (like engines): the same model under another
+    CUDA_VISIBLE_DEVICES spelling is a hit, another model is a new entry. ONNX Runtime's CPU
+    provider computes the values here (no GPU); the key is what is under test."""
+    from pytest_trt import baseline
+    from pytest_trt.cache import ArtifactCache
+    from pytest_trt.testing_models import decomposed_layernorm_block, sample_feeds
+
+    def cpu_session(key, make_bytes, *, provider="cpu", label="model"):
+        return real_cached_session(key, make_bytes, provider="cpu", label=label)
+
+    real_cached_session = baseline.cached_session
+    machine.setattr(baseline, "cached_session", cpu_session)
+    machine.setattr(baseline, "cuda_placement", lambda model, feeds: {})
+    model = decomposed_layernorm_block()
+    feeds = sample_feeds(model)
+    cache = ArtifactCache(tmp_path / "cache")
+    for visible in (A100, "1", H100, "0"):
+        _visible(machine, visible)
+        baseline.fp32_baseline(model, feeds, provider="cuda", cache=cache)
+    assert (cache.stats.builds, cache.stats.local_hits) == (2, 2)  # one entry per GPU model
+    keys = sorted(p.name for p in (tmp_path / "cache" / "baseline").iterdir())
+    assert len(keys) == 2
+    _visible(machine, A100)
+    assert baseline.cuda_device_part() == {"gpu": "NVIDIA A100-SXM4-40GB", "compute_capability": "8.0",
+                                           "driver": "580.65.06"}
