@@ -12,6 +12,8 @@ and says what to do next. Two families:
 
 from __future__ import annotations
 
+import unittest
+
 
 class PytestTrtError(Exception):
     """Base class of pytest-trt's usage and input errors."""
@@ -58,10 +60,16 @@ class BackendUnavailable(PytestTrtError):
         self.reason = reason
 
 
-class UnsupportedGpu(BackendUnavailable):
+class UnsupportedGpu(BackendUnavailable, unittest.SkipTest):
     """A built engine cannot be loaded on this GPU (TensorRT-RTX on a compute capability it
     does not support). The one backend failure that is a documented skip in a test; every
-    other :class:`BackendUnavailable` is an error."""
+    other :class:`BackendUnavailable` is an error.
+
+    Also a ``unittest.SkipTest``: test runners and Hypothesis treat it as "skip this test" where
+    it is raised. Without that, a Hypothesis ``@given`` test re-ran the example, met the error
+    again from another line and reported a ``FlakyFailure`` instead of the skip (seen on an
+    H200 with ``--trt-backend tensorrt-rtx``, docs/VERIFIED.md).
+    """
 
 
 class BuildError(PytestTrtError):
