@@ -5,7 +5,13 @@ import cycles between package modules (grimp, counting function-level
 imports too), imports of another module's private names, function-level
 imports, and module-level mutable caches.  Run from the repository root:
 
-    python tools/structure_metrics.py [--max-lines 600] [--json]
+    python tools/structure_metrics.py [--max-lines 600] [--json] [--check]
+
+``--check`` exits 1 when a rule of docs/DESIGN.md "Structure rules" is broken: an import cycle
+between package modules, an import of another module's private name, module-level mutable
+state outside ``runstate``, a module over ``--max-lines`` (default 600, checked with 10%
+slack), or a function over complexity 20 without a ``# complexity: <reason>`` comment on
+the line above its ``def``.
 
 Needs the ``lint`` extra's tools: radon and grimp (``tox -e lint`` has them).
 """
@@ -160,10 +166,41 @@ def _mutable_globals(modules) -> list[str]:
     return found
 
 
+#: module-level state that is allowed, with the reason
+ALLOWED_STATE = {
+    "pytest_trt.runstate._current": "the one documented home of run-wide state (install/restore/reset)",
+}
+
+
+def _has_reason(path: Path, lineno: int) -> bool:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    i = lineno - 2  # the line above the def (skipping decorators)
+    while i >= 0 and lines[i].lstrip().startswith("@"):
+        i -= 1
+    return i >= 0 and lines[i].lstrip().startswith("# complexity:")
+
+
+def _check(result: dict, max_lines: int) -> int:
+    problems = []
+    problems += [f"import cycle: {' <-> '.join(c)}" for c in result["cycles"]]
+    problems += [f"private cross-import: {p}" for p in result["private_cross_imports"]]
+    problems += [f"module-level mutable state: {g} (use pytest_trt.runstate)"
+                 for g in result["module_level_mutable_state"] if g not in ALLOWED_STATE]
+    problems += [f"module over {max_lines} lines: {m} ({n})"
+                 for m, n in result["over_max_lines"].items() if n > max_lines * 1.1]
+    problems += [f"complexity over 20 without a '# complexity: <reason>' comment: {f}"
+                 for f in result["complex_without_reason"]]
+    for p in problems:
+        print(p)
+    print(f"structure check: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max-lines", type=int, default=600)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--check", action="store_true", help="exit 1 when a structure rule is broken")
     args = ap.parse_args()
     root = Path.cwd()
     modules = _modules(root)
@@ -173,12 +210,15 @@ def main() -> int:
 
     sizes = {m: len(p.read_text(encoding="utf-8").splitlines()) for m, p in modules.items()}
     blocks = []
+    unexplained: list[str] = []
     for m, p in modules.items():
         for b in cc_visit(p.read_text(encoding="utf-8")):
             for item in [b, *getattr(b, "methods", [])]:
                 if item is b and hasattr(b, "methods"):
                     continue  # a class: its methods are listed
                 blocks.append((item.complexity, f"{m}.{getattr(item, 'classname', None) + '.' if getattr(item, 'classname', None) else ''}{item.name}"))
+                if item.complexity > 20 and not _has_reason(p, item.lineno):
+                    unexplained.append(f"{m}.{item.name} ({item.complexity}, {p.relative_to(root)}:{item.lineno})")
     blocks = sorted(set(blocks), reverse=True)
     result = {
         "modules": len(modules),
@@ -190,11 +230,14 @@ def main() -> int:
         "cycles": _cycles(modules, imports),
         "private_cross_imports": _private_cross_imports(modules, imports),
         "function_level_imports": sum(1 for i in imports if i[3]),
+        "complex_without_reason": sorted(set(unexplained)),
         "module_level_mutable_state": _mutable_globals(modules),
     }
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
+    if args.check:
+        return _check(result, args.max_lines)
     print(f"{result['modules']} modules, {result['lines']} lines")
     print(f"modules over {args.max_lines} lines: {len(result['over_max_lines'])}")
     for m, n in result["over_max_lines"].items():
