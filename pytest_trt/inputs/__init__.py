@@ -3,7 +3,7 @@
 What a test feeds the engine decides which failures it can see. A LayerNorm kept in
 FP16 by mistake looks fine on inputs drawn from ``[-1, 1]`` and breaks on a common
 offset with small spread, or on one large element (see ``ARCHITECTURE.md``, "FP16
-probes"). This module makes such inputs easy to ask for, reproducible, and refuses to
+probes"). This package makes such inputs easy to ask for, reproducible, and refuses to
 guess where a guess would be wrong:
 
 * **Shapes.** Static dims come from the model. Dynamic dims (symbolic ``batch`` or
