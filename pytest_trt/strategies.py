@@ -44,9 +44,10 @@ from __future__ import annotations
 import numbers
 import os
 import shlex
+import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -58,19 +59,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without hypothes
         "pytest_trt.strategies needs Hypothesis (a dependency of pytest-trt): pip install hypothesis"
     ) from exc
 
+from .dtypes import FP32, normalize_precision
 from .errors import InputError, UsageError
-from .inputs import (
-    InputSpec,
-    _check_names,
-    _finite_number,
-    _float_max,
-    _model,
-    _per_input,
-    _resolve_ranges,
-    _Solver,
-    input_specs,
-    save_feeds,
-)
+from .inputs.declarations import check_input_names, is_finite_number
+from .inputs.files import save_feeds
+from .inputs.shapes import ShapeSolver
+from .inputs.specs import InputSpec, ModelSource, as_model, float_max, input_specs
+from .inputs.values import per_float_input, resolve_val_ranges_for
 
 __all__ = ["feeds", "save_falsifying_example", "SavedExample", "DEFAULT_OUTLIERS"]
 
@@ -80,14 +75,18 @@ __all__ = ["feeds", "save_falsifying_example", "SavedExample", "DEFAULT_OUTLIERS
 DEFAULT_OUTLIERS = {"count": (0, 3), "magnitude": (256.0, 1024.0), "sign": "random"}
 _OUTLIER_KEYS = ("count", "magnitude", "sign")
 _FP16_MAX = 65504.0
-_WIDTH_DTYPE = {16: np.float16, 32: np.float32, 64: np.float64}
+#: The float widths Hypothesis draws at.
+Width = Literal[16, 32, 64]
+_WIDTH_DTYPE: dict[int, type[np.floating[Any]]] = {16: np.float16, 32: np.float32, 64: np.float64}
 
 
-def _width(dtype: np.dtype, fp16_safe: bool) -> int | None:
+def _width(dtype: np.dtype, fp16_safe: bool) -> Width | None:
     """Bit width Hypothesis draws floats at; None for dtypes it cannot hold (bfloat16, fp8)."""
     if dtype.kind != "f":
         return None
-    return 16 if fp16_safe else dtype.itemsize * 8
+    if fp16_safe or dtype.itemsize == 2:
+        return 16
+    return 32 if dtype.itemsize == 4 else 64
 
 
 def _inward(lo: float, hi: float, width: int, what: str, *, allow_subnormal: bool = False) -> tuple[float, float]:
@@ -118,7 +117,7 @@ def _inward(lo: float, hi: float, width: int, what: str, *, allow_subnormal: boo
     return lo_f, hi_f
 
 
-def _pair(value, what: str, integer: bool = False):
+def _pair(value: Any, what: str, integer: bool = False) -> tuple[Any, Any]:
     if isinstance(value, (list, tuple)) and len(value) == 2:
         lo, hi = value
     else:
@@ -127,23 +126,23 @@ def _pair(value, what: str, integer: bool = False):
         if integer:
             if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
                 raise InputError(f"{what} must be a non-negative integer or a (min, max) pair of them, got {value!r}")
-        elif not _finite_number(v):
+        elif not is_finite_number(v):
             raise InputError(f"{what} must be a finite number or a (min, max) pair, got {value!r}")
     if lo > hi:
         raise InputError(f"{what}: min {lo} is greater than max {hi}")
     return (int(lo), int(hi)) if integer else (float(lo), float(hi))
 
 
-def _normalize_offsets(offset, specs, label):
+def _normalize_offsets(offset: Any, specs: list[InputSpec], label: str) -> dict[str, tuple[Any, Any]]:
     if offset is None:
         return {}
     if isinstance(offset, (list, tuple)):
         offset = {"*": offset}
-    per = _per_input(offset, specs, "offset", label)
+    per = per_float_input(offset, specs, "offset", label)
     return {name: _pair(v, f"offset for input {name!r}") for name, v in per.items()}
 
 
-def _normalize_outliers(outliers, specs, label):
+def _normalize_outliers(outliers: Any, specs: list[InputSpec], label: str) -> dict[str, tuple[Any, Any, Any]]:
     if outliers is None or outliers is False:
         return {}
     if outliers is True:
@@ -156,8 +155,8 @@ def _normalize_outliers(outliers, specs, label):
             f"outliers={dict(outliers)!r} looks like one outlier spec: key it by input, e.g. "
             f"{{'x': {dict(outliers)!r}}}, or {{'*': ...}} for every float input"
         )
-    _check_names(outliers, specs, "outliers", label, allow_all=True)
-    per = _per_input(outliers, specs, "outliers", label)
+    check_input_names(outliers, specs, "outliers", label, allow_all=True)
+    per = per_float_input(outliers, specs, "outliers", label)
     out = {}
     for name, spec in per.items():
         what = f"outliers[{name!r}]"
@@ -181,7 +180,7 @@ def _normalize_outliers(outliers, specs, label):
     return out
 
 
-def _elements(spec: InputSpec, lo, hi, fp16_safe: bool, what: str):
+def _elements(spec: InputSpec, lo: Any, hi: Any, fp16_safe: bool, what: str) -> tuple[Any, np.dtype]:
     """(elements strategy, dtype to draw the array in) for one input."""
     kind = spec.kind
     if kind == "bool":
@@ -204,12 +203,9 @@ def _elements(spec: InputSpec, lo, hi, fp16_safe: bool, what: str):
     )
 
 
-def _relative_to_caller(model, depth: int = 2):
+def _relative_to_caller(model: ModelSource, depth: int = 2) -> ModelSource:
     """A relative model path is relative to the file that called :func:`feeds` (the test module,
     as for ``@pytest.mark.trt(model=...)``), not to the current directory."""
-    import os
-    import sys
-
     if not isinstance(model, (str, os.PathLike)) or os.path.isabs(model):
         return model
     caller = sys._getframe(depth).f_globals.get("__file__")
@@ -218,8 +214,8 @@ def _relative_to_caller(model, depth: int = 2):
     return os.path.join(os.path.dirname(os.path.abspath(caller)), os.fspath(model))
 
 
-def feeds(model, *, shapes=None, dims=None, profile=None, val_range=None, outliers=False, offset=None,
-          fp16_safe: bool = True):
+def feeds(model: ModelSource, *, shapes: Any = None, dims: Any = None, profile: Any = None, val_range: Any = None,
+          outliers: Any = False, offset: Any = None, fp16_safe: bool = True) -> st.SearchStrategy[dict[str, np.ndarray]]:
     """A strategy of feed dicts ``{input name: array}`` for ``model``.
 
     Args:
@@ -245,11 +241,11 @@ def feeds(model, *, shapes=None, dims=None, profile=None, val_range=None, outlie
     model: undeclared dims or integer ranges, unknown names, ranges outside the dtype or
     (``fp16_safe``) outside FP16.
     """
-    m = _model(_relative_to_caller(model))
+    m = as_model(_relative_to_caller(model))
     specs = input_specs(m)
-    solver = _Solver(m, specs, shapes, dims, profile)
+    solver = ShapeSolver(m, specs, shapes, dims, profile)
     var_ranges = solver.var_ranges()
-    ranges = _resolve_ranges(m, specs, val_range)
+    ranges = resolve_val_ranges_for(m, specs, val_range)
     offsets = _normalize_offsets(offset, specs, m.label)
     outs = _normalize_outliers(outliers, specs, m.label)
 
@@ -258,7 +254,7 @@ def feeds(model, *, shapes=None, dims=None, profile=None, val_range=None, outlie
         lo, hi = ranges[s.name]
         off = offsets.get(s.name)
         if s.kind == "float":
-            limit = min(_FP16_MAX, _float_max(s.dtype)) if fp16_safe else _float_max(s.dtype)
+            limit = min(_FP16_MAX, float_max(s.dtype)) if fp16_safe else float_max(s.dtype)
             where = " (fp16_safe=True: FP16's finite range)" if fp16_safe else ""
             reach = max(abs(lo), abs(hi)) + (max(abs(off[0]), abs(off[1])) if off else 0.0)
             if reach > limit:
@@ -280,7 +276,7 @@ def feeds(model, *, shapes=None, dims=None, profile=None, val_range=None, outlie
         out_st = None
         if s.name in outs:
             (c_lo, c_hi), (m_lo, m_hi), sign = outs[s.name]
-            width = 16 if fp16_safe or s.dtype == np.float16 else 32 if s.dtype.itemsize <= 4 else 64
+            width: Width = 16 if fp16_safe or s.dtype == np.float16 else 32 if s.dtype.itemsize <= 4 else 64
             m_lo, m_hi = _inward(m_lo, m_hi, width, f"outliers[{s.name!r}] magnitude")
             out_st = (c_lo, c_hi, st.floats(m_lo, m_hi, width=width, allow_nan=False, allow_infinity=False,
                                             allow_subnormal=False), sign)
@@ -324,8 +320,8 @@ class SavedExample(NamedTuple):
     command: str
 
 
-def save_falsifying_example(feeds, path, command: str | None = None, *, model=None,
-                            precision: str | None = "fp16") -> SavedExample:
+def save_falsifying_example(feeds: Mapping[str, Any], path: str | os.PathLike[str], command: str | None = None, *,
+                            model: ModelSource = None, precision: str | None = "fp16") -> SavedExample:
     """Save a failing example as ``PATH.npz`` plus ``PATH.sh`` holding the replay command.
 
     ``command``: the command to write; ``{path}`` in it is replaced by the (quoted) feeds
@@ -343,8 +339,6 @@ def save_falsifying_example(feeds, path, command: str | None = None, *, model=No
             raise UsageError("save_falsifying_example: the model has no file path; pass command= instead")
         flag = ""
         if precision is not None:
-            from .dtypes import FP32, normalize_precision
-
             p = normalize_precision(precision)
             flag = "" if p == FP32 else f" --{p}"
         command = f"pytest-trt compare {shlex.quote(str(model_path))}{flag} --load-inputs {quoted}"

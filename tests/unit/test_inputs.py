@@ -25,6 +25,7 @@ from pytest_trt.inputs import (
     FeedSet,
     InputSpec,
     check_feeds,
+    check_seed,
     input_sets,
     input_specs,
     load_feeds,
@@ -583,6 +584,19 @@ def test_each_input_has_its_own_stream(flt):
 def test_seed_must_be_a_non_negative_int(flt, seed):
     with pytest.raises(InputError, match="seed must be a non-negative integer"):
         make_feeds(flt, shapes={"x": (1, 1, 4)}, seed=seed)
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, np.bool_(True), "0", None])
+def test_check_seed_refuses_what_is_not_a_non_negative_int(seed):
+    # check_seed is the public check the trt marker's seed= goes through (case.py)
+    with pytest.raises(InputError, match=r"^seed must be a non-negative integer, got "):
+        check_seed(seed)
+
+
+def test_check_seed_returns_a_plain_int():
+    assert check_seed(0) == 0
+    value = check_seed(np.int64(7))
+    assert value == 7 and type(value) is int
 
 
 def test_offset_with_small_spread(flt):

@@ -1,0 +1,90 @@
+"""Feeds on disk: ``.npz`` archives read and written (``--load-inputs``, saved falsifying examples).
+
+Real data and replayable failures travel as ``.npz`` files, one array per input name.
+Reading refuses what is not such an archive with an :class:`~pytest_trt.errors.InputError`
+saying how to write one; writing is atomic and takes any input name.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+
+__all__ = ["load_feeds", "save_feeds"]
+
+
+def load_feeds(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
+    """Read feeds from an ``.npz`` file (``np.savez(path, input_ids=..., ...)``)."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"feeds file not found: {p} (relative paths are resolved against {Path.cwd()})")
+    if p.is_dir():
+        raise InputError(f"feeds path is a directory, not an .npz file: {p}")
+    try:
+        data = np.load(p, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(
+            f"cannot read feeds file {p}: not a readable .npz archive ({exc}); write feeds with "
+            f"np.savez(path, **feeds) or pytest_trt.inputs.save_feeds"
+        ) from exc
+    if isinstance(data, np.ndarray):
+        raise InputError(
+            f"feeds file {p} holds a single array (.npy), but feeds need a name per input: "
+            f"np.savez(path, input_ids=..., attention_mask=...)"
+        )
+    try:
+        with data:
+            feeds = {k: data[k] for k in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
+        raise InputError(f"cannot read feeds file {p}: an array in it is unreadable ({exc})") from exc
+    if not feeds:
+        raise InputError(f"feeds file {p} holds no arrays")
+    for k, v in feeds.items():
+        if not isinstance(v, np.ndarray):
+            raise InputError(f"feeds file {p}: member {k!r} is not a .npy array; is this an .npz written by np.savez?")
+    return feeds
+
+
+def save_feeds(path: str | os.PathLike[str], feeds: Mapping[str, Any]) -> Path:
+    """Write feeds to an ``.npz`` file (``.npz`` appended when missing); return the path.
+
+    Written atomically (a temporary file renamed into place), any input name works
+    (also ``file``, which ``np.savez(**feeds)`` cannot take).
+    """
+    if not isinstance(feeds, Mapping) or not feeds:
+        raise InputError("save_feeds needs a non-empty dict {input name: numpy array}")
+    p = Path(path)
+    if p.suffix != ".npz":
+        p = p.with_name(p.name + ".npz")
+    arrays = {}
+    for k, v in feeds.items():
+        if not isinstance(k, str) or not k:
+            raise InputError(f"save_feeds: input names must be non-empty strings, got {k!r}")
+        arr = np.asanyarray(v)
+        if arr.dtype.hasobject:
+            raise InputError(f"save_feeds: input {k!r} is an object array; .npz feeds hold numeric arrays only")
+        arrays[k] = np.ascontiguousarray(arr)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".feeds-", suffix=".npz.tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for k, arr in arrays.items():
+                with zf.open(k + ".npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, arr, allow_pickle=False)
+        os.replace(tmp, p)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return p
+
