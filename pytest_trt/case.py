@@ -94,7 +94,7 @@ def _validate_options(options: dict, where: str) -> None:
     """Marker keywords of the wrong type are usage errors naming the keyword (not TypeErrors later)."""
     from pathlib import PurePath
 
-    from .inputs import _check_seed
+    from .inputs import check_seed
 
     for key in ("keep_fp32", "expect_fp32"):
         if options.get(key) is not None:
@@ -118,7 +118,7 @@ def _validate_options(options: dict, where: str) -> None:
         raise InputError(f"{where}: @pytest.mark.trt(inputs=...) takes a path to an .npz file or a dict of arrays, "
                          f"got {inputs!r}")
     if options.get("seed") is not None:
-        options["seed"] = _check_seed(options["seed"])
+        options["seed"] = check_seed(options["seed"])
     for key in ("as_is", "tf32", "locate_on_failure", "allow_nonfinite"):
         if options.get(key) is not None and not isinstance(options[key], bool):
             raise UsageError(f"{where}: @pytest.mark.trt({key}=...) takes True or False, got {options[key]!r}")
