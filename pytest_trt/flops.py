@@ -18,40 +18,66 @@ unknown counts 0.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from onnx import helper
 
 __all__ = ["node_flops"]
 
+#: A tensor's shape, None when unknown.
+Shape = Sequence[int] | None
 
-def _elements(shape) -> int:
+
+def _elements(shape: Shape) -> int:
     return int(math.prod(int(d) for d in shape)) if shape is not None else 0
 
 
-def node_flops(model, shapes: dict[str, tuple[int, ...]]) -> dict[str, int]:
+def node_flops(model: Any, shapes: dict[str, tuple[int, ...]]) -> dict[str, int]:
     """``{node name: estimated FLOPs}`` for every node of ``model`` (a :class:`~pytest_trt.model.Model`).
 
     ``shapes``: ``{tensor name: shape}`` of one run (feeds, initializers, intermediates).
     """
-    from onnx import helper
-
     out: dict[str, int] = {}
     for node in model.proto.graph.node:
-        ins = [shapes.get(name) for name in node.input if name]
-        outs = [shapes.get(name) for name in node.output if name]
+        ins: list[Shape] = [shapes.get(name) for name in node.input if name]
+        outs: list[Shape] = [shapes.get(name) for name in node.output if name]
         first_out = outs[0] if outs else None
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
-        flops = 0
-        if node.op_type == "MatMul" and ins and ins[0] is not None and first_out is not None and len(ins[0]):
-            flops = 2 * _elements(first_out) * int(ins[0][-1])
-        elif node.op_type == "Gemm" and ins and ins[0] is not None and first_out is not None and len(ins[0]) == 2:
-            k = ins[0][0] if attrs.get("transA", 0) else ins[0][1]
-            flops = 2 * _elements(first_out) * int(k)
-        elif node.op_type in ("Conv", "ConvTranspose") and len(ins) > 1 and ins[1] is not None \
-                and first_out is not None:
-            weight = ins[1]
-            group = int(attrs.get("group", 1)) or 1
-            c_in = int(weight[1]) if node.op_type == "Conv" else int(weight[0]) // group
-            flops = 2 * _elements(first_out) * c_in * _elements(weight[2:])
-        else:
+        estimate = _ESTIMATES.get(node.op_type)
+        flops = estimate(node.op_type, ins, first_out, attrs) if estimate is not None else None
+        if flops is None:  # other ops, or shapes unknown: one operation per element
             flops = max((_elements(s) for s in ins + outs if s is not None), default=0)
         out[node.name] = int(flops)
     return out
+
+
+def _matmul(op: str, ins: list[Shape], first_out: Shape, attrs: dict[str, Any]) -> int | None:
+    if ins and ins[0] is not None and first_out is not None and len(ins[0]):
+        return 2 * _elements(first_out) * int(ins[0][-1])
+    return None
+
+
+def _gemm(op: str, ins: list[Shape], first_out: Shape, attrs: dict[str, Any]) -> int | None:
+    if ins and ins[0] is not None and first_out is not None and len(ins[0]) == 2:
+        k = ins[0][0] if attrs.get("transA", 0) else ins[0][1]
+        return 2 * _elements(first_out) * int(k)
+    return None
+
+
+def _conv(op: str, ins: list[Shape], first_out: Shape, attrs: dict[str, Any]) -> int | None:
+    weight = ins[1] if len(ins) > 1 else None
+    if weight is None or first_out is None:
+        return None
+    group = int(attrs.get("group", 1)) or 1
+    c_in = int(weight[1]) if op == "Conv" else int(weight[0]) // group
+    return 2 * _elements(first_out) * c_in * _elements(weight[2:])
+
+
+#: The ops estimated by their reduction size (None from an estimate: shapes unknown).
+_ESTIMATES: dict[str, Callable[[str, list[Shape], Shape, dict[str, Any]], int | None]] = {
+    "MatMul": _matmul,
+    "Gemm": _gemm,
+    "Conv": _conv,
+    "ConvTranspose": _conv,
+}

@@ -49,7 +49,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .baseline import fp32_intermediates
 from .jsonsafe import json_number
+from .scopes import scope_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backends.base import Engine
@@ -60,6 +62,7 @@ __all__ = [
     "Divergence",
     "TensorError",
     "compare_tensors",
+    "fmt_error",
     "locate_divergence",
 ]
 
@@ -135,9 +138,9 @@ class TensorError:
         if self.upstream_nonfinite:
             return "inputs already had NaN/Inf"
         if self.upstream <= threshold:
-            where = f" (worst input rel {_fmt(self.upstream)} at {self.worst_input!r})" if self.worst_input else ""
+            where = f" (worst input rel {fmt_error(self.upstream)} at {self.worst_input!r})" if self.worst_input else ""
             return f"upstream nodes within tolerance{where}"
-        return (f"upstream already off (worst input rel {_fmt(self.upstream)} at {self.worst_input!r}), "
+        return (f"upstream already off (worst input rel {fmt_error(self.upstream)} at {self.worst_input!r}), "
                 f"error jumped {_fmt_jump(self.jump)} here")
 
     def to_json(self) -> dict[str, Any]:
@@ -213,23 +216,23 @@ class Divergence:
         avail = [t for t in self.tensors if t.available]
         lines = [
             f"layerwise comparison with FP32 ONNX Runtime: {len(avail)} of {len(self.tensors)} float tensors "
-            f"compared (criterion: rel error > {_fmt(self.threshold)} with a jump > {self.jump:g}x over the "
+            f"compared (criterion: rel error > {fmt_error(self.threshold)} with a jump > {self.jump:g}x over the "
             f"node's inputs, or NaN/Inf introduced)",
             f"  values: {self.note}",
         ]
         f = self.first
         if f is not None:
-            what = f"max abs error {_fmt(f.max_abs)}"
+            what = f"max abs error {fmt_error(f.max_abs)}"
             if f.nonfinite:
                 what += f" ({_nonfinite_text(f)} where the FP32 reference is finite)"
             else:
-                what += f" (max |ref| {_fmt(f.max_ref)}, rel {_fmt(f.rel)})"
+                what += f" (max |ref| {fmt_error(f.max_ref)}, rel {fmt_error(f.rel)})"
             prec = f", {f.precision}" if f.precision else ""
             lines.append(f"first divergent node: {f.node} ({f.op_type}{prec}), tensor {f.tensor!r}: {what}; "
                          f"{f.upstream_text(self.threshold)}")
         else:
             worst = max((t for t in avail if t.compute), key=lambda t: _finite(t.rel), default=None)
-            tail = f" (largest: rel {_fmt(worst.rel)} at {worst.node})" if worst is not None else ""
+            tail = f" (largest: rel {fmt_error(worst.rel)} at {worst.node})" if worst is not None else ""
             lines.append(f"no divergent node: no tensor's error jumps past the criterion{tail}; if the outputs "
                          f"fail, the error accumulates gradually rather than at one node")
         shown = self.top if rows is None else self.top[:rows]
@@ -238,10 +241,10 @@ class Divergence:
             lines.extend("  " + line for line in _table(shown))
         outs = self.outputs
         if outs:
-            lines.append("outputs: " + "; ".join(f"{t.tensor} max abs {_fmt(t.max_abs)} rel {_fmt(t.rel)}"
+            lines.append("outputs: " + "; ".join(f"{t.tensor} max abs {fmt_error(t.max_abs)} rel {fmt_error(t.rel)}"
                                                  for t in outs))
         if f is not None:
-            pattern = shlex.quote(_scope_pattern(f.node))
+            pattern = shlex.quote(scope_pattern(f.node))
             lines.append(f"next: keep it FP32 to confirm (pytest --trt-keep-fp32 {pattern}, CLI --keep-fp32 {pattern}), "
                          f"or let `pytest-trt suggest` search the smallest FP32 islands")
         return "\n".join(lines)
@@ -277,8 +280,6 @@ def locate_divergence(engine: Engine, feeds: dict, *, threshold: float | None = 
     >>> found.first.node                                    # doctest: +SKIP
     '/encoder/layer.0/attention/output/LayerNorm/Pow'
     """
-    from .baseline import fp32_intermediates
-
     plan = engine.plan
     model = plan.model
     values, note = engine.run_layerwise(feeds)
@@ -413,16 +414,6 @@ def _jump(row: TensorError, floor: float) -> float:
     return row.rel / max(row.upstream, floor)
 
 
-def _scope_pattern(node: str) -> str:
-    """The pattern of a node's name scope (``/a/b/C`` -> ``/a/b/*``), or the node itself at the root."""
-    from .suggest import escape_glob
-
-    head, sep, _ = node.rpartition("/")
-    if sep and head.strip("/"):
-        return escape_glob(head + "/") + "*"
-    return escape_glob(node)
-
-
 def _nonfinite_text(t: TensorError) -> str:
     parts = []
     if t.inf:
@@ -442,12 +433,13 @@ def _table(rows: list[TensorError]) -> list[str]:
     for t in rows:
         name = t.node if len(t.node) <= width else "..." + t.node[-(width - 3):]
         note = _nonfinite_text(t) if t.nonfinite and t.new_nonfinite else ""
-        lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {_fmt(t.max_abs):>9} "
-                     f"{_fmt(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
+        lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {fmt_error(t.max_abs):>9} "
+                     f"{fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
     return lines
 
 
-def _fmt(x: float) -> str:
+def fmt_error(x: float | None) -> str:
+    """An error figure as the layerwise and search messages write it: ``1.2e-03``, ``inf``, ``nan``, ``-`` for None."""
     if x is None:
         return "-"
     if math.isinf(x):

@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from .baseline import fp32_intermediates, reference_model
 from .dtypes import BF16, FP16
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -41,10 +44,12 @@ class RangeOverflow:
     max_abs: float
 
     def line(self) -> str:
+        """One line for the range message: the tensor, its node, its FP32 magnitude and the range."""
         return (f"{self.tensor!r} (output of {self.node!r}, {self.op_type}) reaches {self.max_abs:.4g} in FP32, "
                 f"beyond the {self.precision} range ({RANGE[self.precision]:.6g})")
 
     def to_json(self) -> dict[str, Any]:
+        """The overflow as a JSON record."""
         return {"tensor": self.tensor, "node": self.node, "op_type": self.op_type,
                 "precision": self.precision, "max_abs": self.max_abs}
 
@@ -54,10 +59,6 @@ def range_overflows(plan: PrecisionPlan, feeds: dict) -> list[RangeOverflow]:
 
     Only node outputs are checked (constants are clamped at realization and say so in its notes).
     """
-    import numpy as np
-
-    from .baseline import fp32_intermediates, reference_model
-
     low = {t: p for t, p in plan.tensor_precision.items() if p in RANGE}
     producers = {}
     for node in plan.model.graph.node:

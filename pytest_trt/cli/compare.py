@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..baseline import reference_label, reference_model
+from ..case import DETAILS_MAX_ELEMENTS
+from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..errors import BackendUnavailable
+from ..jsonsafe import json_number
+from ..parser_check import require
+from ..ranges import range_message, range_overflows
+from ..report.summary import tolerance_ratio
 from .common import (
     add_engine_flags,
     add_input_flags,
@@ -17,7 +27,8 @@ from .common import (
 )
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Any) -> None:
+    """The ``compare`` subcommand and its flags."""
     p = sub.add_parser("compare", help="compare the engine with the FP32 ONNX Runtime baseline",
                        description="Build (or load from the cache) the engine for MODEL under the policy, run it "
                        "and the FP32 ONNX Runtime baseline on the same inputs, and compare. Exit 0 within "
@@ -34,11 +45,9 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def prepare(args):
+def prepare(args: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
     """Session, model, plan, feeds and engine for the compare-style subcommands."""
     if getattr(args, "parser_check", "off") != "off":  # a usage error before any work
-        from ..parser_check import require
-
         require(args.parser_check, "--parser-check")
     session = session_from_args(args)
     model = session.model(args.model)
@@ -47,25 +56,20 @@ def prepare(args):
     config = build_config_from_args(args, model, feeds)
     reason = session.backend.supports(plan, config)  # e.g. weak typing refused for as-is models
     if reason:
-        from ..errors import BackendUnavailable
-
         raise BackendUnavailable(
             f"{session.backend.name} cannot build {model.label} [{plan.policy.describe()}]: {reason}")
     engine, event = session.engine(plan, config)
     return session, model, plan, feeds, engine, event
 
 
-def compare_figures(plan, actual, expected, args):
+def compare_figures(plan: Any, actual: dict, expected: dict,
+                    args: Any) -> tuple[CompareResult, Any, Any, dict[str, float | None]]:
     """Compare under the policy's precision (its label and default tolerances), with the figures of
     passing outputs too (max abs / rel error, cosine, SNR) up to the plugin's size limit.
 
     Returns ``(result, rtol, atol, ratios)``; ``ratios`` maps each output to its x-tolerance
     factor (the terminal summary's ``x tol``: > 1 fails), None where not computed.
     """
-    from ..case import DETAILS_MAX_ELEMENTS
-    from ..compare import compare_outputs, default_tolerances
-    from ..report.summary import tolerance_ratio
-
     precision = plan.low_precision or "fp32"
     d_rtol, d_atol = default_tolerances(precision)
     rtol = args.rtol if args.rtol is not None else d_rtol
@@ -76,18 +80,17 @@ def compare_figures(plan, actual, expected, args):
     return result, rtol, atol, ratios
 
 
-def figures_json(result, ratios) -> dict:
+def figures_json(result: CompareResult, ratios: dict[str, float | None]) -> dict:
     """``result.to_json()`` with each output's ``tolerance_ratio``."""
-    from ..jsonsafe import json_number
-
     data = result.to_json()
     for name, out in data["outputs"].items():
         out["tolerance_ratio"] = json_number(ratios.get(name))
     return data
 
 
-def ratio_line(ratios) -> str:
-    def fmt(r):
+def ratio_line(ratios: dict[str, float | None]) -> str:
+    """The terminal summary's ``x tol`` line: each output's worst error over its tolerance."""
+    def fmt(r: float | None) -> str:
         return "n/a (figures not computed: output over the size limit)" if r is None else f"{r:.3g}"
 
     return ("x tol (worst element's error / tolerance, or (1 - cos) / (1 - min_cosine) where the cosine floor "
@@ -95,17 +98,14 @@ def ratio_line(ratios) -> str:
             + ", ".join(f"{name!r} {fmt(r)}" for name, r in ratios.items()))
 
 
-def run(args) -> int:
-    from ..baseline import reference_label, reference_model
-
+def run(args: Any) -> int:
+    """Build or load, run, compare with the baseline, print; exit 0 within tolerance, 1 outside."""
     session, model, plan, feeds, engine, event = prepare(args)
     expected = session.baseline(reference_model(model, getattr(args, "baseline", "fp32")), feeds)
     actual = engine.run(feeds)
     result, rtol, atol, ratios = compare_figures(plan, actual, expected, args)
     overflows = []
     if not result.passed and plan.low_precision:
-        from ..ranges import range_overflows
-
         overflows = range_overflows(plan, feeds)  # why it failed, when it is the range and not rounding
     # the parser check adds a verdict beside the accuracy one; it never replaces it
     parsed = parser_check_from_args(args, plan, engine.config, session.cache)
@@ -124,8 +124,6 @@ def run(args) -> int:
         print(result.message())
         print(ratio_line(ratios))
         if overflows:
-            from ..ranges import range_message
-
             print(range_message(overflows))
         if parsed is not None:
             print(parsed.message())

@@ -9,6 +9,9 @@ divergence that the outputs absorb is reported but does not fail), 1 outside tol
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..layerwise import locate_divergence
 from .common import (
     add_engine_flags,
     add_input_flags,
@@ -17,9 +20,11 @@ from .common import (
     emit_json,
     number,
 )
+from .compare import compare_figures, figures_json, prepare, ratio_line
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Any) -> None:
+    """The ``locate`` subcommand and its flags."""
     p = sub.add_parser("locate", help="name the first divergent node (layerwise comparison with FP32)",
                        description="Build (or load) the engine for MODEL under the policy, compare its outputs with "
                        "the FP32 ONNX Runtime baseline, and compare every intermediate float tensor to name the first "
@@ -40,10 +45,8 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def run(args) -> int:
-    from ..layerwise import locate_divergence
-    from .compare import compare_figures, figures_json, prepare, ratio_line
-
+def run(args: Any) -> int:
+    """Compare the outputs, then every intermediate tensor; exit 0 within tolerance, 1 outside."""
     session, model, plan, feeds, engine, event = prepare(args)
     expected = session.baseline(model, feeds)
     actual = engine.run(feeds)

@@ -12,6 +12,12 @@ than half of the compute nodes FP32 (``fp32_in_effect``); 2 on usage or input er
 
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
+from ..case import Feeds
+from ..errors import UsageError
+from ..suggest import MIN_RECHECK_SEEDS, suggest_fp32_islands
 from .common import (
     add_engine_flags,
     add_input_flags,
@@ -27,7 +33,8 @@ from .common import (
 )
 
 
-def add_parser(sub) -> None:
+def add_parser(sub: Any) -> None:
+    """The ``suggest`` subcommand and its flags."""
     p = sub.add_parser("suggest", help="search the fewest FP32 islands (keep_fp32 patterns) that make MODEL pass",
                        description="Starting from the policy (e.g. --fp16), search the shortest list of keep-fp32 "
                        "patterns (name scopes such as '*/LayerNorm/*', op types such as 'op:Softmax') with which "
@@ -51,12 +58,8 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def run(args) -> int:
-    import argparse
-
-    from ..errors import UsageError
-    from ..suggest import MIN_RECHECK_SEEDS, suggest_fp32_islands
-
+def run(args: Any) -> int:
+    """Search the FP32 islands and print them; exit 0 when an answer was found, 1 when not."""
     if args.recheck_seeds < MIN_RECHECK_SEEDS:
         raise UsageError(f"--recheck-seeds must be at least {MIN_RECHECK_SEEDS} (every answer is re-checked on at "
                          f"least {MIN_RECHECK_SEEDS} more seeds), got {args.recheck_seeds}")
@@ -73,8 +76,6 @@ def run(args) -> int:
             return feeds_from_args(argparse.Namespace(**{**vars(args), "seed": seed}), model)
     feeds_seed = None if args.load_inputs else args.seed
     if feeds_seed is not None:
-        from ..case import Feeds
-
         feeds = Feeds(feeds)
         feeds.seed = feeds_seed
     found = suggest_fp32_islands(model, policy, feeds, backend=session.backend, cache=session.cache,

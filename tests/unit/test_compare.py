@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-import pytest_trt.compare as C
 from pytest_trt.compare import (
     CompareResult,
     assert_close,
@@ -21,6 +20,7 @@ from pytest_trt.compare import (
     cosine_similarity,
     default_min_cosine,
     default_tolerances,
+    scan,
     snr_db,
 )
 from pytest_trt.errors import AccuracyError, UsageError
@@ -30,12 +30,12 @@ nan, inf = float("nan"), float("inf")
 
 @contextlib.contextmanager
 def block_bytes(n: int):
-    old = C._BLOCK_BYTES
-    C._BLOCK_BYTES = n
+    old = scan.BLOCK_BYTES
+    scan.BLOCK_BYTES = n
     try:
         yield
     finally:
-        C._BLOCK_BYTES = old
+        scan.BLOCK_BYTES = old
 
 
 def f32(*values):
@@ -149,8 +149,8 @@ def test_blocked_paths_agree_with_reference(pair, tols, equal_nan, block):
     rtol, atol = tols
     ref = reference(a, e, rtol, atol, equal_nan)
     with block_bytes(block):
-        W = C._working_dtype(a, e)
-        fast = C._fast_float(a, e, W, rtol, atol) if e.size else True
+        W = scan.working_dtype(a, e)
+        fast = scan.passes_float(a, e, W, rtol, atol) if e.size else True
         quick = compare_outputs(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
         full = compare_outputs(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan, details=True)
     # the fast scan is sound: "passes" is never said of an output with a mismatch
@@ -195,7 +195,7 @@ def test_needed_atol_is_the_smallest_atol_that_passes(pair, tols):
         return
     assert compare_outputs(a, e, rtol=rtol, atol=oc.needed_atol).passed
     if oc.needed_atol > 0:
-        smaller = float(np.nextafter(C._working_dtype(a, e).type(oc.needed_atol), -1))
+        smaller = float(np.nextafter(scan.working_dtype(a, e).type(oc.needed_atol), -1))
         assert not compare_outputs(a, e, rtol=rtol, atol=smaller).passed
 
 

@@ -16,7 +16,7 @@ from pytest_trt.compare import compare_outputs
 from pytest_trt.inputs import make_feeds
 from pytest_trt.model import load_model
 from pytest_trt.policy import PrecisionPolicy
-from pytest_trt.suggest import _Search, candidate_groups, escape_glob, scope_of, suggest_fp32_islands
+from pytest_trt.suggest import candidate_groups, compress_groups, escape_glob, scope_of, suggest_fp32_islands
 from pytest_trt.testing_models import export_feeds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -199,14 +199,12 @@ def test_module_that_breaks_in_every_layer_is_generalised_and_holds_on_other_see
         assert passes(s.keep_fp32, seed), seed
 
 
-def test_compression_names_a_complete_set_of_scopes_by_its_general_pattern(encoder, outlier_feeds):
-    search = _Search(encoder, PrecisionPolicy("fp16"), outlier_feeds, backend="emulate", cache=None, rtol=None,
-                     atol=None, config=None, max_builds=None, threshold=None)
-    search.candidates = candidate_groups(search.plan0)
-    by = {g.pattern: g for g in search.candidates}
+def test_compression_names_a_complete_set_of_scopes_by_its_general_pattern(encoder):
+    candidates = candidate_groups(PrecisionPolicy("fp16").resolve(encoder))
+    by = {g.pattern: g for g in candidates}
     scopes = [by[p] for p in by["*/LayerNorm/*"].scopes]
-    assert [g.pattern for g in search.compress(scopes + [by["op:Softmax"]])] == ["op:Softmax", "*/LayerNorm/*"]
-    assert search.compress(scopes[:3]) == scopes[:3]
+    assert [g.pattern for g in compress_groups(scopes + [by["op:Softmax"]], candidates)] == ["op:Softmax", "*/LayerNorm/*"]
+    assert compress_groups(scopes[:3], candidates) == scopes[:3]
 
 
 class _NoisyBackend:
