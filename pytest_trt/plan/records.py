@@ -33,6 +33,7 @@ SOURCE_OPS = frozenset({
 })
 QUANTIZATION_OPS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear"})
 
+#: the rule of every compute node of an as-is plan (read from the model, not decided)
 AS_WRITTEN = "as written"
 
 
@@ -294,3 +295,20 @@ class PrecisionPlan:
         return f"PrecisionPlan({self.model.label!r}, {self.policy.describe()!r}, {self.counts()})"
 
 
+
+
+__all__ = [
+    "AS_WRITTEN",
+    "COMPUTE",
+    "CONTROL_FLOW_OPS",
+    "ExpectationFailure",
+    "FIXED",
+    "NodeDecision",
+    "NodeIO",
+    "PLAN_FORMAT",
+    "PolicyView",
+    "PrecisionPlan",
+    "QUANTIZATION_OPS",
+    "SOURCE_OPS",
+    "UnsupportedPrecisionError",
+]
