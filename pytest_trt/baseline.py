@@ -20,24 +20,40 @@ from __future__ import annotations
 import contextvars
 import hashlib
 import json
-import threading
+import os
+import tempfile
 import warnings
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import onnx
+from onnx import TensorProto, helper
 
-from .errors import InputError, ModelError, UsageError
+from . import runstate
+from .environment import dist_version, gpus
+from .errors import InputError, MissingDependency, ModelError, ProviderFallbackWarning, UsageError
+from .lazy import lazy_import
+from .model import Model, load_model
+from .onnx_typing import infer_types
+from .plan import check_as_written
+from .upcast import fp32_reference_model, needs_upcast
 
 if TYPE_CHECKING:  # pragma: no cover
+    import onnxruntime as ort
+
     from .cache import ArtifactCache
-    from .model import Model
+else:
+    ort = lazy_import("onnxruntime", extra="cpu")
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 
-_SESSIONS: OrderedDict = OrderedDict()
-_SESSIONS_LOCK = threading.Lock()
+# Run-wide memo tables (pytest_trt.runstate): one per pytest session, reset() outside pytest.
+_SESSIONS_TABLE = "baseline.sessions"  # (key, provider) -> InferenceSession, LRU
 _MAX_SESSIONS = 16
+_PLACEMENTS_TABLE = "baseline.placements"  # (model sha256, feeds digest) -> node placement
+_CHECKED_TABLE = "baseline.checked"  # sha256 of models check_as_written passed
 
 
 def onnxruntime_version() -> str:
@@ -48,8 +64,6 @@ def onnxruntime_version() -> str:
     build 1.30.0 installed and the CUDA build 1.31.1 first on ``PYTHONPATH``) the metadata
     names the wrong one.
     """
-    from .environment import dist_version
-
     try:
         return _import_ort().__version__
     except UsageError:
@@ -59,8 +73,6 @@ def onnxruntime_version() -> str:
 def install_hint(gpu: bool | None = None) -> str:
     """Which extra brings ONNX Runtime: ``[gpu]`` on a machine with a CUDA GPU (or when asked), else ``[cpu]``."""
     if gpu is None:
-        from .environment import gpus
-
         gpu = bool(gpus())
     if gpu:
         return ('pip install "pytest-trt[gpu]" (onnxruntime-gpu with TensorRT; never together with the [cpu] '
@@ -68,22 +80,29 @@ def install_hint(gpu: bool | None = None) -> str:
     return 'pip install "pytest-trt[cpu]"'
 
 
-def _import_ort(gpu: bool | None = None):
-    """Import ONNX Runtime; a missing or broken install is a :class:`UsageError` naming the extra to install."""
+def _import_ort(gpu: bool | None = None) -> Any:
+    """ONNX Runtime, imported; a missing or broken install is a :class:`UsageError` naming the extra to install."""
     try:
-        import onnxruntime as ort
-    except ModuleNotFoundError as exc:
-        if exc.name and exc.name.split(".")[0] != "onnxruntime":
-            raise UsageError(f"ONNX Runtime cannot be imported ({exc}): reinstall it: {install_hint(gpu)}") from exc
-        raise UsageError(f"ONNX Runtime is not installed: pytest-trt needs it for the FP32 baseline: "
-                         f"{install_hint(gpu)}") from exc
-    except Exception as exc:  # a broken install: ImportError, OSError from a missing shared library, ...
-        raise UsageError(f"ONNX Runtime cannot be imported ({type(exc).__name__}: {exc}): reinstall it: "
-                         f"{install_hint(gpu)}") from exc
-    # FATAL only: ONNX Runtime's own (coloured) log lines would reach stderr before, and apart from,
-    # our message; every error it logs is also raised, and we re-raise it as ours (ModelError, ...)
-    ort.set_default_logger_severity(4)
+        # FATAL only: ONNX Runtime's own (coloured) log lines would reach stderr before, and apart from,
+        # our message; every error it logs is also raised, and we re-raise it as ours (ModelError, ...)
+        ort.set_default_logger_severity(4)  # the first attribute access imports it
+    except MissingDependency as missing:
+        cause = missing.__cause__ if missing.__cause__ is not None else missing
+        raise _ort_import_error(cause, gpu) from cause
+    except Exception as exc:  # a broken install: OSError from a missing shared library, ...
+        raise _ort_import_error(exc, gpu) from exc
     return ort
+
+
+def _ort_import_error(exc: BaseException, gpu: bool | None) -> UsageError:
+    """The message for an ONNX Runtime that does not import: not installed, or broken."""
+    if isinstance(exc, ModuleNotFoundError):
+        if exc.name and exc.name.split(".")[0] != "onnxruntime":
+            return UsageError(f"ONNX Runtime cannot be imported ({exc}): reinstall it: {install_hint(gpu)}")
+        return UsageError(f"ONNX Runtime is not installed: pytest-trt needs it for the FP32 baseline: "
+                          f"{install_hint(gpu)}")
+    return UsageError(f"ONNX Runtime cannot be imported ({type(exc).__name__}: {exc}): reinstall it: "
+                      f"{install_hint(gpu)}")
 
 
 def check_runtime(provider: str = "cpu", *, gpu: bool | None = None, source: str = "--trt-baseline-provider") -> None:
@@ -94,25 +113,23 @@ def check_runtime(provider: str = "cpu", *, gpu: bool | None = None, source: str
     onnxruntime 1.32: a UserWarning, then ``get_providers() == ['CPUExecutionProvider']``),
     so ``cuda`` is checked on a one-node model.
     """
-    ort = _import_ort(gpu=gpu or (provider == "cuda" or None))
+    runtime = _import_ort(gpu=gpu or (provider == "cuda" or None))
     if provider == "cpu":
         return
-    from onnx import TensorProto, helper
-
     graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "provider_check",
                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = min(model.ir_version, 8)
     try:
-        make_session(model.SerializeToString(), provider=provider, label=f"{source} {provider} check", ort=ort,
+        make_session(model.SerializeToString(), provider=provider, label=f"{source} {provider} check", ort=runtime,
                      source=source)
     except ModelError as exc:
         raise UsageError(f"{source} {provider}: ONNX Runtime's {PROVIDERS[provider]} cannot run here: {exc}") from exc
 
 
-def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "model", ort=None,
-                 profile_dir=None, source: str | None = None):
+def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "model", ort: Any = None,
+                 profile_dir: Path | None = None, source: str | None = None) -> Any:
     """An ONNX Runtime session over serialized ONNX, graph optimizations disabled.
 
     The session runs on ``provider`` or this raises :class:`UsageError`: ONNX Runtime's own
@@ -188,10 +205,6 @@ def node_placement(session, model_proto, feeds: dict) -> dict:
     nodes on the CPU provider with a float output (shape/index nodes, whose outputs are
     integers or bools, are expected there and not listed).
     """
-    import json
-
-    import onnx
-
     run_session(session, feeds)
     path = session.end_profiling()
     events = json.loads(open(path).read())
@@ -210,8 +223,6 @@ def node_placement(session, model_proto, feeds: dict) -> dict:
         counts[provider_name] = counts.get(provider_name, 0) + 1
     cpu_float = [[n, floats[n]] for n, p in seen.items() if p == "CPUExecutionProvider" and n in floats]
     try:
-        import os
-
         os.remove(path)
     except OSError:
         pass
@@ -232,10 +243,6 @@ def warn_placement(placement: dict, label: str, *, model: str | None = None) -> 
     nodes = placement.get("cpu_float_nodes") or []
     if not nodes:
         return
-    import warnings
-
-    from .errors import ProviderFallbackWarning
-
     sink = FALLBACK_SINK.get()
     if sink is not None:
         sink({"kind": "baseline_fallback", "model": model or label, "provider": "cuda",
@@ -247,18 +254,25 @@ def warn_placement(placement: dict, label: str, *, model: str | None = None) -> 
     ), stacklevel=3)
 
 
-def cached_session(key: str, make_bytes, *, provider: str = "cpu", label: str = "model"):
-    """Reuse ONNX Runtime sessions within a process (creating one costs more than a small run)."""
-    with _SESSIONS_LOCK:
-        full = (key, provider)
-        if full in _SESSIONS:
-            _SESSIONS.move_to_end(full)
-            return _SESSIONS[full]
+def cached_session(key: str, make_bytes, *, provider: str = "cpu", label: str = "model") -> Any:
+    """Reuse ONNX Runtime sessions within a run (creating one costs more than a small run).
+
+    The sessions live in the run state (:mod:`pytest_trt.runstate`): one pytest session's
+    ONNX Runtime sessions are not seen by the next, and at most 16 are kept (least recently
+    used go first).
+    """
+    state = runstate.current()
+    sessions: OrderedDict = state.table(_SESSIONS_TABLE, OrderedDict)
+    full = (key, provider)
+    with state.lock():
+        if full in sessions:
+            sessions.move_to_end(full)
+            return sessions[full]
     session = make_session(make_bytes(), provider=provider, label=label)
-    with _SESSIONS_LOCK:
-        _SESSIONS[full] = session
-        while len(_SESSIONS) > _MAX_SESSIONS:
-            _SESSIONS.popitem(last=False)
+    with state.lock():
+        sessions[full] = session
+        while len(sessions) > _MAX_SESSIONS:
+            sessions.popitem(last=False)
     return session
 
 
@@ -285,7 +299,7 @@ def feeds_digest(feeds: dict) -> str:
         h.update(name.encode())
         h.update(str(arr.dtype).encode())
         h.update(repr(arr.shape).encode())
-        h.update(memoryview(arr).cast("B"))
+        h.update(arr.data.cast("B"))  # the contiguous array's bytes, as memoryview(arr)
     return h.hexdigest()
 
 
@@ -303,8 +317,6 @@ def cuda_device_part() -> dict[str, str] | None:
 
 def with_outputs(proto, names):
     """A copy of ``proto`` whose graph outputs are ``names`` (types left to ONNX Runtime)."""
-    import onnx
-
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
     existing = {o.name for o in copy.graph.output}
@@ -327,8 +339,6 @@ def fp32_baseline(
 
     >>> ref = fp32_baseline(load_model("encoder.onnx"), feeds)   # doctest: +SKIP
     """
-    from .model import load_model
-
     model = load_model(model)
 
     def compute() -> dict[str, np.ndarray]:
@@ -338,10 +348,11 @@ def fp32_baseline(
     if cache is None:
         values = compute()
         if provider == "cuda":
+            placements: dict = runstate.current().table(_PLACEMENTS_TABLE)
             key = (model.sha256, feeds_digest(feeds))
-            if key not in _PLACEMENTS:
-                _PLACEMENTS[key] = cuda_placement(model, feeds)
-            warn_placement(_PLACEMENTS[key], str(model.path or model.label), model=model.label)
+            if key not in placements:
+                placements[key] = cuda_placement(model, feeds)
+            warn_placement(placements[key], str(model.path or model.label), model=model.label)
         return values
 
     parts = {
@@ -370,14 +381,8 @@ def fp32_baseline(
     return {name: loaded[name] for name in model.output_names() if name in loaded}
 
 
-_PLACEMENTS: dict = {}
-
-
 def cuda_placement(model: Model, feeds: dict) -> dict:
     """:func:`node_placement` of ``model``'s CUDA baseline session for ``feeds`` (one profiled run)."""
-    import tempfile
-    from pathlib import Path
-
     with tempfile.TemporaryDirectory(prefix="pytest-trt-profile-") as tmp:
         session = make_session(model.serialized(), provider="cuda", label=str(model.path or model.label),
                                profile_dir=Path(tmp))
@@ -386,8 +391,6 @@ def cuda_placement(model: Model, feeds: dict) -> dict:
 
 def float_tensor_names(model: Model) -> list[str]:
     """Every float tensor produced by a main-graph node, in topological order (for layerwise runs)."""
-    import onnx
-
     inferred = onnx.shape_inference.infer_shapes(model.proto)
     types = {}
     for vi in list(inferred.graph.value_info) + list(inferred.graph.output) + list(inferred.graph.input):
@@ -403,8 +406,6 @@ def float_tensor_names(model: Model) -> list[str]:
 
 def fp32_intermediates(model: Model, feeds: dict, *, names=None, provider: str = "cpu") -> dict[str, np.ndarray]:
     """FP32 values of intermediate float tensors (every one by default) for layerwise comparison."""
-    from .model import load_model
-
     model = load_model(model)
     names = list(names) if names is not None else float_tensor_names(model)
     key = f"layerwise:{model.sha256}:{hashlib.sha256(repr(names).encode()).hexdigest()}"
@@ -444,9 +445,6 @@ def reference_model(model, baseline: str = "fp32") -> Model:
     type to FP16 and FP32, or a Q/DQ scale of the wrong shape, is a ModelError naming the
     node rather than an ONNX Runtime message at load or run time.
     """
-    from .model import load_model
-    from .upcast import fp32_reference_model
-
     model = load_model(model)
     baseline = normalize_baseline(baseline)
     _checked(model)
@@ -455,23 +453,16 @@ def reference_model(model, baseline: str = "fp32") -> Model:
     return fp32_reference_model(model)
 
 
-_CHECKED: set[str] = set()
-
-
 def _checked(model: Model) -> None:
-    if model.sha256 in _CHECKED:
+    checked: set[str] = runstate.current().table(_CHECKED_TABLE, set)
+    if model.sha256 in checked:
         return
-    from .plan import check_as_written
-
     check_as_written(model)
-    _CHECKED.add(model.sha256)
+    checked.add(model.sha256)
 
 
 def reference_label(model, baseline: str = "fp32", provider: str = "cpu") -> str:
     """How messages name a reference: ``FP32 ONNX Runtime baseline`` for a plain FP32 model."""
-    from .model import load_model
-    from .upcast import fp32_reference_model, needs_upcast
-
     model = load_model(model)
     baseline = normalize_baseline(baseline)
     if not needs_upcast(model):
@@ -487,9 +478,7 @@ def reference_label(model, baseline: str = "fp32", provider: str = "cpu") -> str
 
 
 def _has_low_types(model: Model) -> bool:
-    from .plan import _infer_types
-
-    return any(e in (10, 16) for e in _infer_types(model)[1].values())
+    return any(e in (10, 16) for e in infer_types(model)[1].values())
 
 
 def reference_outputs(

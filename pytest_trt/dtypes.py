@@ -6,7 +6,15 @@ plugin can parse options without importing onnx.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .errors import UsageError
+from .lazy import lazy_import
+
+if TYPE_CHECKING:  # pragma: no cover
+    import onnx
+else:  # the plugin parses options with this module: onnx is imported on first use only
+    onnx = lazy_import("onnx")
 
 FP32, FP16, BF16 = "fp32", "fp16", "bf16"
 PRECISIONS = (FP32, FP16, BF16)
@@ -51,8 +59,6 @@ def precision_of_elem_type(elem_type: int) -> str | None:
 
 def elem_type_name(elem_type: int) -> str:
     """Readable name of an ONNX element type, e.g. ``FLOAT16``."""
-    import onnx
-
     try:
         return onnx.TensorProto.DataType.Name(elem_type)
     except ValueError:

@@ -11,12 +11,12 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import onnx
+from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
 from .errors import ModelError
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
 
 
 @dataclass(eq=False)
@@ -101,7 +101,7 @@ def _name_nodes(proto) -> dict[str, str]:
     return renamed
 
 
-def load_model(source, *, check: bool = True) -> Model:
+def load_model(source: Any, *, check: bool = True) -> Model:
     """Read and check an ONNX model.
 
     ``source`` may be a path, a :class:`Model` (returned as is) or an
@@ -110,8 +110,6 @@ def load_model(source, *, check: bool = True) -> Model:
 
     >>> model = load_model("models/encoder.onnx")   # doctest: +SKIP
     """
-    import onnx
-
     if isinstance(source, Model):
         return source
     path: Path | None = None
@@ -120,42 +118,8 @@ def load_model(source, *, check: bool = True) -> Model:
         proto.CopyFrom(source)
     elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        if not path.exists():
-            raise ModelError(f"ONNX model not found: {path} (check the path; relative paths are "
-                             f"resolved against the current directory {Path.cwd()})")
-        if path.is_dir():
-            raise ModelError(f"ONNX model path is a directory, not a file: {path}")
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ModelError(f"cannot read ONNX model {path}: {exc.strerror or exc}") from exc
-        if not data:
-            raise ModelError(f"ONNX model {path} is empty (0 bytes): was it written completely?")
-        proto = onnx.ModelProto()
-        try:
-            proto.ParseFromString(data)
-        except Exception as exc:  # google.protobuf.message.DecodeError and friends
-            raise ModelError(
-                f"{path} is not a valid ONNX model (protobuf parse failed: {exc}); "
-                f"it may be truncated or a different file format"
-            ) from exc
-        if not proto.graph.node and not proto.graph.output:
-            raise ModelError(f"{path} parsed as an empty ONNX model (no graph): is it really an .onnx file?")
-        try:
-            from onnx.external_data_helper import load_external_data_for_model, uses_external_data
-
-            if any(uses_external_data(t) for t in proto.graph.initializer):
-                load_external_data_for_model(proto, str(path.parent))
-        except (FileNotFoundError, onnx.checker.ValidationError) as exc:
-            # onnx raises ValidationError ("... should be stored in ..., but it is not regular file")
-            # for a missing data file, FileNotFoundError in older versions
-            missing = getattr(exc, "filename", None) or str(exc).strip().splitlines()[0]
-            raise ModelError(
-                f"{path} stores weights as external data, but a data file is missing: {missing}. "
-                f"Keep the external data files next to the model."
-            ) from exc
-        except OSError as exc:
-            raise ModelError(f"{path}: cannot read its external data: {exc}") from exc
+        proto = _read_proto(path)
+        _load_external_data(proto, path)
     else:
         raise ModelError(f"expected a path to an ONNX file or an onnx.ModelProto, got {type(source).__name__}")
 
@@ -169,3 +133,46 @@ def load_model(source, *, check: bool = True) -> Model:
     digest = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
     renamed = _name_nodes(proto)
     return Model(proto=proto, path=path, sha256=digest, renamed_nodes=renamed)
+
+
+def _read_proto(path: Path) -> onnx.ModelProto:
+    """The ModelProto in ``path`` (external data not loaded yet); ModelError saying what is wrong with the file."""
+    if not path.exists():
+        raise ModelError(f"ONNX model not found: {path} (check the path; relative paths are "
+                         f"resolved against the current directory {Path.cwd()})")
+    if path.is_dir():
+        raise ModelError(f"ONNX model path is a directory, not a file: {path}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelError(f"cannot read ONNX model {path}: {exc.strerror or exc}") from exc
+    if not data:
+        raise ModelError(f"ONNX model {path} is empty (0 bytes): was it written completely?")
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception as exc:  # google.protobuf.message.DecodeError and friends
+        raise ModelError(
+            f"{path} is not a valid ONNX model (protobuf parse failed: {exc}); "
+            f"it may be truncated or a different file format"
+        ) from exc
+    if not proto.graph.node and not proto.graph.output:
+        raise ModelError(f"{path} parsed as an empty ONNX model (no graph): is it really an .onnx file?")
+    return proto
+
+
+def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
+    """Load the weights ``proto`` keeps in files next to ``path``; ModelError naming a missing one."""
+    try:
+        if any(uses_external_data(t) for t in proto.graph.initializer):
+            load_external_data_for_model(proto, str(path.parent))
+    except (FileNotFoundError, onnx.checker.ValidationError) as exc:
+        # onnx raises ValidationError ("... should be stored in ..., but it is not regular file")
+        # for a missing data file, FileNotFoundError in older versions
+        missing = getattr(exc, "filename", None) or str(exc).strip().splitlines()[0]
+        raise ModelError(
+            f"{path} stores weights as external data, but a data file is missing: {missing}. "
+            f"Keep the external data files next to the model."
+        ) from exc
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read its external data: {exc}") from exc

@@ -12,140 +12,22 @@ explicit rule::
 (every node -> precision, and which rule decided it). A pattern that matches no node
 of the model is an error there, never silently ignored.
 
-This module imports neither onnx nor numpy: the plugin parses options with it.
+The pattern syntax and :class:`Rule` live in :mod:`pytest_trt.precision_rules` (re-exported
+here). This module imports neither onnx nor numpy: the plugin parses options with it.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .dtypes import FP32, LOW_PRECISIONS, normalize_precision
-from .errors import PatternError, UsageError
+from .errors import UsageError
+from .precision_rules import OP_PREFIX, Rule, parse_rule, validate_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
     from .plan import PrecisionPlan
-
-OP_PREFIX = "op:"
-# ONNX op types are identifiers (Softmax, LayerNormalization, com.microsoft ops too).
-_OP_TYPE_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_GLOB_CHARS = set("*?[")
-
-
-def validate_pattern(pattern: str) -> str:
-    """Return ``pattern`` if it is a well-formed pattern, else raise :class:`PatternError`.
-
-    Accepted: a non-empty shell glob over node names without surrounding whitespace, or
-    ``op:TYPE`` with an exact op type (an identifier, no glob characters).
-
-    >>> validate_pattern("*/LayerNorm/*")
-    '*/LayerNorm/*'
-    """
-    if not isinstance(pattern, str):
-        raise PatternError(f"a precision pattern must be a string, got {type(pattern).__name__} {pattern!r}")
-    if not pattern.strip():
-        raise PatternError(
-            "empty precision pattern: give a shell glob over node names (e.g. '*/LayerNorm/*') "
-            "or an op type (e.g. 'op:Softmax')"
-        )
-    if pattern != pattern.strip():
-        raise PatternError(
-            f"precision pattern {pattern!r} has leading or trailing whitespace; remove it "
-            f"(node names rarely contain spaces, so this is most likely a typo)"
-        )
-    if pattern.startswith(OP_PREFIX):
-        op_type = pattern[len(OP_PREFIX):]
-        if not op_type:
-            raise PatternError(
-                f"precision pattern {pattern!r} names no op type: write e.g. 'op:LayerNormalization'"
-            )
-        if _GLOB_CHARS & set(op_type):
-            raise PatternError(
-                f"precision pattern {pattern!r}: 'op:' takes one exact op type, not a glob; "
-                f"list each type (e.g. 'op:ReduceMean', 'op:Pow') or use a node-name glob"
-            )
-        if not _OP_TYPE_RE.match(op_type):
-            raise PatternError(
-                f"precision pattern {pattern!r}: {op_type!r} is not an ONNX op type "
-                f"(op types look like 'Softmax' or 'LayerNormalization')"
-            )
-    elif "=" in pattern and pattern.rpartition("=")[2].strip().lower() in _PRECISION_WORDS:
-        # "x=fp32" given where a bare pattern is expected (keep_fp32, expect_fp32, match()).
-        raise PatternError(
-            f"precision pattern {pattern!r} looks like a rule 'PATTERN=PRECISION'; pass "
-            f"{pattern.rpartition('=')[0]!r} here, or give the rule to rules=[...]"
-        )
-    return pattern
-
-
-_PRECISION_WORDS = {"fp32", "fp16", "bf16", "float32", "float16", "half", "bfloat16", "float", "f16", "f32"}
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One precision rule: nodes matching ``pattern`` run in ``precision``.
-
-    Attributes:
-        pattern: shell glob over node names, or ``op:TYPE`` (exact op type).
-        precision: ``fp32``, ``fp16`` or ``bf16`` (aliases are normalized).
-        source: where the rule came from (``api``, ``keep_fp32``, ``marker``, ``ini``,
-            ``cli``); shown in messages, not part of the policy's identity in cache keys.
-    """
-
-    pattern: str
-    precision: str
-    source: str = field(default="api", compare=False)
-
-    def __post_init__(self):
-        validate_pattern(self.pattern)
-        object.__setattr__(self, "precision", normalize_precision(self.precision, what="rule precision"))
-
-    @property
-    def op_type(self) -> str | None:
-        """The op type of an ``op:TYPE`` rule, None for a node-name glob."""
-        return self.pattern[len(OP_PREFIX):] if self.pattern.startswith(OP_PREFIX) else None
-
-    def matches(self, node: Any) -> bool:
-        """True if ``node`` (anything with ``.name`` and ``.op_type``) is selected by this rule."""
-        op_type = self.op_type
-        if op_type is not None:
-            return node.op_type == op_type
-        return fnmatch.fnmatchcase(node.name, self.pattern)
-
-    def text(self) -> str:
-        """The rule as users write it: ``*/LayerNorm/*=fp32``."""
-        return f"{self.pattern}={self.precision}"
-
-    def __str__(self) -> str:
-        return self.text()
-
-
-def parse_rule(text: str, *, source: str = "cli") -> Rule:
-    """Parse ``"PATTERN=PRECISION"`` (CLI, ini, marker spelling) into a :class:`Rule`.
-
-    The LAST ``=`` separates pattern and precision, so a pattern may itself contain ``=``.
-    Whitespace around both parts is stripped.
-
-    >>> parse_rule("*/LayerNorm/*=fp32")
-    Rule(pattern='*/LayerNorm/*', precision='fp32', source='cli')
-    """
-    if not isinstance(text, str) or "=" not in text:
-        raise PatternError(
-            f"cannot parse precision rule {text!r}: write PATTERN=PRECISION, "
-            f"e.g. '*/LayerNorm/*=fp32' or 'op:Softmax=fp32'"
-        )
-    pattern, _, precision = text.rpartition("=")
-    pattern, precision = pattern.strip(), precision.strip()
-    if not precision:
-        raise PatternError(f"precision rule {text!r} has no precision after '=': add fp32, fp16 or bf16")
-    try:
-        return Rule(pattern, precision, source=source)
-    except UsageError as exc:
-        raise PatternError(f"precision rule {text!r}: {exc}") from exc
-
 
 def _as_rule(item: Any, source: str) -> Rule:
     if isinstance(item, Rule):
@@ -290,7 +172,7 @@ class PrecisionPolicy:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PrecisionPolicy:
         """Inverse of :meth:`to_json`."""
-        rules = tuple((r["pattern"], r["precision"]) for r in data.get("rules", ()))
+        rules = tuple(Rule(r["pattern"], r["precision"]) for r in data.get("rules", ()))
         return cls(
             default=data.get("default", FP32),
             rules=rules,
@@ -315,6 +197,8 @@ class PrecisionPolicy:
         ``as_is`` policy reads the plan from the model's own types
         (:func:`pytest_trt.plan.resolve_as_is`).
         """
+        # Function-level on purpose (plugin load path): the plugin parses options with this
+        # module, which must not import onnx; model and plan do. plan does not import policy.
         from .model import load_model
         from .plan import resolve_plan
 
@@ -329,3 +213,6 @@ def _grouped(rules: Iterable[Rule]) -> list[tuple[str, list[str]]]:
         else:
             groups.append((rule.precision, [rule.pattern]))
     return groups
+
+
+__all__ = ["OP_PREFIX", "PrecisionPolicy", "Rule", "parse_rule", "validate_pattern"]

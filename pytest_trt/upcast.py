@@ -55,16 +55,19 @@ Both references are cached like the FP32 baseline (:mod:`pytest_trt.baseline`).
 from __future__ import annotations
 
 import json
-import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from . import runstate
 from .dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, FLOAT_ELEM_TYPES
-
-if TYPE_CHECKING:  # pragma: no cover
-    import onnx
-
-    from .model import Model
+from .model import Model, load_model
+from .onnx_typing import infer_types
+from .realize.graph_names import all_tensor_names, rename_outer_refs
+from .realize.strong import REALIZATION_KEY, tensor_to_fp32
 
 # Bump when the transformation changes (the upcast model's hash is its cache key anyway).
 UPCAST_VERSION = 1
@@ -78,8 +81,10 @@ DTYPE_ATTRS = {
     "RandomUniformLike": "dtype", "Bernoulli": "dtype", "DequantizeLinear": "output_dtype",
 }
 
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_LOCK = threading.Lock()
+# Run-wide memo tables (pytest_trt.runstate): one per pytest session, reset() outside pytest.
+_MODELS_TABLE = "upcast.reference_models"  # (sha256, remove_qdq, version) -> Model, LRU
+_MAX_MODELS = 8
+_NEEDS_TABLE = "upcast.needs_upcast"  # sha256 -> bool
 
 
 def widen_attribute_types(node) -> bool:
@@ -103,33 +108,24 @@ def widen_attribute_types(node) -> bool:
     return changed
 
 
-def _widened_tensor(tensor, name: str):
-    from onnx import numpy_helper
-
-    from .realize.strong import tensor_to_fp32
-
+def _widened_tensor(tensor, name: str) -> onnx.TensorProto:
     return numpy_helper.from_array(tensor_to_fp32(tensor), name)
 
 
 def needs_upcast(model) -> bool:
     """True when the FP32 reference differs from the model: some tensor is FP16/BF16
     (stored, cast to, or produced) or the model has Q/DQ nodes."""
-    from .model import load_model
-    from .plan import _infer_types
-
     model = load_model(model)
-    if model.sha256 in _NEEDS_UPCAST:  # type inference is not free on large models: once per content
-        return _NEEDS_UPCAST[model.sha256]
+    known: dict[str, bool] = runstate.current().table(_NEEDS_TABLE)
+    if model.sha256 in known:  # type inference is not free on large models: once per content
+        return known[model.sha256]
     if any(n.op_type in ("QuantizeLinear", "DequantizeLinear") for n in _all_nodes(model.graph)):
         answer = True
     else:
-        _, elem_types, _ = _infer_types(model)
+        _, elem_types, _ = infer_types(model)
         answer = any(e in _LOW for e in elem_types.values()) or any(_mentions_low(n) for n in _all_nodes(model.graph))
-    _NEEDS_UPCAST[model.sha256] = answer
+    known[model.sha256] = answer
     return answer
-
-
-_NEEDS_UPCAST: dict[str, bool] = {}
 
 
 def _mentions_low(node) -> bool:
@@ -167,8 +163,6 @@ def upcast_to_fp32(model, *, remove_qdq: bool = True) -> onnx.ModelProto:
     result passes ``onnx.checker.check_model(full_check=True)``; what was changed is in
     :func:`upcast_notes`. See the module docstring for the exact rules.
     """
-    from .model import load_model
-
     model = load_model(model)
     return _Upcast(model, remove_qdq).run()
 
@@ -176,14 +170,14 @@ def upcast_to_fp32(model, *, remove_qdq: bool = True) -> onnx.ModelProto:
 def fp32_reference_model(model, *, remove_qdq: bool = True) -> Model:
     """The upcast model as a :class:`~pytest_trt.model.Model` (the model itself when
     nothing needs upcasting), memoized per model hash."""
-    from .model import load_model
-
     model = load_model(model)
     key = (model.sha256, remove_qdq, UPCAST_VERSION)
-    with _CACHE_LOCK:
-        if key in _CACHE:
-            _CACHE.move_to_end(key)
-            return _CACHE[key]
+    state = runstate.current()
+    cache: OrderedDict = state.table(_MODELS_TABLE, OrderedDict)
+    with state.lock():
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
     if not needs_upcast(model):
         # Not memoized: another Model with the same content may carry another path/label.
         return model
@@ -191,29 +185,26 @@ def fp32_reference_model(model, *, remove_qdq: bool = True) -> Model:
     # An in-memory Model is labelled by its graph name: say what it is in messages.
     proto.graph.name = f"{model.label} upcast to FP32{' (Q/DQ removed)' if remove_qdq else ''}"
     result = load_model(proto)
-    with _CACHE_LOCK:
-        _CACHE[key] = result
-        while len(_CACHE) > 8:
-            _CACHE.popitem(last=False)
+    with state.lock():
+        cache[key] = result
+        while len(cache) > _MAX_MODELS:
+            cache.popitem(last=False)
     return result
 
 
 class _Upcast:
+    """The upcast of one model: a copy of its proto rewritten step by step (see :func:`upcast_to_fp32`)."""
+
     def __init__(self, model: Model, remove_qdq: bool):
-        import onnx
-
-        from .plan import _infer_types
-
         self.source = model
         self.remove_qdq = remove_qdq
         self.proto = onnx.ModelProto()
         self.proto.CopyFrom(model.proto)
-        _, self.elem_types, self.infos = _infer_types(model)
+        _, self.elem_types, self.infos = infer_types(model)
         self.notes: list[str] = []
         self.counts: dict[str, int] = {}
-        from .realize.strong import _all_tensor_names
-
-        self.names = _all_tensor_names(self.proto.graph)
+        self.names = all_tensor_names(self.proto.graph)
+        self._node_names: set[str] | None = None
 
     def _count(self, what: str) -> None:
         self.counts[what] = self.counts.get(what, 0) + 1
@@ -237,8 +228,6 @@ class _Upcast:
 
     # -- graph inputs: keep their types (same feeds), widen right after -------------------
     def _upcast_inputs(self, graph) -> None:
-        from onnx import helper
-
         inits = {i.name for i in graph.initializer}
         renames: dict[str, str] = {}
         casts = []
@@ -256,13 +245,13 @@ class _Upcast:
                 for slot, name in enumerate(node.input):
                     if name in renames:
                         node.input[slot] = renames[name]
-                _rename_outer(node, renames)
+                rename_outer_refs(node, renames)
             nodes = list(graph.node)
             del graph.node[:]
             graph.node.extend(casts + nodes)
 
     def _fresh_node(self, base: str) -> str:
-        taken = getattr(self, "_node_names", None)
+        taken = self._node_names
         if taken is None:
             taken = self._node_names = {n.name for n in _all_nodes(self.proto.graph)}
         name, k = base, 1
@@ -295,8 +284,6 @@ class _Upcast:
                 _widen_value_info(vi)
 
     def _upcast_node(self, node) -> None:
-        from onnx import helper
-
         if node.domain not in ("", "ai.onnx"):
             return
         if node.op_type == "Cast":
@@ -324,67 +311,74 @@ class _Upcast:
 
     # -- Q/DQ -> the unquantized model ----------------------------------------------------
     def _remove_qdq(self, graph) -> None:
-        from onnx import helper, numpy_helper
-
-        producers = {o: n for n in graph.node for o in n.output if o}
-        consumers: dict[str, list] = {}
-        for n in graph.node:
-            for i in n.input:
-                consumers.setdefault(i, []).append(n)
-        outputs = {o.name for o in graph.output}
-        inits = {i.name: i for i in graph.initializer}
-        graph_inputs = {i.name for i in graph.input}
+        qdq = _QdqGraph(graph)
         kept: list[str] = []
         removed_q: set[str] = set()
-        new_inits = []
+        new_inits: list[onnx.TensorProto] = []
         for node in graph.node:
             if node.domain not in ("", "ai.onnx") or node.op_type != "DequantizeLinear":
                 continue
             source = node.input[0]
-            q = producers.get(source)
+            q = qdq.producers.get(source)
             if q is not None and q.op_type == "QuantizeLinear" and q.domain in ("", "ai.onnx"):
-                readers = consumers.get(source, [])
-                if source in outputs or any(r.op_type != "DequantizeLinear" for r in readers):
-                    kept.append(f"{node.name!r} (its QuantizeLinear {q.name!r} has other readers)")
-                    continue
-                node.CopyFrom(helper.make_node("Identity", [q.input[0]], list(node.output), name=node.name))
-                removed_q.add(q.name)
-                self._count("Q/DQ pairs removed (DequantizeLinear made Identity of the QuantizeLinear input)")
-            elif source in inits and source not in graph_inputs:
-                values = _dequantize(node, inits)
-                if values is None:
-                    kept.append(f"{node.name!r} (block or unsupported quantization)")
-                    continue
-                name = self._fresh(f"{node.output[0]}__dequantized")
-                new_inits.append(numpy_helper.from_array(values, name))
-                node.CopyFrom(helper.make_node("Identity", [name], list(node.output), name=node.name))
-                self._count("quantized initializers dequantized into FP32 initializers")
+                reason = self._pair_to_identity(node, q, qdq)
+                if reason is None:
+                    removed_q.add(q.name)
+            elif source in qdq.inits and source not in qdq.graph_inputs:
+                reason = self._dequantize_initializer(node, qdq, new_inits)
             else:
-                kept.append(f"{node.name!r} (reads {source!r}, not a QuantizeLinear or an initializer)")
+                reason = f"{node.name!r} (reads {source!r}, not a QuantizeLinear or an initializer)"
+            if reason is not None:
+                kept.append(reason)
         if removed_q:
             nodes = [n for n in graph.node if n.name not in removed_q]
             del graph.node[:]
             graph.node.extend(nodes)
         graph.initializer.extend(new_inits)
-        # initializers nobody reads any more (quantized weights, scales, zero points)
-        used = {i for n in _all_nodes(graph) for i in n.input} | outputs
-        unused = [i for i in graph.initializer if i.name not in used and i.name not in graph_inputs]
-        if unused:
-            keep = [i for i in graph.initializer if i.name in used or i.name in graph_inputs]
-            del graph.initializer[:]
-            graph.initializer.extend(keep)
+        _drop_unused_initializers(graph, qdq)
         if kept:
             self.notes.append("Q/DQ kept as written: " + "; ".join(kept))
 
+    def _pair_to_identity(self, node, q, qdq: _QdqGraph) -> str | None:
+        """DequantizeLinear(QuantizeLinear(x)) -> Identity(x); the reason it stays, or None."""
+        source = node.input[0]
+        readers = qdq.consumers.get(source, [])
+        if source in qdq.outputs or any(r.op_type != "DequantizeLinear" for r in readers):
+            return f"{node.name!r} (its QuantizeLinear {q.name!r} has other readers)"
+        node.CopyFrom(helper.make_node("Identity", [q.input[0]], list(node.output), name=node.name))
+        self._count("Q/DQ pairs removed (DequantizeLinear made Identity of the QuantizeLinear input)")
+        return None
+
+    def _dequantize_initializer(self, node, qdq: _QdqGraph, new_inits: list) -> str | None:
+        """DequantizeLinear(quantized weight) -> Identity(FP32 weight); the reason it stays, or None."""
+        values = _dequantize(node, qdq.inits)
+        if values is None:
+            return f"{node.name!r} (block or unsupported quantization)"
+        name = self._fresh(f"{node.output[0]}__dequantized")
+        new_inits.append(numpy_helper.from_array(values, name))
+        node.CopyFrom(helper.make_node("Identity", [name], list(node.output), name=node.name))
+        self._count("quantized initializers dequantized into FP32 initializers")
+        return None
+
     # -- value_info, outputs, metadata ----------------------------------------------------
     def _finish(self, graph) -> None:
-        from .realize.strong import REALIZATION_KEY
-
         for vi in graph.output:
             if _widen_value_info(vi):
                 self._count("low-precision graph outputs made FP32")
-        # Rewrite value_info from the source's inference, every float type as FP32, only
-        # for tensors that still exist (removed Q outputs go).
+        self._rewrite_value_info(graph)
+        self.notes[:0] = [f"{count} {what}" for what, count in self.counts.items()]
+        meta = {p.key: p.value for p in self.proto.metadata_props}
+        meta[REFERENCE_KEY] = "fp32-upcast" + ("" if self.remove_qdq else " (Q/DQ kept)")
+        meta[NOTES_KEY] = json.dumps(self.notes)
+        meta.pop(REALIZATION_KEY, None)
+        del self.proto.metadata_props[:]
+        for key, value in meta.items():
+            prop = self.proto.metadata_props.add()
+            prop.key, prop.value = key, value
+
+    def _rewrite_value_info(self, graph) -> None:
+        """value_info from the source's inference, every float type as FP32, only for tensors
+        that still exist (removed Q outputs go)."""
         produced = {o for n in graph.node for o in n.output if o}
         io = {i.name for i in graph.input} | {o.name for o in graph.output}
         entries = []
@@ -402,15 +396,30 @@ class _Upcast:
                 entries.append(vi)
         del graph.value_info[:]
         graph.value_info.extend(e for e in entries if e.name in produced)
-        self.notes[:0] = [f"{count} {what}" for what, count in self.counts.items()]
-        meta = {p.key: p.value for p in self.proto.metadata_props}
-        meta[REFERENCE_KEY] = "fp32-upcast" + ("" if self.remove_qdq else " (Q/DQ kept)")
-        meta[NOTES_KEY] = json.dumps(self.notes)
-        meta.pop(REALIZATION_KEY, None)
-        del self.proto.metadata_props[:]
-        for key, value in meta.items():
-            prop = self.proto.metadata_props.add()
-            prop.key, prop.value = key, value
+
+
+class _QdqGraph:
+    """Who produces and reads what in a graph, taken before Q/DQ nodes are rewritten."""
+
+    def __init__(self, graph) -> None:
+        self.producers = {o: n for n in graph.node for o in n.output if o}
+        self.consumers: dict[str, list] = {}
+        for n in graph.node:
+            for i in n.input:
+                self.consumers.setdefault(i, []).append(n)
+        self.outputs = {o.name for o in graph.output}
+        self.inits = {i.name: i for i in graph.initializer}
+        self.graph_inputs = {i.name for i in graph.input}
+
+
+def _drop_unused_initializers(graph, qdq: _QdqGraph) -> None:
+    """Initializers nobody reads any more (quantized weights, scales, zero points)."""
+    used = {i for n in _all_nodes(graph) for i in n.input} | qdq.outputs
+    unused = [i for i in graph.initializer if i.name not in used and i.name not in qdq.graph_inputs]
+    if unused:
+        keep = [i for i in graph.initializer if i.name in used or i.name in qdq.graph_inputs]
+        del graph.initializer[:]
+        graph.initializer.extend(keep)
 
 
 def _widen_value_info(vi) -> bool:
@@ -422,11 +431,6 @@ def _widen_value_info(vi) -> bool:
 
 def _dequantize(node, inits) -> Any:
     """FP32 values of DequantizeLinear over an initializer (per-tensor or per-axis), None otherwise."""
-    import numpy as np
-    from onnx import numpy_helper
-
-    from .realize.strong import tensor_to_fp32
-
     attrs = {a.name: a for a in node.attribute}
     if attrs.get("block_size") is not None and attrs["block_size"].i:
         return None
@@ -449,12 +453,6 @@ def _dequantize(node, inits) -> Any:
         shape[axis] = scale.size
         scale, zero = scale.reshape(shape), zero.reshape(shape)
     return ((q - zero) * scale).astype(np.float32)
-
-
-def _rename_outer(node, renames: dict[str, str]) -> None:
-    from .realize.strong import _rename_outer_refs
-
-    _rename_outer_refs(node, renames)
 
 
 __all__ = ["upcast_to_fp32", "fp32_reference_model", "needs_upcast", "upcast_notes", "widen_attribute_types"]

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
+import onnx
+
+from ..errors import UsageError
+from ..model import load_model
+from ..parser_check import require
+from ..plan import PrecisionPlan
+from ..realize import realize_strong
 from .common import (
     add_model_and_policy,
     add_parser_check_flag,
@@ -23,11 +33,7 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def _check_export_path(args) -> None:
-    from pathlib import Path
-
-    from ..errors import UsageError
-
+def _check_export_path(args: argparse.Namespace) -> None:
     target, source = Path(args.export_onnx), Path(args.model)
     if target.exists() and source.exists() and target.resolve().samefile(source.resolve()):
         raise UsageError(f"--export-onnx {args.export_onnx} is MODEL itself: the realization never replaces the "
@@ -37,23 +43,15 @@ def _check_export_path(args) -> None:
                          f"path")
 
 
-def run(args) -> int:
-    from ..model import load_model
-
+def run(args: argparse.Namespace) -> int:
+    """Resolve, optionally export the strong realization and parser-check, then print the plan (or ``--json``)."""
     if args.export_onnx:
         _check_export_path(args)  # before any work, so a refused path costs nothing
     if args.parser_check != "off":  # a usage error before any work
-        from ..parser_check import require
-
         require(args.parser_check, "--parser-check")
     model = load_model(args.model)
     plan = policy_from_args(args).resolve(model)
     if args.export_onnx:
-        import onnx
-
-        from ..errors import UsageError
-        from ..realize import realize_strong
-
         try:
             onnx.save(realize_strong(plan), args.export_onnx)
         except OSError as exc:
@@ -67,6 +65,16 @@ def run(args) -> int:
             data["parser_check"] = parsed.to_json()
         emit_json(data)
         return status
+    _print_plan(plan)
+    if args.export_onnx:
+        print(f"strongly typed model written to {args.export_onnx}")
+    if parsed is not None:
+        print(parsed.message())
+    return status
+
+
+def _print_plan(plan: PrecisionPlan) -> None:
+    """The plan as a table: node, op, precision, rule; then the counts."""
     rows = [(d.name, d.op_type, d.precision or "fixed", d.rule) for d in plan.nodes.values()]
     widths = [max(len(r[i]) for r in rows + [("node", "op", "precision", "rule")]) for i in range(3)]
     print(f"{'node':<{widths[0]}}  {'op':<{widths[1]}}  {'precision':<{widths[2]}}  rule")
@@ -74,8 +82,3 @@ def run(args) -> int:
         print(f"{name:<{widths[0]}}  {op:<{widths[1]}}  {prec:<{widths[2]}}  {rule}")
     counts = plan.counts()
     print("\n" + ", ".join(f"{k}: {v}" for k, v in counts.items() if v) + f"  ({len(rows)} nodes; policy {plan.policy.describe()})")
-    if args.export_onnx:
-        print(f"strongly typed model written to {args.export_onnx}")
-    if parsed is not None:
-        print(parsed.message())
-    return status

@@ -36,13 +36,15 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+import onnx
+from onnx import helper, numpy_helper
+
 from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, PRECISION_OF_ELEM
 from ..upcast import widen_attribute_types
+from .graph_names import all_tensor_names, rename_outer_refs
 from .strong import NOTES_KEY, PLAN_KEY, REALIZATION_KEY, build_strong, tensor_to_fp32, write_value_info
 
 if TYPE_CHECKING:  # pragma: no cover
-    import onnx
-
     from ..plan import PrecisionPlan
 
 _LOW = (ELEM_FLOAT16, ELEM_BFLOAT16)
@@ -77,8 +79,6 @@ def realize_emulation(plan: PrecisionPlan) -> onnx.ModelProto:
 def _emulate_node(node, strong: dict[str, int], types: dict[str, int], names: _Names,
                   origin: dict[str, str]) -> list:
     """The node rewritten to compute in FP32, followed by the rounding of its low outputs."""
-    from onnx import helper
-
     if node.op_type == "Cast" and node.domain in ("", "ai.onnx"):
         to = next(a.i for a in node.attribute if a.name == "to")
         if to == ELEM_FLOAT and strong.get(node.input[0]) in _LOW:
@@ -121,10 +121,6 @@ def _keep_low_io(graph, types: dict[str, int], names: _Names, origin: dict[str, 
     """Graph inputs and outputs keep the model's FP16/BF16 types (the same feeds run every
     backend and reference): a low input is widened by a Cast on entry (exact), a low output
     is the FP32-computed, already rounded value Cast back under its own name (exact)."""
-    from onnx import helper
-
-    from .strong import _rename_outer_refs
-
     renames: dict[str, str] = {}
     entry = []
     for vi in graph.input:
@@ -158,15 +154,13 @@ def _keep_low_io(graph, types: dict[str, int], names: _Names, origin: dict[str, 
         for slot, name in enumerate(node.input):
             if name in renames:
                 node.input[slot] = renames[name]
-        _rename_outer_refs(node, renames)
+        rename_outer_refs(node, renames)
     nodes = entry + list(graph.node) + exits
     del graph.node[:]
     graph.node.extend(nodes)
 
 
 def _widen_initializers(graph, types: dict[str, int]) -> None:
-    from onnx import numpy_helper
-
     for index, init in enumerate(graph.initializer):
         if init.data_type in _LOW:
             widened = numpy_helper.from_array(tensor_to_fp32(init), init.name)
@@ -189,9 +183,7 @@ class _Names:
     """Fresh node and tensor names that collide with nothing in the graph."""
 
     def __init__(self, graph):
-        from .strong import _all_tensor_names
-
-        self.tensors = _all_tensor_names(graph)
+        self.tensors = all_tensor_names(graph)
         self.nodes = {n.name for n in graph.node}
 
     def tensor(self, base: str) -> str:

@@ -32,13 +32,15 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
 from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, ELEM_OF_PRECISION, FP16, FP32, PRECISION_OF_ELEM
 from ..plan import COMPUTE
+from .graph_names import all_tensor_names, rename_outer_refs
 
 if TYPE_CHECKING:  # pragma: no cover
-    import numpy as np
-    import onnx
-
     from ..plan import PrecisionPlan
 
 FP16_MAX = 65504.0
@@ -98,8 +100,6 @@ def to_fp16(values: np.ndarray) -> tuple[np.ndarray, int]:
 
     Returns the array and the number of clamped values. inf and NaN stay what they are.
     """
-    import numpy as np
-
     values = np.asarray(values, dtype=np.float32)
     over = np.isfinite(values) & (np.abs(values) > FP16_MAX)
     clamped = np.where(over, np.sign(values) * FP16_MAX, values)
@@ -115,8 +115,6 @@ def to_bf16_bits(values: np.ndarray) -> tuple[np.ndarray, int]:
     runner feeds BF16 inputs through it too); bit for bit ``ml_dtypes.bfloat16`` except that
     saturation (tests/unit/test_bf16.py).
     """
-    import numpy as np
-
     values = np.asarray(values, dtype=np.float32)
     with np.errstate(invalid="ignore"):
         over = np.isfinite(values) & (np.abs(values) > BF16_MAX)
@@ -132,15 +130,11 @@ def to_bf16_bits(values: np.ndarray) -> tuple[np.ndarray, int]:
 
 def bf16_bits_to_fp32(bits: np.ndarray) -> np.ndarray:
     """BF16 bit patterns -> FP32 values (exact)."""
-    import numpy as np
-
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
 def round_to(values: np.ndarray, precision: str) -> np.ndarray:
     """FP32 values rounded through ``precision`` and back (what a low-precision store keeps)."""
-    import numpy as np
-
     if precision == FP32:
         return np.asarray(values, dtype=np.float32)
     if precision == FP16:
@@ -150,9 +144,6 @@ def round_to(values: np.ndarray, precision: str) -> np.ndarray:
 
 def tensor_to_fp32(tensor) -> np.ndarray:
     """Values of a float TensorProto (FP32/FP16/BF16) as FP32."""
-    import numpy as np
-    from onnx import numpy_helper
-
     if tensor.data_type == ELEM_BFLOAT16:
         if tensor.raw_data:
             bits = np.frombuffer(tensor.raw_data, dtype="<u2")
@@ -164,8 +155,6 @@ def tensor_to_fp32(tensor) -> np.ndarray:
 
 def convert_tensor(tensor, precision: str, name: str):
     """A float TensorProto converted to ``precision`` under ``name``; returns (tensor, clamped)."""
-    from onnx import helper, numpy_helper
-
     values = tensor_to_fp32(tensor)
     dims = list(tensor.dims)
     if precision == FP32:
@@ -183,15 +172,13 @@ def convert_tensor(tensor, precision: str, name: str):
 # --------------------------------------------------------------------------------------
 class _StrongBuilder:
     def __init__(self, plan: PrecisionPlan):
-        import onnx
-
         self.plan = plan
         self.model = onnx.ModelProto()
         self.model.CopyFrom(plan.model.proto)
         self.graph = self.model.graph
         self.outputs = {o.name for o in self.graph.output}
         self.node_names = {n.name for n in self.graph.node}
-        self.tensor_names = _all_tensor_names(self.graph)
+        self.tensor_names = all_tensor_names(self.graph)
         # Tensors that exist before any node runs keep their types (constants are re-stored below).
         sources = [i.name for i in self.graph.input] + [s.values.name for s in self.graph.sparse_initializer]
         self.types: dict[str, int] = {
@@ -224,8 +211,6 @@ class _StrongBuilder:
     # -- constants -------------------------------------------------------------------------
     def _fold_constants(self) -> set[str]:
         """Float Constant nodes -> initializers, so their values are stored per reader precision."""
-        from onnx import helper
-
         folded: set[str] = set()
         for node in self.graph.node:
             if node.op_type != "Constant" or not node.output or node.output[0] not in self.plan.constant_tensors:
@@ -285,8 +270,6 @@ class _StrongBuilder:
         return self.copies[key]
 
     def _add_initializer(self, tensor) -> None:
-        from onnx import helper
-
         self.graph.initializer.append(tensor)
         self.tensor_names.add(tensor.name)
         if self.model.ir_version < 4:  # IR < 4: every initializer must also be a graph input
@@ -298,8 +281,6 @@ class _StrongBuilder:
 
     # -- nodes -----------------------------------------------------------------------------
     def _realize_node(self, source) -> None:
-        import onnx
-
         node = onnx.NodeProto()
         node.CopyFrom(source)
         io = self.plan.node_io[node.name]
@@ -309,7 +290,7 @@ class _StrongBuilder:
         renames = {name: self._read(name, want) for name, want in io.implicit}
         renames = {old: new for old, new in renames.items() if old != new}
         if renames:
-            _rename_outer_refs(node, renames)
+            rename_outer_refs(node, renames)
         decision = self.plan.nodes[node.name]
         if decision.kind == COMPUTE and node.op_type == "Cast" and io.outputs and io.outputs[0]:
             _set_int_attr(node, "to", ELEM_OF_PRECISION[io.outputs[0]])
@@ -343,7 +324,7 @@ class _StrongBuilder:
         if name in self.plan.constant_tensors:
             return self._constant_in(name, want)
         source = self.internal.get(name, name)
-        if PRECISION_OF_ELEM.get(self.types.get(source)) == want:
+        if PRECISION_OF_ELEM.get(self.types.get(source, 0)) == want:
             return source
         key = (source, want)
         if key not in self.casts:
@@ -351,8 +332,6 @@ class _StrongBuilder:
         return self.casts[key]
 
     def _emit_cast(self, source: str, precision: str, output: str, node_base: str | None = None) -> str:
-        from onnx import helper
-
         node_name = self._unique_node(node_base or f"{source}/Cast_to_{precision}")
         self.new_nodes.append(helper.make_node("Cast", [source], [output], name=node_name,
                                                to=ELEM_OF_PRECISION[precision]))
@@ -384,8 +363,6 @@ class _StrongBuilder:
     def _import_default_domain(self) -> None:
         """Inserted Casts are default-domain ops: a model that imports only ``ai.onnx.ml`` (or
         another domain) gets the default-domain opset of its IR version (at least 13 for bf16)."""
-        from onnx import helper
-
         if any(imp.domain in ("", "ai.onnx") for imp in self.model.opset_import):
             return
         if not any(n.op_type == "Cast" and n.domain in ("", "ai.onnx") for n in self.graph.node):
@@ -419,8 +396,6 @@ class _StrongBuilder:
 
 def write_value_info(graph, types: dict[str, int], inferred: dict[str, Any], origin: dict[str, str]) -> None:
     """Rewrite ``graph.value_info``: every node output with its realized type and inferred shape."""
-    import onnx
-
     io_names = {i.name for i in graph.input} | {o.name for o in graph.output}
     entries = []
     seen: set[str] = set()
@@ -448,47 +423,4 @@ def _set_int_attr(node, name: str, value: int) -> None:
         if attr.name == name:
             attr.i = value
             return
-    from onnx import helper
-
     node.attribute.append(helper.make_attribute(name, value))
-
-
-def _all_tensor_names(graph) -> set[str]:
-    names = {i.name for i in graph.input} | {o.name for o in graph.output}
-    names |= {i.name for i in graph.initializer} | {v.name for v in graph.value_info}
-    for node in graph.node:
-        names.update(node.input)
-        names.update(node.output)
-        for attr in node.attribute:
-            for sub in ([attr.g] if attr.type == 5 else list(attr.graphs) if attr.type == 10 else []):
-                names |= _all_tensor_names(sub)
-    return names
-
-
-def _rename_outer_refs(node, renames: dict[str, str]) -> None:
-    """Point a control-flow node's subgraphs at cast copies of outer-scope tensors.
-
-    Names a subgraph defines itself shadow outer ones and are left alone.
-    """
-    for attr in node.attribute:
-        if attr.type == 5:
-            _rename_in_graph(attr.g, renames)
-        elif attr.type == 10:
-            for graph in attr.graphs:
-                _rename_in_graph(graph, renames)
-
-
-def _rename_in_graph(graph, renames: dict[str, str]) -> None:
-    local = {i.name for i in graph.input} | {i.name for i in graph.initializer}
-    for node in graph.node:
-        for slot, name in enumerate(node.input):
-            if name in renames and name not in local:
-                node.input[slot] = renames[name]
-        inner = {k: v for k, v in renames.items() if k not in local}
-        if inner:
-            _rename_outer_refs(node, inner)
-        local.update(node.output)
-    for out in graph.output:
-        if out.name in renames and out.name not in local:
-            # Subgraph outputs are positional: returning the cast copy keeps the meaning.
-            out.name = renames[out.name]

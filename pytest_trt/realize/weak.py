@@ -50,7 +50,7 @@ def weak_hints(plan: PrecisionPlan) -> WeakHints:
     output_types: dict[str, dict[int, str]] = {}
     for node in plan.model.proto.graph.node:
         decision = plan.nodes[node.name]
-        if decision.kind != COMPUTE:
+        if decision.kind != COMPUTE or decision.precision is None:
             continue
         layer_precision[node.name] = decision.precision
         io = plan.node_io[node.name]

@@ -1,0 +1,80 @@
+"""Precision plans: a policy resolved against one model.
+
+A :class:`PrecisionPlan` says, for every node of the main graph, whether it computes
+("compute") or only moves shapes, indices and constants ("fixed"), which precision a
+compute node runs in, and which rule decided it. From the decisions it derives what
+each node reads and writes (:attr:`PrecisionPlan.node_io`): the typing every
+realization (strong ONNX, emulation graph, weak-typing hints) applies mechanically,
+so "what was asked" and "what ran" can be compared node by node.
+
+The package, in pipeline order: :mod:`~pytest_trt.plan.checks` (typing checks ONNX
+inference does not make), :mod:`~pytest_trt.plan.decide` (compute or fixed, and which
+precision), :mod:`~pytest_trt.plan.node_io` (what each node reads and writes, where Casts
+go), :mod:`~pytest_trt.plan.resolve` (the stages end to end) and
+:mod:`~pytest_trt.plan.records` (the plan and its records). ONNX type inference and schema
+queries are :mod:`pytest_trt.onnx_typing`; the rule syntax is
+:mod:`pytest_trt.precision_rules`.
+
+Typing rules (the realizations rely on them; see ``docs/DESIGN.md``):
+
+* A compute node with precision ``p`` writes its float outputs that share the op's
+  type variable with the first float output (the *primary* type variable) in ``p``
+  and reads its inputs of that type variable in ``p``. Other outputs keep their
+  declared types (LayerNormalization ``Mean``/``InvStdDev``).
+* An input whose formal type is concrete (Resize ``scales`` is ``tensor(float)``) is
+  read in that type.
+* An input-only type variable (Pow's exponent ``T1``) is read in ``p`` when the op
+  allows it; a type variable that allows every type (Shape, Cast's input) reads the
+  tensor as it is stored.
+* Fixed nodes read what they are given when the op allows it and inputs of one type
+  variable agree (Greater(fp16, fp32) does not: both are read in their original type).
+  Control flow, quantization, source and schema-less nodes are kept as written: their
+  float inputs (and the outer-scope tensors their subgraphs read) are read in the
+  model's original types.
+* Graph inputs and outputs keep the model's types.
+* Initializers and float ``Constant`` values are stored in the type each consumer
+  reads, one copy per type (tied weights read by FP32 and FP16 nodes get two).
+"""
+
+from __future__ import annotations
+
+from .checks import check_as_written
+from .decide import FUNCTION_BODY_GAPS, OPERAND_INPUTS, precision_gap
+from .records import (
+    AS_WRITTEN,
+    COMPUTE,
+    CONTROL_FLOW_OPS,
+    FIXED,
+    PLAN_FORMAT,
+    QUANTIZATION_OPS,
+    SOURCE_OPS,
+    ExpectationFailure,
+    NodeDecision,
+    NodeIO,
+    PolicyView,
+    PrecisionPlan,
+    UnsupportedPrecisionError,
+)
+from .resolve import resolve_as_is, resolve_plan
+
+__all__ = [
+    "AS_WRITTEN",
+    "COMPUTE",
+    "CONTROL_FLOW_OPS",
+    "ExpectationFailure",
+    "FIXED",
+    "FUNCTION_BODY_GAPS",
+    "NodeDecision",
+    "NodeIO",
+    "OPERAND_INPUTS",
+    "PLAN_FORMAT",
+    "PolicyView",
+    "PrecisionPlan",
+    "QUANTIZATION_OPS",
+    "SOURCE_OPS",
+    "UnsupportedPrecisionError",
+    "check_as_written",
+    "precision_gap",
+    "resolve_as_is",
+    "resolve_plan",
+]
