@@ -66,12 +66,12 @@ import secrets
 import shutil
 import time
 import warnings
-from dataclasses import asdict, dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from ._version import __version__
+from .cache import CacheStats, canonical_json, safe_relative_path
 from .errors import CacheWarning, UsageError
 
 __all__ = [
@@ -111,49 +111,6 @@ class _Rejected(Exception):
 
 class _Unreachable(Exception):
     """Internal: the transport failed (connection, server error)."""
-
-
-@dataclass
-class CacheStats:
-    """What one process's cache did: counts, bytes and seconds. Summed over xdist workers.
-
-    ``seconds_saved`` is an estimate: for each hit, the recorded build time of the entry
-    minus the time the hit took (lookup, download and verification).
-    """
-
-    local_hits: int = 0
-    builds: int = 0
-    remote_hits: int = 0
-    remote_misses: int = 0
-    remote_rejected: int = 0
-    remote_errors: int = 0
-    remote_uploads: int = 0
-    remote_upload_failures: int = 0
-    remote_lost_races: int = 0
-    remote_bytes_down: int = 0
-    remote_bytes_up: int = 0
-    #: HTTP requests (WebDAV); filesystem calls for other transports
-    remote_requests: int = 0
-    build_seconds: float = 0.0
-    seconds_saved: float = 0.0
-
-    @property
-    def remote_bytes(self) -> int:
-        return self.remote_bytes_down + self.remote_bytes_up
-
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["build_seconds"] = round(self.build_seconds, 4)
-        data["seconds_saved"] = round(self.seconds_saved, 4)
-        return data
-
-    def add(self, other: dict | CacheStats) -> None:
-        """Add another process's figures (a ``to_json()`` dict or a CacheStats)."""
-        data = other.to_json() if isinstance(other, CacheStats) else dict(other or {})
-        for f in fields(self):
-            value = data.get(f.name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                setattr(self, f.name, getattr(self, f.name) + value)
 
 
 # ---------------------------------------------------------------------- keys
@@ -547,13 +504,11 @@ class RemoteTier:
         return payload
 
     def _check_payload(self, payload: dict, kind: str, key: str, parts: dict) -> dict:
-        from .cache import _canonical, _safe_rel
-
         if payload.get("kind") != kind or payload.get("key") != key:
             raise _Rejected(f"the signed manifest is for {payload.get('kind')!r} entry "
                             f"{str(payload.get('key'))[:16]!r}, not this one (a manifest copied from another key)")
         try:
-            same = _canonical(payload.get("parts")) == _canonical(parts)
+            same = canonical_json(payload.get("parts")) == canonical_json(parts)
         except UsageError:
             same = False
         if not same:
@@ -564,7 +519,7 @@ class RemoteTier:
         if not isinstance(files, dict) or not files:
             raise _Rejected("the signed manifest lists no files")
         for name, meta in files.items():
-            if (not _safe_rel(name) or name == MANIFEST or not isinstance(meta, dict)
+            if (not safe_relative_path(name) or name == MANIFEST or not isinstance(meta, dict)
                     or not isinstance(meta.get("size"), int) or meta["size"] < 0
                     or not isinstance(meta.get("sha256"), str) or not _KEY_RE.match(meta["sha256"])):
                 raise _Rejected(f"the signed manifest has a malformed file record {str(name)[:80]!r}")
