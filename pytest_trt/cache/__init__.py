@@ -78,7 +78,7 @@ names), :mod:`~pytest_trt.cache.entry` (manifest, sealing, validation, the resul
 
 from .entry import FORMAT_VERSION, MANIFEST, CacheEntry, CacheResult
 from .eventlog import EVENTS, EVENTS_MAX_BYTES, EVENTS_OLD
-from .key import canonical_json, content_key, safe_relative_path
+from .key import canonical_json, content_key, safe_relative_path, same_parts
 from .stats import CacheStats
 from .store import STALE_SECONDS, ArtifactCache, default_cache_dir
 
@@ -97,4 +97,5 @@ __all__ = [
     "content_key",
     "default_cache_dir",
     "safe_relative_path",
+    "same_parts",
 ]

@@ -290,9 +290,25 @@ class ArtifactCache:
         except OSError as exc:
             raise CacheError(f"cannot remove the unusable cache entry {entry}: {why(exc)}") from exc
 
+    def _fetch_or_build(self, remote, kind, key, parts, build, tmp, label, what) -> dict | None:
+        """Fill ``tmp``: the remote tier's verified entry (returns its signed payload), else ``build(tmp)``."""
+        try:
+            # verified into tmp, or tmp left empty (a miss or a rejected entry: never loaded)
+            fetched = remote.fetch(kind, key, parts, tmp, label=label) if remote is not None else None
+            if fetched is None:
+                build(tmp)
+            return fetched
+        except OSError as exc:
+            if exc.errno in NO_SPACE:
+                raise CacheError(
+                    f"no space left on the device while building cache {what}: {exc}. "
+                    f"Nothing was stored{space_hint(exc)}"
+                ) from exc
+            raise
+
     def _build(self, kind, key, parts, build, entry, label, waited, *, use_remote=True) -> CacheResult:
         what = f"{kind} entry {entry}{f' ({label})' if label else ''}"
-        fetched: dict | None = None
+        remote = self.remote if use_remote else None
         try:
             tmp = self._make_tmp("build", key)
         except OSError as exc:
@@ -301,24 +317,12 @@ class ArtifactCache:
             ) from exc
         try:
             t0 = time.monotonic()
-            try:
-                if self.remote is not None and use_remote:
-                    # verified into tmp, or tmp left empty (a miss or a rejected entry: never loaded)
-                    fetched = self.remote.fetch(kind, key, parts, tmp, label=label)
-                if fetched is None:
-                    build(tmp)
-            except OSError as exc:
-                if exc.errno in NO_SPACE:
-                    raise CacheError(
-                        f"no space left on the device while building cache {what}: {exc}. "
-                        f"Nothing was stored{space_hint(exc)}"
-                    ) from exc
-                raise
+            fetched = self._fetch_or_build(remote, kind, key, parts, build, tmp, label, what)
             build_seconds = time.monotonic() - t0
             try:
                 origin = None
-                if fetched is not None:
-                    origin = {"remote": self.remote.url, "upload_id": fetched.get("upload_id"),
+                if fetched is not None and remote is not None:  # (only the remote tier fetches)
+                    origin = {"remote": remote.url, "upload_id": fetched.get("upload_id"),
                               "build_seconds": fetched.get("build_seconds"), "fetch_seconds": round(build_seconds, 6)}
                     build_seconds = float(fetched.get("build_seconds") or 0.0)
                 manifest = seal_entry(tmp, kind, key, parts, label, build_seconds, origin=origin)
