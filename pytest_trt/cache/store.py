@@ -250,16 +250,8 @@ class ArtifactCache:
 
     def _hit(self, kind, key, entry, manifest, label, waited, seconds) -> CacheResult:
         touch(entry / MANIFEST)
-        self._record_quietly(
-            {
-                "event": "hit",
-                "kind": kind,
-                "key": key,
-                "label": label or manifest.get("label", ""),
-                "seconds": round(seconds, 6),
-                "waited": round(waited, 6),
-            }
-        )
+        self._record_quietly("hit", kind, key, label or manifest.get("label", ""), round(seconds, 6),
+                             waited=round(waited, 6))
         self.stats.local_hits += 1
         built = manifest.get("build_seconds")
         if isinstance(built, (int, float)):
@@ -274,17 +266,7 @@ class ArtifactCache:
             ),
             stacklevel=3,
         )
-        self._record_quietly(
-            {
-                "event": "corrupt",
-                "kind": kind,
-                "key": key,
-                "label": label,
-                "seconds": 0.0,
-                "reason": reason,
-                "path": str(entry),
-            }
-        )
+        self._record_quietly("corrupt", kind, key, label, 0.0, reason=reason, path=str(entry))
         try:
             self._discard(entry, key)
         except OSError as exc:
@@ -334,27 +316,13 @@ class ArtifactCache:
         except BaseException as exc:
             remove_tree(tmp)
             if isinstance(exc, Exception):
-                self._record_quietly(
-                    {
-                        "event": "build_failed",
-                        "kind": kind,
-                        "key": key,
-                        "label": label,
-                        "seconds": round(time.monotonic() - t0, 6),
-                        "error": type(exc).__name__,
-                    }
-                )
+                self._record_quietly("build_failed", kind, key, label, round(time.monotonic() - t0, 6),
+                                     error=type(exc).__name__)
             raise
         touch(entry / MANIFEST)
         self._record_quietly(
-            {
-                "event": "remote_hit" if fetched is not None else "build",
-                "kind": kind,
-                "key": key,
-                "label": label,
-                "seconds": round(time.monotonic() - t0 if fetched is not None else build_seconds, 6),
-                "waited": round(waited, 6),
-            }
+            "remote_hit" if fetched is not None else "build", kind, key, label,
+            round(time.monotonic() - t0 if fetched is not None else build_seconds, 6), waited=round(waited, 6),
         )
         if fetched is not None:  # an existing entry was used (fetched, verified): a hit, not a build
             return CacheResult(entry, key, True, 0.0, waited, kind, manifest, "remote")
@@ -555,17 +523,7 @@ class ArtifactCache:
                 ctx.__exit__(None, None, None)
             total -= size
             evicted.append(e)
-            self._record_quietly(
-                {
-                    "event": "evict",
-                    "kind": e.kind,
-                    "key": e.key,
-                    "label": e.label,
-                    "seconds": 0.0,
-                    "bytes": size,
-                    "path": str(e.path),
-                }
-            )
+            self._record_quietly("evict", e.kind, e.key, e.label, 0.0, bytes=size, path=str(e.path))
         return evicted
 
     def clear(self, kind: str | None = None) -> int:
@@ -603,8 +561,11 @@ class ArtifactCache:
         """
         self._events.record(event)
 
-    def _record_quietly(self, event: dict) -> None:
-        self._events.record_quietly(event)
+    def _record_quietly(self, event: str, kind: str, key: str, label: str, seconds: float, **more: Any) -> None:
+        """Record an event of one entry; failing to log it never fails the operation (diagnostics)."""
+        self._events.record_quietly(
+            {"event": event, "kind": kind, "key": key, "label": label, "seconds": seconds, **more}
+        )
 
     def events(self, since: float | None = None) -> list[dict]:
         """The recorded events, oldest first (``events.1.jsonl`` then ``events.jsonl``).
