@@ -2,12 +2,13 @@
 
 Detection uses ``importlib.util.find_spec`` and package metadata, and ``nvidia-smi``
 for the GPU, so the report header can be written without importing TensorRT or
-ONNX Runtime.
+ONNX Runtime. What was found is remembered for the run (:mod:`pytest_trt.runstate` tables
+``environment.dist_versions``, ``environment.library_versions``, ``environment.gpus``), so a
+new pytest session (or :func:`pytest_trt.runstate.reset`) looks again.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.metadata
 import importlib.util
 import os
@@ -15,6 +16,8 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+
+from . import runstate
 
 
 def module_available(name: str) -> bool:
@@ -24,9 +27,15 @@ def module_available(name: str) -> bool:
         return False
 
 
-@functools.cache
 def dist_version(*names: str) -> str | None:
-    """Installed version of the first distribution found among ``names``."""
+    """Installed version of the first distribution found among ``names`` (remembered for the run)."""
+    table: dict[tuple[str, ...], str | None] = runstate.current().table("environment.dist_versions")
+    if names not in table:
+        table[names] = _find_dist_version(names)
+    return table[names]
+
+
+def _find_dist_version(names: tuple[str, ...]) -> str | None:
     for name in names:
         try:
             return importlib.metadata.version(name)
@@ -35,9 +44,15 @@ def dist_version(*names: str) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=1)
 def library_versions() -> dict[str, str | None]:
-    """Versions of the libraries that matter for reproducing a result (no imports)."""
+    """Versions of the libraries that matter for reproducing a result (no imports; remembered for the run)."""
+    table: dict[str, dict[str, str | None]] = runstate.current().table("environment.library_versions")
+    if "versions" not in table:
+        table["versions"] = _find_library_versions()
+    return table["versions"]
+
+
+def _find_library_versions() -> dict[str, str | None]:
     return {
         "tensorrt": dist_version("tensorrt", "tensorrt-cu13", "tensorrt-cu12", "tensorrt-libs"),
         "tensorrt-rtx": dist_version("tensorrt-rtx-cu13", "tensorrt-rtx-cu12", "tensorrt-rtx", "tensorrt-rtx-cu13-bindings"),
@@ -118,7 +133,6 @@ def _mig_parents(exe: str) -> dict[str, str]:
     return out
 
 
-@functools.lru_cache(maxsize=1)
 def gpus() -> tuple[GpuInfo, ...]:
     """The CUDA GPUs visible to this process, from ``nvidia-smi`` (empty when none).
 
@@ -127,7 +141,27 @@ def gpus() -> tuple[GpuInfo, ...]:
     cache key is the one CUDA will use. Caveat: with ``CUDA_VISIBLE_DEVICES`` unset, CUDA
     numbers devices fastest first unless ``CUDA_DEVICE_ORDER=PCI_BUS_ID``, while nvidia-smi
     uses PCI order; on a machine mixing GPU models set one of the two.
+
+    Asked once per run (``nvidia-smi`` takes a while); :func:`forget_gpus` asks again.
     """
+    table: dict[str, tuple[GpuInfo, ...]] = runstate.current().table("environment.gpus")
+    if "gpus" not in table:
+        table["gpus"] = _detect_gpus()
+    return table["gpus"]
+
+
+def forget_gpus() -> None:
+    """Forget what :func:`gpus` found, so the next call asks ``nvidia-smi`` again (e.g. after
+    ``CUDA_VISIBLE_DEVICES`` changed)."""
+    runstate.current().table("environment.gpus").clear()
+
+
+# ``gpus.cache_clear()`` as in the lru_cache days: callers (xdist_gpus, tests) that still use it
+# keep working; new code calls forget_gpus().
+gpus.cache_clear = forget_gpus  # type: ignore[attr-defined]
+
+
+def _detect_gpus() -> tuple[GpuInfo, ...]:
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
         return ()
     exe = shutil.which("nvidia-smi")

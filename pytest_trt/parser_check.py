@@ -30,15 +30,21 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from .environment import module_available
 from .errors import BackendUnavailable, BuildError, UsageError
-from .network_rule import HIGHER, LOWER, MEANING
+from .network_rule import HIGHER, LOWER, MEANING, judge, worst
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backends.base import BuildConfig
+    from .backends.tensorrt import TensorRTBackend
     from .cache import ArtifactCache
     from .plan import PrecisionPlan
+
+# This module is in the plugin's load path (settings imports PARSER_CHECK_CHOICES): the
+# backends, realization and TensorRT glue it drives are imported inside the functions that
+# run a check, so loading the plugin imports none of them (numpy, onnx, TensorRT).
 
 PARSER_CHECK_CHOICES = ("off", "tensorrt-rtx")
 INSTALL_HINT = 'pip install "pytest-trt[rtx]" (from a checkout: pip install -e ".[rtx]")'
@@ -48,14 +54,12 @@ PASSED, FAILED, SOURCE_UNPARSABLE = "passed", "failed", "source_unparsable"
 
 def unavailable_reason(which: str = "tensorrt-rtx") -> str | None:
     """None when TensorRT-RTX's parser can run here (CPU or GPU), else why not (no import when missing)."""
-    from .environment import module_available
-
     if not module_available("tensorrt_rtx"):
         return "TensorRT-RTX not installed"
-    from .backends.base import get_backend
+    from .backends.base import get_backend  # (load path: see the top of the module)
 
     try:
-        get_backend(which).compat()
+        cast("TensorRTBackend", get_backend(which)).compat()  # (the tensorrt-rtx backend)
     except BackendUnavailable as exc:
         return exc.reason
     return None
@@ -146,8 +150,6 @@ class ParserCheck:
 
 
 def _node_table(plan: PrecisionPlan, parsed: dict[str, str], mismatches) -> dict[str, dict[str, Any]]:
-    from .network_rule import judge, worst
-
     verdicts: dict[str, list[str]] = {}
     parsed_of: dict[str, str] = {}
     for m in mismatches:
@@ -167,7 +169,7 @@ def _node_table(plan: PrecisionPlan, parsed: dict[str, str], mismatches) -> dict
 
 def source_parse_error(plan: PrecisionPlan, compat) -> str | None:
     """None when TensorRT-RTX parses the *source* model (as written, strongly typed), else its message."""
-    from .backends.trt_compat import get_logger
+    from .backends.trt_compat import get_logger  # (load path: see the top of the module)
 
     trt = compat.trt
     logger = get_logger(trt)
@@ -185,6 +187,7 @@ def source_parse_error(plan: PrecisionPlan, compat) -> str | None:
 
 def _parse_only(plan: PrecisionPlan, compat):
     """Parse the strongly typed realization (no build): ``(node dtypes, mismatches)`` or a BuildError."""
+    # (load path: see the top of the module)
     from .backends.tensorrt import check_network_dtypes, network_node_dtypes
     from .backends.trt_compat import get_logger
     from .realize import realize_strong
@@ -214,11 +217,12 @@ def check_parser(plan: PrecisionPlan, config: BuildConfig | None = None, *, cach
     >>> check = check_parser(PrecisionPolicy("fp16").resolve(load_model("m.onnx")))  # doctest: +SKIP
     >>> check.passed, [p["node"] for p in check.promotions]  # doctest: +SKIP
     """
+    # (load path: see the top of the module)
     from .backends.base import BuildConfig, get_backend
     from .backends.tensorrt import LoweredPrecisionError
 
     require(which, "parser check")
-    backend = get_backend(which)
+    backend = cast("TensorRTBackend", get_backend(which))  # (the tensorrt-rtx backend)
     compat = backend.compat()
     # TensorRT-RTX is strongly typed only: the check always parses the strongly typed realization
     cfg = dataclasses.replace(config or BuildConfig(), typing="auto")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..remote_cache import generate_keypair
 from .common import emit_json
 
 
@@ -22,8 +23,6 @@ def add_parser(sub) -> None:
 
 
 def run_keygen(args) -> int:
-    from ..remote_cache import generate_keypair
-
     made = generate_keypair(args.out, args.name)
     if args.json:
         emit_json(made)

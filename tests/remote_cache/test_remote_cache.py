@@ -322,7 +322,7 @@ def test_a_tampered_entry_never_reaches_the_loader(pytester, nginx, keys, monkey
 
 def test_server_down_mid_upload_publishes_nothing_and_keeps_the_local_entry(tmp_path, nginx, keys):
     tier = builder(nginx.url, keys)
-    real_write = tier._write
+    real_write = tier.transport.write
     puts = []
 
     def write_then_die(path, source):
@@ -330,7 +330,7 @@ def test_server_down_mid_upload_publishes_nothing_and_keeps_the_local_entry(tmp_
         puts.append(path)
         nginx.stop()  # the server goes away after the first file of the upload
 
-    tier._write = write_then_die
+    tier.transport.write = write_then_die
     cache = ArtifactCache(tmp_path / "b", remote=tier)
     build = Build()
     with pytest.warns(CacheWarning, match="not used for the rest of this session"):

@@ -22,6 +22,8 @@ import pytest_trt
 from pytest_trt import cache as cache_mod
 from pytest_trt._version import __version__
 from pytest_trt.cache import FORMAT_VERSION, ArtifactCache, CacheResult, default_cache_dir
+from pytest_trt.cache import entry as entry_mod
+from pytest_trt.cache import eventlog as eventlog_mod
 from pytest_trt.errors import CacheError, CacheWarning, UsageError
 
 REPO = Path(pytest_trt.__file__).resolve().parent.parent
@@ -555,7 +557,7 @@ def test_disk_full_while_writing_the_manifest(cache, root, monkeypatch):
     def no_space(path, data, *, sync=False):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(cache_mod, "_write_new", no_space)
+    monkeypatch.setattr(entry_mod, "write_new", no_space)  # the manifest, written last
     with pytest.raises(
         CacheError, match=r"cannot store cache engine entry .*No space left on device.*disk is full"
     ):
@@ -610,7 +612,7 @@ def test_events_log(cache, root, monkeypatch):
     assert events[0]["detail"] == [1, 2] and events[0]["pid"] == os.getpid() and events[0]["time"] >= t0
     assert cache.events(since=time.time() + 60) == []
 
-    monkeypatch.setattr(cache_mod, "EVENTS_MAX_BYTES", 10)
+    monkeypatch.setattr(eventlog_mod, "EVENTS_MAX_BYTES", 10)
     cache.record_event({"event": "after-rotation"})
     assert (root / "events.1.jsonl").exists()
     assert [e["event"] for e in cache.events()] == ["custom", "build", "after-rotation"]

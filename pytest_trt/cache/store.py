@@ -1,0 +1,585 @@
+"""The store: :class:`ArtifactCache`, content-addressed entries built once, atomically, under locks.
+
+The pipeline's expensive artifacts (engines, realized models, baselines) come from here:
+:meth:`ArtifactCache.get_or_build` returns a valid entry, building it on a miss in a fresh
+``tmp/`` directory that is sealed (:mod:`~pytest_trt.cache.entry`) and renamed into place
+under the key's lock (:mod:`~pytest_trt.cache.locks`), or fetched and verified from the
+remote tier first. Listing, LRU eviction, garbage collection of dead builds and the events
+log (:mod:`~pytest_trt.cache.eventlog`) live here too. The guarantees and the on-disk
+layout are described in :mod:`pytest_trt.cache`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import secrets
+import time
+import warnings
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CacheError, CacheWarning, UsageError
+from .entry import (
+    MANIFEST,
+    CacheEntry,
+    CacheResult,
+    InvalidEntry,
+    read_manifest_quietly,
+    seal_entry,
+    validate_entry,
+)
+from .eventlog import EventLog
+from .files import NO_SPACE, fsync_dir, remove_tree, space_hint, touch, tree_size, why, write_new
+from .key import KEY_RE, KIND_RE, RESERVED_KINDS, check_kind, content_key
+from .locks import hold, try_hold
+from .stats import CacheStats
+
+if TYPE_CHECKING:  # the remote tier imports this package, not the other way round
+    from ..remote_cache import RemoteTier
+
+__all__ = ["STALE_SECONDS", "ArtifactCache", "default_cache_dir"]
+
+#: A tmp/ item older than this (and, for a build directory, whose lock is free) is garbage.
+STALE_SECONDS = 600.0
+
+_CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by pytest-trt.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+_PROBE_PREFIX = ".pytest-trt-probe-"
+_HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
+
+
+def default_cache_dir() -> Path:
+    """``$PYTEST_TRT_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-trt``, else ``~/.cache/pytest-trt``.
+
+    On Windows without those variables: ``%LOCALAPPDATA%\\pytest-trt\\Cache``.
+    """
+    env = os.environ.get("PYTEST_TRT_CACHE_DIR")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):  # the XDG spec says relative values are to be ignored
+        return Path(xdg) / "pytest-trt"
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "pytest-trt" / "Cache"
+    try:
+        home = Path.home()
+    except (RuntimeError, KeyError) as exc:
+        raise CacheError(
+            f"cannot find a home directory for the pytest-trt cache ({exc}). {_HINT_DIR}."
+        ) from exc
+    return home / ".cache" / "pytest-trt"
+
+
+class ArtifactCache:
+    """A content-addressed, process-safe artifact cache under ``root``.
+
+    Args:
+        root: the cache directory; created when missing.
+        max_bytes: size limit of all entries together, enforced by LRU eviction after
+            each store; None for no limit.
+        read_only: serve hits from an existing cache without writing anything; a miss
+            raises :class:`CacheError`. Without it an unwritable root raises at once.
+        lock_timeout: seconds to wait for another process building the same key before
+            raising :class:`CacheError`; None waits as long as the build takes.
+        stale_seconds: age after which a leftover ``tmp/`` item of a dead builder is removed.
+        remote: a :class:`~pytest_trt.remote_cache.RemoteTier` asked on a local miss (its
+            verified files are sealed and installed like a build) and given every entry this
+            cache builds (a read-write tier uploads it). Not with ``read_only``.
+
+    Raises:
+        CacheError: the root cannot be created or is not writable (and not ``read_only``).
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        max_bytes: int | None = None,
+        *,
+        read_only: bool = False,
+        lock_timeout: float | None = None,
+        stale_seconds: float = STALE_SECONDS,
+        remote: RemoteTier | None = None,
+    ) -> None:
+        if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 0):
+            raise UsageError(f"cache max_bytes must be a non-negative integer or None, not {max_bytes!r}")
+        self.root = Path(root).expanduser().absolute()
+        self.max_bytes = max_bytes
+        self.read_only = bool(read_only)
+        self.lock_timeout = lock_timeout
+        self.stale_seconds = stale_seconds
+        self.remote = remote
+        #: what this process's cache did (hits, builds, remote traffic): a
+        #: :class:`~pytest_trt.remote_cache.CacheStats`, shared with the remote tier
+        self.stats = remote.stats if remote is not None else CacheStats()
+        if self.read_only and remote is not None:
+            raise UsageError(
+                "--trt-cache-read-only and --trt-remote-cache cannot be combined: an entry fetched from the "
+                "remote cache is verified and installed into the local cache before it is loaded, and a "
+                "read-only local cache cannot hold it. Use a writable --trt-cache-dir with the remote cache "
+                "(--trt-remote-cache-mode ro keeps the remote itself read-only)."
+            )
+        #: default ``fresh_after`` of :meth:`get_or_build`: set by a test session to its start
+        #: time (shared with xdist workers) so ``--trt-rebuild`` rebuilds each key once per run
+        self.fresh_after: float | None = None
+        if self.read_only:
+            if not self.root.is_dir():
+                raise CacheError(
+                    f"the read-only pytest-trt cache directory {self.root} does not exist. "
+                    f"Point --trt-cache-dir=DIR at an existing cache, or open a writable one."
+                )
+            return
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(
+                f"cannot create the pytest-trt cache directory {self.root}: {why(exc)}. {_HINT_DIR}."
+            ) from exc
+        try:
+            (self.root / "locks").mkdir(exist_ok=True)
+            (self.root / "tmp").mkdir(exist_ok=True)
+            # Entries, kind directories and events.jsonl live in the root itself: probe it (a
+            # real write, since os.access() says yes to root on a chmod-protected directory).
+            for where in (self.root, self.root / "tmp"):
+                probe = where / f"{_PROBE_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+                fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                os.close(fd)
+                os.unlink(probe)
+            tag = self.root / "CACHEDIR.TAG"
+            if not tag.exists():
+                with contextlib.suppress(FileExistsError):  # another process was first
+                    write_new(tag, _CACHEDIR_TAG.encode())
+        except OSError as exc:
+            raise CacheError(
+                f"the pytest-trt cache directory {self.root} is not writable: {why(exc)}. {_HINT_DIR}, "
+                f"or use the entries it holds read-only (pytest --trt-cache-read-only; "
+                f"in Python ArtifactCache(..., read_only=True))."
+            ) from exc
+        self.collect_garbage()
+
+    def __repr__(self) -> str:
+        ro = ", read_only=True" if self.read_only else ""
+        return f"ArtifactCache({str(self.root)!r}, max_bytes={self.max_bytes!r}{ro})"
+
+    # ------------------------------------------------------------------ keys and paths
+
+    @staticmethod
+    def key(parts: dict) -> str:
+        """sha256 (hex) of the canonical JSON (sorted keys, no spaces) of ``parts``."""
+        return content_key(parts)
+
+    def entry_path(self, kind: str, parts: dict) -> Path:
+        """Where the entry for ``parts`` lives (whether or not it exists)."""
+        check_kind(kind)
+        return self.root / kind / self.key(parts)
+
+    def _lock_path(self, key: str) -> Path:
+        return self.root / "locks" / f"{key}.lock"
+
+    # ------------------------------------------------------------------ main operation
+
+    def get_or_build(
+        self,
+        kind: str,
+        parts: dict,
+        build: Callable[[Path], Any],
+        *,
+        rebuild: bool = False,
+        label: str = "",
+        fresh_after: float | None = None,
+    ) -> CacheResult:
+        """Return the valid entry for ``(kind, parts)``, building it with ``build(tmp_dir)`` if needed.
+
+        ``build`` writes the artifact files (regular files, subdirectories allowed, not
+        ``manifest.json``) into ``tmp_dir``; its return value is ignored. An exception from
+        ``build`` propagates unchanged and leaves nothing behind, except that a full disk
+        (``ENOSPC``/``EDQUOT``) becomes :class:`CacheError` naming the entry.
+
+        ``rebuild=True`` ignores an existing entry, builds, and replaces it. With
+        ``fresh_after`` (a ``time.time()`` value, e.g. the test session's start shared by
+        all xdist workers) an entry created at or after that time is used instead of being
+        rebuilt again, so ``--trt-rebuild`` rebuilds each key once per run, not once per
+        worker.
+        """
+        check_kind(kind)
+        if fresh_after is None:
+            fresh_after = self.fresh_after
+        key = self.key(parts)
+        entry = self.root / kind / key
+        if self.read_only:
+            return self._get_read_only(kind, key, parts, entry, rebuild=rebuild, label=label)
+
+        def usable(manifest: dict | None) -> bool:
+            if manifest is None:
+                return False
+            if not rebuild:
+                return True
+            created = manifest.get("created_unix")
+            return fresh_after is not None and isinstance(created, (int, float)) and created >= fresh_after
+
+        check = not rebuild or fresh_after is not None
+        if check:
+            t0 = time.monotonic()
+            with contextlib.suppress(InvalidEntry):  # a failure is re-checked under the lock
+                manifest = validate_entry(entry, kind, key, parts)
+                if usable(manifest):
+                    return self._hit(kind, key, entry, manifest, label, 0.0, time.monotonic() - t0)
+
+        with self._locked(key, what=f"{kind} entry {entry}") as waited:
+            if check:
+                t0 = time.monotonic()
+                try:
+                    manifest = validate_entry(entry, kind, key, parts)
+                except InvalidEntry as exc:
+                    manifest = None
+                    if not rebuild:  # (a rebuild replaces it anyway)
+                        self._drop_corrupt(kind, key, entry, label, str(exc))
+                if usable(manifest):
+                    return self._hit(kind, key, entry, manifest, label, waited, time.monotonic() - t0)
+            result = self._build(kind, key, parts, build, entry, label, waited, use_remote=not rebuild)
+            if self.max_bytes is not None:
+                with contextlib.suppress(CacheError):
+                    self.prune(protect=(entry,))
+            return result
+
+    def _hit(self, kind, key, entry, manifest, label, waited, seconds) -> CacheResult:
+        touch(entry / MANIFEST)
+        self._record_quietly("hit", kind, key, label or manifest.get("label", ""), round(seconds, 6),
+                             waited=round(waited, 6))
+        self.stats.local_hits += 1
+        built = manifest.get("build_seconds")
+        if isinstance(built, (int, float)):
+            self.stats.seconds_saved += max(0.0, float(built) - seconds)
+        return CacheResult(entry, key, True, 0.0, waited, kind, manifest, "local")
+
+    def _drop_corrupt(self, kind, key, entry, label, reason) -> None:
+        warnings.warn(
+            CacheWarning(
+                f"pytest-trt cache: discarding unusable {kind} entry {entry}"
+                f"{f' ({label})' if label else ''}: {reason}; rebuilding it"
+            ),
+            stacklevel=3,
+        )
+        self._record_quietly("corrupt", kind, key, label, 0.0, reason=reason, path=str(entry))
+        try:
+            self._discard(entry, key)
+        except OSError as exc:
+            raise CacheError(f"cannot remove the unusable cache entry {entry}: {why(exc)}") from exc
+
+    def _fetch_or_build(self, remote, kind, key, parts, build, tmp, label, what) -> dict | None:
+        """Fill ``tmp``: the remote tier's verified entry (returns its signed payload), else ``build(tmp)``."""
+        try:
+            # verified into tmp, or tmp left empty (a miss or a rejected entry: never loaded)
+            fetched = remote.fetch(kind, key, parts, tmp, label=label) if remote is not None else None
+            if fetched is None:
+                build(tmp)
+            return fetched
+        except OSError as exc:
+            if exc.errno in NO_SPACE:
+                raise CacheError(
+                    f"no space left on the device while building cache {what}: {exc}. "
+                    f"Nothing was stored{space_hint(exc)}"
+                ) from exc
+            raise
+
+    def _build(self, kind, key, parts, build, entry, label, waited, *, use_remote=True) -> CacheResult:
+        what = f"{kind} entry {entry}{f' ({label})' if label else ''}"
+        remote = self.remote if use_remote else None
+        try:
+            tmp = self._make_tmp("build", key)
+        except OSError as exc:
+            raise CacheError(
+                f"cannot create a build directory for cache {what}: {why(exc)}{space_hint(exc)}"
+            ) from exc
+        try:
+            t0 = time.monotonic()
+            fetched = self._fetch_or_build(remote, kind, key, parts, build, tmp, label, what)
+            build_seconds = time.monotonic() - t0
+            try:
+                origin = None
+                if fetched is not None and remote is not None:  # (only the remote tier fetches)
+                    origin = {"remote": remote.url, "upload_id": fetched.get("upload_id"),
+                              "build_seconds": fetched.get("build_seconds"), "fetch_seconds": round(build_seconds, 6)}
+                    build_seconds = float(fetched.get("build_seconds") or 0.0)
+                manifest = seal_entry(tmp, kind, key, parts, label, build_seconds, origin=origin)
+                manifest = self._install(tmp, entry, kind, key, parts, manifest)
+            except OSError as exc:
+                raise CacheError(
+                    f"cannot store cache {what}: {why(exc)}. Nothing was stored{space_hint(exc)}"
+                ) from exc
+        except BaseException as exc:
+            remove_tree(tmp)
+            if isinstance(exc, Exception):
+                self._record_quietly("build_failed", kind, key, label, round(time.monotonic() - t0, 6),
+                                     error=type(exc).__name__)
+            raise
+        touch(entry / MANIFEST)
+        self._record_quietly(
+            "remote_hit" if fetched is not None else "build", kind, key, label,
+            round(time.monotonic() - t0 if fetched is not None else build_seconds, 6), waited=round(waited, 6),
+        )
+        if fetched is not None:  # an existing entry was used (fetched, verified): a hit, not a build
+            return CacheResult(entry, key, True, 0.0, waited, kind, manifest, "remote")
+        self.stats.builds += 1
+        self.stats.build_seconds += build_seconds
+        if self.remote is not None:
+            self.remote.publish(kind, key, parts, entry, manifest, label=label)
+        return CacheResult(entry, key, False, build_seconds, waited, kind, manifest, "built")
+
+    def _install(self, tmp: Path, entry: Path, kind, key, parts, manifest) -> dict:
+        """Rename the sealed ``tmp`` to ``entry``, replacing what is there (we hold the lock)."""
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(entry):  # rebuild=True, or leftovers of a corrupt entry
+            self._discard(entry, key)
+        try:
+            os.rename(tmp, entry)
+        except OSError as exc:
+            if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+            # Someone wrote the entry without holding the lock (a filesystem where locks do
+            # not work, e.g. some network mounts): keep theirs if it is valid.
+            try:
+                existing = validate_entry(entry, kind, key, parts)
+            except InvalidEntry:
+                existing = None
+            if existing is not None:
+                remove_tree(tmp)
+                return existing
+            self._discard(entry, key)
+            os.rename(tmp, entry)
+        fsync_dir(entry.parent)
+        return manifest
+
+    def _get_read_only(self, kind, key, parts, entry, *, rebuild, label) -> CacheResult:
+        what = f"{kind} entry {entry}{f' ({label})' if label else ''}"
+        if rebuild:
+            raise CacheError(
+                f"cannot rebuild {what}: the cache {self.root} was opened read-only. "
+                f"Drop --trt-rebuild, or use a writable --trt-cache-dir."
+            )
+        try:
+            manifest = validate_entry(entry, kind, key, parts)
+        except InvalidEntry as exc:
+            raise CacheError(
+                f"{what} is unusable ({exc}) and the cache {self.root} is read-only, so it cannot be "
+                f"rebuilt. Repair the shared cache, or use a writable --trt-cache-dir."
+            ) from None
+        if manifest is None:
+            raise CacheError(
+                f"{what} is not in the read-only cache {self.root}. Populate it from a run with a "
+                f"writable cache, or use a writable --trt-cache-dir."
+            )
+        self.stats.local_hits += 1
+        return CacheResult(entry, key, True, 0.0, 0.0, kind, manifest, "local")
+
+    # ------------------------------------------------------------------ validation
+
+    def validate(self, kind: str, parts: dict) -> str | None:
+        """None when the entry for ``parts`` is present and valid, else what is wrong ("missing", ...)."""
+        key = self.key(parts)
+        try:
+            return None if validate_entry(self.root / kind / key, kind, key, parts) is not None else "missing"
+        except InvalidEntry as exc:
+            return str(exc)
+
+    # ------------------------------------------------------------------ locks, tmp, removal
+
+    def _locked(self, key: str, *, what: str) -> contextlib.AbstractContextManager[float]:
+        """Hold the key's lock; yields the seconds spent waiting (``lock_timeout``, then CacheError)."""
+        return hold(self._lock_path(key), what=what, timeout=self.lock_timeout)
+
+    def _try_lock(self, key: str, what: str) -> contextlib.AbstractContextManager[Any] | None:
+        """The key's entered lock context if it can be had at once, else None (held elsewhere)."""
+        return try_hold(self._lock_path(key), what=what)
+
+    def _make_tmp(self, prefix: str, key: str) -> Path:
+        tmp_root = self.root / "tmp"
+        tmp_root.mkdir(parents=True, exist_ok=True)
+        while True:
+            path = tmp_root / f"{prefix}-{key}-{os.getpid()}-{secrets.token_hex(4)}"
+            try:
+                os.mkdir(path, 0o777)  # umask applies: entries are as readable as the user's files
+                return path
+            except FileExistsError:
+                continue
+
+    def _discard(self, path: Path, key: str) -> None:
+        """Remove an entry (we hold its lock): rename it into tmp/ (atomic), then delete it there."""
+        if not os.path.lexists(path):
+            return
+        try:
+            trash = self._make_tmp("trash", key)
+        except OSError:
+            remove_tree(path, strict=True)
+            return
+        try:
+            os.rename(path, trash / "entry")
+        except FileNotFoundError:
+            pass
+        except OSError:
+            remove_tree(path, strict=True)
+        finally:
+            remove_tree(trash)
+
+    def collect_garbage(self, max_age: float | None = None) -> list[Path]:
+        """Remove ``tmp/`` items older than ``max_age`` (default ``stale_seconds``) whose builder is gone.
+
+        A build directory is removed only when its key's lock can be taken (its builder died:
+        the kernel released the lock); trash and write-probe leftovers are removed by age alone.
+        """
+        if self.read_only:
+            return []
+        max_age = self.stale_seconds if max_age is None else max_age
+        removed = []
+        now = time.time()
+        items = []
+        for where in (self.root / "tmp", self.root):
+            with contextlib.suppress(OSError):
+                items += [
+                    i for i in os.scandir(where) if where != self.root or i.name.startswith(_PROBE_PREFIX)
+                ]
+        for item in items:
+            try:
+                age = now - item.stat(follow_symlinks=False).st_mtime
+            except OSError:
+                continue
+            if age < max_age:
+                continue
+            parts = item.name.split("-")
+            if parts[0] == "build" and len(parts) >= 2 and KEY_RE.match(parts[1]):
+                ctx = self._try_lock(parts[1], what=f"stale build directory {item.path}")
+                if ctx is None:
+                    continue  # its builder is alive
+                try:
+                    remove_tree(Path(item.path))
+                finally:
+                    ctx.__exit__(None, None, None)
+            else:
+                remove_tree(Path(item.path))
+            removed.append(Path(item.path))
+        return removed
+
+    # ------------------------------------------------------------------ listing, size, LRU
+
+    def entries(self, kind: str | None = None) -> list[CacheEntry]:
+        """Every entry directory (``<kind>/<64-hex key>``), oldest use first. Not validated."""
+        out: list[CacheEntry] = []
+        for kd in _subdirs(self.root, KIND_RE):
+            if kd.name in RESERVED_KINDS or (kind is not None and kd.name != kind):
+                continue
+            for ed in _subdirs(Path(kd.path), KEY_RE):
+                path = Path(ed.path)
+                try:
+                    size = tree_size(path)
+                    last_used, manifest = read_manifest_quietly(path)
+                except OSError:
+                    continue  # deleted while listing
+                out.append(CacheEntry(kd.name, ed.name, path, size, last_used, manifest))
+        out.sort(key=lambda e: (e.last_used, e.kind, e.key))
+        return out
+
+    def size_bytes(self) -> int:
+        """Bytes in all entries (what ``max_bytes`` limits; locks, tmp/ and events are not counted)."""
+        return sum(e.size_bytes for e in self.entries())
+
+    def prune(self, max_bytes: int | None = None, *, protect: Iterable[Path | str] = ()) -> list[CacheEntry]:
+        """Evict least-recently-used entries until the entries total at most ``max_bytes``.
+
+        ``max_bytes`` defaults to the cache's limit (nothing happens without one). Entries in
+        ``protect`` and entries whose lock another process (or thread) holds are skipped.
+        Returns the evicted entries.
+        """
+        self._require_writable("prune")
+        limit = self.max_bytes if max_bytes is None else max_bytes
+        if limit is None:
+            return []
+        protected = {Path(p) for p in protect}
+        entries = self.entries()
+        total = sum(e.size_bytes for e in entries)
+        evicted = []
+        for e in entries:
+            if total <= limit:
+                break
+            if e.path in protected:
+                continue
+            ctx = self._try_lock(e.key, what=f"{e.kind} entry {e.path}")
+            if ctx is None:
+                continue
+            try:
+                if not os.path.lexists(e.path):
+                    total -= e.size_bytes
+                    continue
+                size = tree_size(e.path)
+                self._discard(e.path, e.key)
+            except OSError:
+                continue
+            finally:
+                ctx.__exit__(None, None, None)
+            total -= size
+            evicted.append(e)
+            self._record_quietly("evict", e.kind, e.key, e.label, 0.0, bytes=size, path=str(e.path))
+        return evicted
+
+    def clear(self, kind: str | None = None) -> int:
+        """Delete every entry (of ``kind``) not locked by a build in progress; returns how many."""
+        self._require_writable("clear")
+        n = 0
+        for e in self.entries(kind):
+            ctx = self._try_lock(e.key, what=f"{e.kind} entry {e.path}")
+            if ctx is None:
+                continue
+            try:
+                self._discard(e.path, e.key)
+                n += 1
+            except OSError as exc:
+                raise CacheError(f"cannot delete the cache entry {e.path}: {why(exc)}") from exc
+            finally:
+                ctx.__exit__(None, None, None)
+        self.collect_garbage()
+        return n
+
+    def _require_writable(self, what: str) -> None:
+        if self.read_only:
+            raise CacheError(f"cannot {what} the cache {self.root}: it was opened read-only")
+
+    # ------------------------------------------------------------------ events
+
+    @property
+    def _events(self) -> EventLog:
+        return EventLog(self.root, read_only=self.read_only, lock_timeout=self.lock_timeout)
+
+    def record_event(self, event: dict) -> None:
+        """Append ``event`` (plus ``pid`` and ``time``) as one JSON line to ``events.jsonl``, under a lock.
+
+        A read-only cache records nothing.
+        """
+        self._events.record(event)
+
+    def _record_quietly(self, event: str, kind: str, key: str, label: str, seconds: float, **more: Any) -> None:
+        """Record an event of one entry; failing to log it never fails the operation (diagnostics)."""
+        self._events.record_quietly(
+            {"event": event, "kind": kind, "key": key, "label": label, "seconds": seconds, **more}
+        )
+
+    def events(self, since: float | None = None) -> list[dict]:
+        """The recorded events, oldest first (``events.1.jsonl`` then ``events.jsonl``).
+
+        ``since``: only events whose ``time`` is at least this ``time.time()`` value.
+        Unparseable lines (a writer killed mid-line) are skipped.
+        """
+        return self._events.read(since)
+
+
+def _subdirs(path: Path, name_re: re.Pattern[str]) -> list[os.DirEntry[str]]:
+    """The real subdirectories (no symlinks) of ``path`` whose names match, sorted; [] if unreadable."""
+    try:
+        items = sorted(os.scandir(path), key=lambda d: d.name)
+    except OSError:
+        return []
+    return [d for d in items if name_re.match(d.name) and d.is_dir(follow_symlinks=False)]
