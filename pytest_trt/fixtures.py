@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import pytest
 
+from .activation import RECORDS_KEY, activate, current_session, item_records
 from .case import TrtCase
+from .dtypes import normalize_precision
 from .errors import BackendUnavailable, PytestTrtError, UsageError
-
-RECORDS_KEY = pytest.StashKey[list]()
+from .policy import PrecisionPolicy
 
 
 def _session(config):
-    from .plugin import SESSION_KEY, activate
-
     if config.pluginmanager.get_plugin("pytest-trt-results") is None:
         raise UsageError("pytest-trt is not configured (was the plugin disabled with -p no:trt?)")
-    session = config.stash.get(SESSION_KEY, None)
+    session = current_session(config)
     if session is None:  # e.g. request.getfixturevalue("trt_session") in a test that is no trt test
         session = activate(config, "a trt fixture was requested")
     return session
@@ -34,14 +33,6 @@ def trt_session(pytestconfig):
     return _session(pytestconfig)
 
 
-def _records(node) -> list:
-    records = node.stash.get(RECORDS_KEY, None)
-    if records is None:
-        records = []
-        node.stash[RECORDS_KEY] = records
-    return records
-
-
 @pytest.fixture
 def trt(request, trt_session):
     """The test's model under its precision policy: ``trt.check()``, ``trt.assert_precision(...)``, ...
@@ -49,7 +40,7 @@ def trt(request, trt_session):
     Configured with ``@pytest.mark.trt(model=..., keep_fp32=[...], val_range={...}, ...)``.
     """
     case = TrtCase(trt_session, request.node)
-    case.records = _records(request.node)
+    case.records = item_records(request.node)
     return case
 
 
@@ -65,12 +56,9 @@ def trt_build(request, trt_session):
 
     ``precision`` defaults to the session's (``--trt-fp16``/``--trt-bf16``, else FP32).
     """
-    records = _records(request.node)
+    records = item_records(request.node)
 
     def build(model, policy=None, *, keep_fp32=(), rules=(), precision=None, typing=None, tf32=None, profiles=None):
-        from .dtypes import normalize_precision
-        from .policy import PrecisionPolicy
-
         loaded = trt_session.model(model)
         if policy is None:
             default = normalize_precision(precision) if precision else trt_session.settings.precision

@@ -14,13 +14,14 @@ import json
 
 import pytest
 
+from . import hookspec, runstate, xdist_gpus
 from . import settings as _settings
 from ._version import __version__
+from .activation import RECORDS_KEY, SESSION_KEY, activate, current_session, forget_backends, item_records
 from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
-from .fixtures import RECORDS_KEY, trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
+from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
 from .items import is_trt_item  # the one definition of a trt test
 
-SESSION_KEY = pytest.StashKey["object"]()
 RESULTS_KEY = pytest.StashKey[list]()
 #: header lines still to show (a session activated by collection shows them after "collected N items")
 PENDING_HEADER_KEY = pytest.StashKey[bool]()
@@ -45,8 +46,6 @@ MARKERS = (
 
 def pytest_addhooks(pluginmanager):
     """pytest-trt's own hooks (:mod:`pytest_trt.hookspec`), for other plugins and conftests."""
-    from . import hookspec
-
     pluginmanager.add_hookspecs(hookspec)
 
 
@@ -62,80 +61,11 @@ def pytest_configure(config):
     config.pluginmanager.register(FallbackRecorder(), "pytest-trt-fallbacks")
     if config.option.help or getattr(config.option, "markers", False) or getattr(config.option, "fixtures", False):
         return
-    from . import xdist_gpus
-
     # --trt-gpus: on a worker this sets CUDA_VISIBLE_DEVICES, so it runs before the session probes any GPU
     xdist_gpus.configure(config)
     given = _settings.given_options(config)
     if given:
         activate(config, "options: " + ", ".join(given))
-
-
-def activate(config, why: str):
-    """Put the plugin in use (once): resolve the settings, select the backend, check that what
-    was asked for can be honoured. Returns the :class:`~pytest_trt.session.TrtSession`;
-    raises ``pytest.UsageError`` naming the fix."""
-    session = config.stash.get(SESSION_KEY, None)
-    if session is not None:
-        return session
-    from . import runstate
-    from .session import TrtSession
-
-    plugin_backends: tuple[str, ...] = ()
-    state = runstate.RunState()  # this session's memos; discarded at pytest_unconfigure
-    previous_state = runstate.install(state)
-    try:
-        _settings.check_path_option_forms(config)
-        session_settings = _settings.resolve_settings(config)
-        started_at = getattr(config, "workerinput", {}).get("trt_session_start")
-        plugin_backends = _register_plugin_backends(config)
-        source = session_settings.sources.get("trt_backend", "--trt-backend")
-        selected = config.hook.pytest_trt_select_backend(config=config, requested=session_settings.backend,
-                                                         source=source)
-        _check_selected(selected)
-        session = TrtSession.create(session_settings, started_at=started_at, selected=selected)
-    except PytestTrtError as exc:
-        _forget_backends(plugin_backends)
-        runstate.restore(previous_state)
-        raise pytest.UsageError(f"pytest-trt: {exc}") from None
-    session.state, session.previous_state = state, previous_state
-    session.activated_by = why
-    session.plugin_backends = plugin_backends
-    session.extend_test_entry = lambda entry, records: config.hook.pytest_trt_report_test(
-        config=config, entry=entry, records=records)
-    config.stash[SESSION_KEY] = session
-    if not hasattr(config, "workerinput"):
-        session.progress = _progress_writer(config)
-        session.verbose = config.option.verbose > 0
-    return session
-
-
-def _register_plugin_backends(config) -> tuple[str, ...]:
-    """Register the backends plugins provide (``pytest_trt_backends``); returns their names."""
-    from .backends.base import register_backend
-    from .errors import UsageError
-
-    found: dict[str, object] = {}
-    for provided in config.hook.pytest_trt_backends(config=config):
-        if not isinstance(provided, dict):
-            raise UsageError(f"a pytest_trt_backends hook returned {provided!r}: expected a dict "
-                             f"{{name: Backend subclass, instance or factory}}")
-        for name, factory in provided.items():
-            if name in found and found[name] is not factory:
-                raise UsageError(f"two pytest_trt_backends hooks provide a backend named {name!r}: "
-                                 f"rename one, or disable one plugin with -p no:NAME")
-            found[name] = factory
-    for name, factory in found.items():
-        register_backend(name, factory)
-    return tuple(found)
-
-
-def _check_selected(selected) -> None:
-    from .backends.base import Backend
-    from .errors import UsageError
-
-    if not (isinstance(selected, tuple) and len(selected) == 2 and isinstance(selected[0], Backend)):
-        raise UsageError(f"a pytest_trt_select_backend hook returned {selected!r}: expected (Backend, reason)")
 
 
 @pytest.hookimpl(trylast=True)
@@ -149,39 +79,13 @@ def pytest_trt_select_backend(config, requested, source):
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
     """pytest-xdist ``-n auto``: with ``--trt-gpus auto`` (or ``N``), one worker per GPU."""
-    from . import xdist_gpus
-
     return xdist_gpus.auto_num_workers(config)
-
-
-def _progress_writer(config):
-    """``progress(line)``: engines that took over a second, and "still building" heartbeats (every
-    engine with ``-v``), written to the terminal past pytest's output capture, as pytest's live
-    logging does (``CaptureManager.global_and_fixture_disabled``): under the default capture
-    (fd) a line written while a test runs would otherwise land in the test's captured output.
-    The heartbeat writes from its own thread while the test's thread waits for the build; a
-    lock keeps two writers from toggling capture at once. The terminal reporter and capture
-    manager register in their own pytest_configure: looked up when writing."""
-    import contextlib
-    import threading
-
-    lock = threading.Lock()
-
-    def progress(line: str) -> None:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
-        capman = config.pluginmanager.get_plugin("capturemanager")
-        with lock, (capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()):
-            reporter.write_line(line)
-
-    return progress
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     """The first collected (and selected) trt test puts the plugin in use."""
-    if config.stash.get(SESSION_KEY, None) is not None:
+    if current_session(config) is not None:
         return
     first = next((item for item in items if is_trt_item(item)), None)
     if first is None:
@@ -209,13 +113,13 @@ def pytest_runtest_setup(item):
 def pytest_configure_node(node):
     """pytest-xdist (controller): workers share the run's start time, so --trt-rebuild
     rebuilds each cache key once per run, not once per worker."""
-    session = node.config.stash.get(SESSION_KEY, None)
+    session = current_session(node.config)
     if session is not None:
         node.workerinput["trt_session_start"] = session.started_at
 
 
 def pytest_report_header(config):
-    session = config.stash.get(SESSION_KEY, None)
+    session = current_session(config)
     if session is None:
         return None
     return header_lines(session, config)
@@ -284,7 +188,7 @@ def _short_longrepr(item, excinfo) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    session = item.config.stash.get(SESSION_KEY, None)
+    session = current_session(item.config)
     if session is None:  # not in use: leave every report alone
         return report
     trt_test = is_trt_item(item)
@@ -386,14 +290,12 @@ class FallbackRecorder:
     model and node list), besides its ProviderFallbackWarning (:func:`pytest_trt.baseline.warn_placement`)."""
 
     def _around(self, item):
-        if item.config.stash.get(SESSION_KEY, None) is None or not is_trt_item(item):
+        if current_session(item.config) is None or not is_trt_item(item):
             return None
         from .baseline import FALLBACK_SINK
 
         def sink(record):
-            from .fixtures import _records
-
-            records = _records(item)
+            records = item_records(item)
             if not any(r.get("kind") == "baseline_fallback" and r.get("model") == record["model"]
                        and r.get("nodes") == record["nodes"] for r in records):
                 records.append(record)
@@ -463,7 +365,7 @@ class ResultsCollector:
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     from .report.summary import write_terminal_summary
 
-    session = config.stash.get(SESSION_KEY, None)
+    session = current_session(config)
     if session is None or hasattr(config, "workerinput"):
         return
     write_terminal_summary(terminalreporter, session, list(config.stash[RESULTS_KEY]))
@@ -472,7 +374,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     """pytest-xdist (controller): add a finished worker's cache figures to the session's."""
-    session = node.config.stash.get(SESSION_KEY, None)
+    session = current_session(node.config)
     stats = getattr(node, "workeroutput", {}).get("trt_cache_stats")
     if session is not None and stats:
         session.worker_cache_stats.append(stats)
@@ -481,27 +383,17 @@ def pytest_testnodedown(node, error):
 def pytest_unconfigure(config):
     """Forget the backends plugins registered for this run and the run's memo tables
     (:mod:`pytest_trt.runstate`): an in-process pytester run must not leak them into the next."""
-    session = config.stash.get(SESSION_KEY, None)
+    session = current_session(config)
     if session is not None:
-        _forget_backends(session.plugin_backends)
+        forget_backends(session.plugin_backends)
         if session.state is not None:  # the run's memos end with the run
-            from . import runstate
-
             session.state.clear()
             runstate.restore(session.previous_state)
 
 
-def _forget_backends(names) -> None:
-    if names:
-        from .backends.base import unregister_backend
-
-        for name in names:
-            unregister_backend(name)
-
-
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
-    run = config.stash.get(SESSION_KEY, None)
+    run = current_session(config)
     if run is None:
         return
     if hasattr(config, "workerinput"):

@@ -29,6 +29,8 @@ import os
 
 import pytest
 
+from .activation import current_session
+
 ENV = "CUDA_VISIBLE_DEVICES"
 WORKERINPUT_KEY = "trt_gpu"
 ASSIGNMENT_KEY = pytest.StashKey[dict]()
@@ -193,8 +195,6 @@ class GpuAssigner:
 
     def pytest_sessionstart(self, session):
         # the JSON/HTML reports read it from the run-wide TrtSession
-        from .plugin import SESSION_KEY
-
-        trt_session = session.config.stash.get(SESSION_KEY, None)
+        trt_session = current_session(session.config)
         if trt_session is not None:
             trt_session.gpu_assignment = dict(self.mapping)
