@@ -238,8 +238,10 @@ def warn_placement(placement: dict, label: str, *, model: str | None = None) -> 
 
     sink = FALLBACK_SINK.get()
     if sink is not None:
-        sink({"kind": "baseline_fallback", "model": model or label, "provider": "cuda",
-              "nodes": [[str(n), str(op)] for n, op in nodes]})
+        from .report.records import BaselineFallbackRecord  # s-report: hoist to the top imports when merging
+
+        sink(BaselineFallbackRecord(model=model or label, provider="cuda",
+                                    nodes=[[str(n), str(op)] for n, op in nodes]))
     shown = ", ".join(f"{n} ({op})" for n, op in nodes[:8]) + (f", ... ({len(nodes)} in all)" if len(nodes) > 8 else "")
     warnings.warn(ProviderFallbackWarning(
         f"CUDA baseline of {label}: {len(nodes)} float node(s) ran on ONNX Runtime's CPU provider, not CUDA "

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .errors import AccuracyError, UsageError
+from .report.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
 
 if TYPE_CHECKING:  # pragma: no cover
     from .compare import CompareResult
@@ -136,7 +137,7 @@ class TrtCase:
         self.node = node
         self.options = {**marker_kwargs(node), **{k: v for k, v in overrides.items() if v is not None}}
         _validate_options(self.options, node.nodeid)
-        self.records: list[dict[str, Any]] = []
+        self.records: list[Record] = []
         self._engine = None
         self._build_event = None
         self._default_feeds = None
@@ -338,7 +339,7 @@ class TrtCase:
                                  f"[{self.plan.policy.describe()}] as this test declares it: {why}. Change the "
                                  f"marker (typing=, as_is=), or declare requires= for the backends that can")
             self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
-            self.records.append({"kind": "engine", **self._build_event.to_json()})
+            self.records.append(self._build_event.to_record())
             if self.session.settings.parser_check != "off":
                 # --trt-parser-check: a verdict beside the backend's; a failure fails the test after
                 # its body ran (plugin.pytest_runtest_makereport), so no accuracy verdict is lost
@@ -352,8 +353,7 @@ class TrtCase:
             self._parser_recorded.add(key)
             # explicit: trt.check_parser() raised (or returned) its verdict itself; only the
             # automatic (--trt-parser-check) ones are turned into test failures by the plugin
-            self.records.append({"kind": "parser", **check.to_json(), "message": check.message(),
-                                 "explicit": explicit})
+            self.records.append(ParserRecord.from_check(check, explicit=explicit))
         return check
 
     def check_parser(self, which: str = "tensorrt-rtx"):
@@ -468,14 +468,14 @@ class TrtCase:
         result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db,
                                  precision=self.plan.low_precision or "fp32",
                                  details=sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS)
-        record = {"kind": "accuracy", "model": self.model.label, "backend": engine.backend_name,
-                  "policy": self.plan.policy.describe(), "seed": self.seed, "baseline": which,
-                  "gpu": self.session.record_gpu(), "result": result.to_json()}
+        record = AccuracyRecord(model=self.model.label, backend=engine.backend_name,
+                                policy=self.plan.policy.describe(), seed=self.seed, baseline=which,
+                                gpu=self.session.record_gpu(), result=result.to_json())
         if not result.passed:
             from .report.plots import failing_output_figures
 
             # small, JSON-able: error histogram + max-pooled error grid per failing output (HTML report)
-            record["figures"] = failing_output_figures(actual, expected, result)
+            record.figures = failing_output_figures(actual, expected, result)
         self.records.append(record)
         # weak typing: the planned-vs-ran rule (pytest_trt.network_rule) on the engine's layers
         lowered = getattr(engine, "typing_rule_failures", list)()
@@ -597,11 +597,11 @@ class TrtCase:
         try:
             report = assert_precision(self.engine, pattern, precision, **kwargs)
         except PrecisionError as exc:  # a failed check is the one the reports must show
-            self.records.append({"kind": "precision", "pattern": pattern, "precision": precision, "passed": False,
-                                 "report": as_json(exc.findings), "network": self._network_scopes()})
+            self.records.append(PrecisionRecord(pattern=pattern, precision=precision, passed=False,
+                                                report=as_json(exc.findings), network=self._network_scopes()))
             raise
-        self.records.append({"kind": "precision", "pattern": pattern, "precision": precision, "passed": True,
-                             "report": as_json(report), "network": self._network_scopes()})
+        self.records.append(PrecisionRecord(pattern=pattern, precision=precision, passed=True,
+                                            report=as_json(report), network=self._network_scopes()))
         return report
 
     def _network_scopes(self) -> list[dict]:
@@ -630,10 +630,10 @@ class TrtCase:
         ``locate``), so the run's engine counts include it (counted per cache key like the others)."""
         info = engine.build_info
         plan = plan if plan is not None else self.plan
-        self.records.append({"kind": "engine", "model": plan.model.label, "policy": plan.policy.describe(),
-                             "backend": self.session.backend.name, "cache_hit": bool(info.cache_hit),
-                             "build_seconds": round(float(info.build_seconds or 0.0), 4), "key": info.key,
-                             "gpu": self.session.record_gpu(), "via": via})
+        self.records.append(EngineRecord(model=plan.model.label, policy=plan.policy.describe(),
+                                         backend=self.session.backend.name, cache_hit=bool(info.cache_hit),
+                                         build_seconds=round(float(info.build_seconds or 0.0), 4), key=info.key,
+                                         gpu=self.session.record_gpu(), via=via))
 
     def _record_probe(self, engine, before, via: str) -> None:
         """TensorRT < 10.12: a layerwise comparison builds (or loads) a separate probe engine."""

@@ -16,6 +16,7 @@ from .case import TrtCase
 from .dtypes import normalize_precision
 from .errors import BackendUnavailable, PytestTrtError, UsageError
 from .policy import PrecisionPolicy
+from .report.records import ParserRecord
 
 
 def _session(config):
@@ -70,10 +71,9 @@ def trt_build(request, trt_session):
             raise UsageError(f"trt_build: {trt_session.backend.name} cannot build {loaded.label} "
                              f"[{plan.policy.describe()}] as asked: {reason}")
         engine, event = trt_session.engine(plan, config)
-        records.append({"kind": "engine", **event.to_json()})
+        records.append(event.to_record())
         if trt_session.settings.parser_check != "off":  # --trt-parser-check: judged after the test body
-            check = trt_session.parser_check(plan, config)
-            records.append({"kind": "parser", **check.to_json(), "message": check.message()})
+            records.append(ParserRecord.from_check(trt_session.parser_check(plan, config)))
         return engine
 
     return build

@@ -21,6 +21,8 @@ from .activation import RECORDS_KEY, SESSION_KEY, activate, current_session, for
 from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
 from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
 from .items import is_trt_item  # the one definition of a trt test
+from .report.outcomes import classify, junit_outcome_properties
+from .report.records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
 
 RESULTS_KEY = pytest.StashKey[list]()
 #: header lines still to show (a session activated by collection shows them after "collected N items")
@@ -71,7 +73,7 @@ def pytest_configure(config):
 @pytest.hookimpl(trylast=True)
 def pytest_trt_select_backend(config, requested, source):
     """pytest-trt's own choice, after any plugin's: ``auto`` is TensorRT where it runs, else emulate."""
-    from .backends.base import select_backend
+    from .backends.base import select_backend  # load path: imported once in use
 
     return select_backend(requested, source)
 
@@ -136,14 +138,14 @@ def pytest_report_collectionfinish(config, start_path, items):
 def header_lines(session, config=None) -> list[str]:
     """Everything needed to reproduce a result: backend and why, precision, versions, GPU, cache;
     then the lines of plugins' ``pytest_trt_report_header`` hooks (with ``config``)."""
-    from . import environment
+    from . import environment  # load path: imported once in use
 
     s = session.settings
     versions = dict(environment.library_versions())
     # The running onnxruntime module's version, not a distribution's metadata (onnxruntime and
     # onnxruntime-gpu can both be installed; docs/VERIFIED.md). The plugin is in use here, so
     # importing onnxruntime is fine (the session's runtime check already did).
-    from .baseline import onnxruntime_version
+    from .baseline import onnxruntime_version  # load path: imported once in use
 
     ort_version = onnxruntime_version()
     versions["onnxruntime"] = None if ort_version == "missing" else ort_version
@@ -241,17 +243,17 @@ def _attach_results(item, call, report, session) -> None:
     The blob rides on the deciding phase's report only (ResultsCollector reads it there; it stays
     out of JUnit XML, which takes properties from the teardown report = item.user_properties).
     """
-    from .report.outcomes import classify, junit_outcome_properties
-
     facts = classify(item, call, report)
     if facts is None:
         return
-    records = list(item.stash.get(RECORDS_KEY, None) or ())
+    records: list[Record] = list(item.stash.get(RECORDS_KEY, None) or ())
     if records and not session.settings.report_all_records:
-        from .report.summary import condense_records
+        from .report.condense import condense_records  # load path: imported once in use
 
         records = condense_records(records)
-    report.user_properties.append((PROPERTY, json.dumps({**facts, "records": records}, default=str)))
+    # the records travel as JSON (pytest-xdist serializes the report); ResultsCollector reads them back
+    blob = {**facts, "records": [rec.to_json() for rec in records]}
+    report.user_properties.append((PROPERTY, json.dumps(blob, default=str)))
     if report.when != "teardown":
         item.user_properties.extend(junit_outcome_properties(facts))
         if records:
@@ -263,13 +265,13 @@ def _attach_results(item, call, report, session) -> None:
 def _apply_parser_checks(report, records, excinfo) -> None:
     """--trt-parser-check: a failed parser check fails the test, after its body gave every other
     verdict; it never turns a failure, skip or xfail into a pass."""
-    failed = [r for r in records if r.get("kind") == "parser" and not r.get("passed") and not r.get("explicit")]
+    failed = [r for r in records if isinstance(r, ParserRecord) and not r.passed and not r.explicit]
     if not failed:
         return
     if excinfo is not None and excinfo.errisinstance(PrecisionError) and \
             type(getattr(excinfo.value, "findings", None)).__name__ == "ParserCheck":
         return  # trt.check_parser() raised it: already the test's failure
-    text = "\n\n".join(r.get("message") or r.get("error") or "parser check failed" for r in failed)
+    text = "\n\n".join(r.message or r.error or "parser check failed" for r in failed)
     if report.passed or (report.skipped and not hasattr(report, "wasxfail")):
         report.outcome = "failed"
         report.longrepr = f"pytest-trt --trt-parser-check: the plan failed TensorRT-RTX's parser check\n{text}"
@@ -277,9 +279,9 @@ def _apply_parser_checks(report, records, excinfo) -> None:
         report.sections.append(("pytest-trt parser check", text))
 
 
-def _junit_properties(records):
+def _junit_properties(records: list[Record]) -> list[tuple[str, str]]:
     """Flat per-test properties for JUnit XML (GitHub test reporters show them)."""
-    from .report.summary import junit_properties
+    from .report.junit import junit_properties  # load path: imported once in use
 
     return junit_properties(records)
 
@@ -292,12 +294,12 @@ class FallbackRecorder:
     def _around(self, item):
         if current_session(item.config) is None or not is_trt_item(item):
             return None
-        from .baseline import FALLBACK_SINK
+        from .baseline import FALLBACK_SINK  # load path: imported once in use
 
-        def sink(record):
+        def sink(record: BaselineFallbackRecord) -> None:
             records = item_records(item)
-            if not any(r.get("kind") == "baseline_fallback" and r.get("model") == record["model"]
-                       and r.get("nodes") == record["nodes"] for r in records):
+            if not any(isinstance(r, BaselineFallbackRecord) and r.model == record.model and r.nodes == record.nodes
+                       for r in records):
                 records.append(record)
 
         return FALLBACK_SINK, FALLBACK_SINK.set(sink)
@@ -353,7 +355,7 @@ class ResultsCollector:
             if entry is None:
                 entry = self._by_nodeid[report.nodeid] = {"nodeid": report.nodeid, "records": []}
                 self.sink.append(entry)
-            records = blob.pop("records", None) or []
+            records = [record_from_json(rec) for rec in blob.pop("records", None) or ()]
             if records or not entry["records"]:
                 entry["records"] = records
             if report.when == "teardown" and entry.get("outcome") not in (None, "passed"):
@@ -363,11 +365,11 @@ class ResultsCollector:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    from .report.summary import write_terminal_summary
-
     session = current_session(config)
     if session is None or hasattr(config, "workerinput"):
         return
+    from .report.summary import write_terminal_summary  # load path: imported once in use
+
     write_terminal_summary(terminalreporter, session, list(config.stash[RESULTS_KEY]))
 
 
@@ -402,7 +404,7 @@ def pytest_sessionfinish(session, exitstatus):
         if run._remote is not None:
             run._remote.close()
         return
-    from .report import write_reports
+    from .report import write_reports  # load path: imported once in use
 
     write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)
     if run._remote is not None:

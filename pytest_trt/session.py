@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .report.records import EngineRecord
 from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -43,6 +44,10 @@ class BuildEvent:
             "cache_hit": self.cache_hit, "build_seconds": round(self.build_seconds, 4), "key": self.key,
             "gpu": self.gpu,
         }
+
+    def to_record(self, via: str | None = None) -> EngineRecord:
+        """The test's engine record (``via``: ``suggest``/``locate`` for engines built on their behalf)."""
+        return EngineRecord(**self.to_json(), via=via)
 
 
 @dataclass
