@@ -12,7 +12,6 @@ from __future__ import annotations
 import pytest
 
 from .activation import RECORDS_KEY, activate, current_session, item_records
-from .case import TrtCase
 from .dtypes import normalize_precision
 from .errors import BackendUnavailable, PytestTrtError, UsageError
 from .policy import PrecisionPolicy
@@ -40,6 +39,8 @@ def trt(request, trt_session):
 
     Configured with ``@pytest.mark.trt(model=..., keep_fp32=[...], val_range={...}, ...)``.
     """
+    from .case import TrtCase  # load path: imported once in use (the pipeline: numpy, onnx, ...)
+
     case = TrtCase(trt_session, request.node)
     case.records = item_records(request.node)
     return case

@@ -208,7 +208,7 @@ class TrtSession:
     def build_config(self, **overrides) -> BuildConfig:
         from .backends.base import BuildConfig
 
-        kwargs = {"typing": self.settings.typing}
+        kwargs: dict[str, Any] = {"typing": self.settings.typing}
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return BuildConfig(**kwargs)
 

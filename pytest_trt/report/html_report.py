@@ -165,7 +165,8 @@ def _abbr(text, width: int = NAME_CHARS) -> str:
 
 def _pill(res: dict) -> str:
     verdict = (res.get("expected_failure") or {}).get("verdict")
-    label = _PILL_VERDICT.get(str(verdict)) or _PILL.get(res.get("outcome"), str(res.get("outcome")))
+    outcome = str(res.get("outcome"))
+    label = _PILL_VERDICT.get(str(verdict)) or _PILL.get(outcome, outcome)
     return f'<span class="pill" title="{esc(verdict_text(res))}">{esc(label)}</span>'
 
 

@@ -32,13 +32,13 @@ def junit_properties(records: Sequence[Record | Mapping[str, Any]]) -> list[tupl
     trt_max_abs_error, trt_max_rel_error, trt_atol, trt_rtol, trt_tolerance_ratio,
     trt_seed, trt_engines, trt_cache_hit, trt_build_seconds, trt_precision_checks``
     """
-    records = [as_record(r) for r in records]
-    res = {"nodeid": "", "records": records}
-    engines = [r for r in records if isinstance(r, EngineRecord)]
-    checks = [r for r in records if isinstance(r, AccuracyRecord)]
+    typed = [as_record(r) for r in records]
+    res = {"nodeid": "", "records": typed}
+    engines = [r for r in typed if isinstance(r, EngineRecord)]
+    checks = [r for r in typed if isinstance(r, AccuracyRecord)]
     props: list[tuple[str, str]] = []
-    backends = unique([r.backend for r in [*checks, *engines]])
-    policies = unique([r.policy for r in [*checks, *engines]])
+    backends = unique([r.backend for r in checks] + [r.backend for r in engines])
+    policies = unique([r.policy for r in checks] + [r.policy for r in engines])
     if backends:
         props.append(("trt_backend", ", ".join(backends)))
     if policies:
