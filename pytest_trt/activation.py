@@ -7,9 +7,8 @@ they live under and :func:`activate`, which creates the session the first time t
 *in use* (shared/CONVENTIONS.md). The three import it and not each other, so there is no
 import cycle between them.
 
-On the plugin's load path: it imports nothing beyond pytest and the light modules
-``settings``/``errors``/``runstate`` at import; the session and backend modules are imported
-once the plugin is put in use.
+On the plugin's load path: it imports pytest and light package modules only (``settings``,
+``errors``, ``runstate``, ``session``, ``backends.base``); nothing heavy until the plugin is in use.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ import pytest
 
 from . import runstate
 from . import settings as _settings
+from .backends.base import Backend, register_backend, unregister_backend
 from .errors import PytestTrtError, UsageError
 from .session import TrtSession
 
@@ -87,8 +87,6 @@ def activate(config: pytest.Config, why: str) -> TrtSession:
 
 def _register_plugin_backends(config: pytest.Config) -> tuple[str, ...]:
     """Register the backends plugins provide (``pytest_trt_backends``); returns their names."""
-    from .backends.base import register_backend  # load path: imported once in use
-
     found: dict[str, object] = {}
     for provided in config.hook.pytest_trt_backends(config=config):
         if not isinstance(provided, dict):
@@ -105,8 +103,6 @@ def _register_plugin_backends(config: pytest.Config) -> tuple[str, ...]:
 
 
 def _check_selected(selected: Any) -> None:
-    from .backends.base import Backend  # load path: imported once in use
-
     if not (isinstance(selected, tuple) and len(selected) == 2 and isinstance(selected[0], Backend)):
         raise UsageError(f"a pytest_trt_select_backend hook returned {selected!r}: expected (Backend, reason)")
 
@@ -114,8 +110,6 @@ def _check_selected(selected: Any) -> None:
 def forget_backends(names: tuple[str, ...] | list[str]) -> None:
     """Unregister the backends plugins registered for a run (at its end, or when activation fails)."""
     if names:
-        from .backends.base import unregister_backend  # load path: imported once in use
-
         for name in names:
             unregister_backend(name)
 

@@ -18,6 +18,7 @@ from . import hookspec, runstate, xdist_gpus
 from . import settings as _settings
 from ._version import __version__
 from .activation import RECORDS_KEY, SESSION_KEY, activate, current_session, forget_backends, item_records
+from .backends.base import select_backend
 from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
 from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
 from .items import is_trt_item  # the one definition of a trt test
@@ -73,8 +74,6 @@ def pytest_configure(config):
 @pytest.hookimpl(trylast=True)
 def pytest_trt_select_backend(config, requested, source):
     """pytest-trt's own choice, after any plugin's: ``auto`` is TensorRT where it runs, else emulate."""
-    from .backends.base import select_backend  # load path: imported once in use
-
     return select_backend(requested, source)
 
 
