@@ -13,7 +13,7 @@ from typing import Any
 
 from .backends.base import backend_names
 from .errors import InputError, UsageError
-from .inputs import _check_seed
+from .inputs import check_seed
 
 #: every keyword the ``trt`` marker takes
 MARKER_KEYS = frozenset({
@@ -69,7 +69,7 @@ def validate_options(options: dict, where: str) -> None:
         raise InputError(f"{where}: @pytest.mark.trt(inputs=...) takes a path to an .npz file or a dict of arrays, "
                          f"got {inputs!r}")
     if options.get("seed") is not None:
-        options["seed"] = _check_seed(options["seed"])
+        options["seed"] = check_seed(options["seed"])
     for key in ("as_is", "tf32", "locate_on_failure", "allow_nonfinite"):
         if options.get(key) is not None and not isinstance(options[key], bool):
             raise UsageError(f"{where}: @pytest.mark.trt({key}=...) takes True or False, got {options[key]!r}")
