@@ -38,6 +38,7 @@ from .lazy import lazy_import
 from .model import Model, load_model
 from .onnx_typing import infer_types
 from .plan import check_as_written
+from .report.records import BaselineFallbackRecord
 from .upcast import fp32_reference_model, needs_upcast
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -229,8 +230,8 @@ def node_placement(session, model_proto, feeds: dict) -> dict:
     return {"providers": counts, "cpu_float_nodes": sorted(cpu_float)}
 
 
-#: where a CUDA baseline's CPU fallback is reported besides the warning: ``sink(record)`` with
-#: ``{"kind": "baseline_fallback", "model", "provider": "cuda", "nodes": [[name, op_type], ...]}``.
+#: where a CUDA baseline's CPU fallback is reported besides the warning: ``sink(record)`` with a
+#: :class:`~pytest_trt.report.records.BaselineFallbackRecord` (model, provider "cuda", nodes).
 #: The pytest plugin sets it around each test phase (the record reaches the JSON report and the
 #: terminal summary); unset elsewhere (the CLI: the warning alone).
 FALLBACK_SINK: contextvars.ContextVar = contextvars.ContextVar("pytest_trt_fallback_sink", default=None)
@@ -245,8 +246,8 @@ def warn_placement(placement: dict, label: str, *, model: str | None = None) -> 
         return
     sink = FALLBACK_SINK.get()
     if sink is not None:
-        sink({"kind": "baseline_fallback", "model": model or label, "provider": "cuda",
-              "nodes": [[str(n), str(op)] for n, op in nodes]})
+        sink(BaselineFallbackRecord(model=model or label, provider="cuda",
+                                    nodes=[[str(n), str(op)] for n, op in nodes]))
     shown = ", ".join(f"{n} ({op})" for n, op in nodes[:8]) + (f", ... ({len(nodes)} in all)" if len(nodes) > 8 else "")
     warnings.warn(ProviderFallbackWarning(
         f"CUDA baseline of {label}: {len(nodes)} float node(s) ran on ONNX Runtime's CPU provider, not CUDA "
@@ -306,8 +307,6 @@ def feeds_digest(feeds: dict) -> str:
 def cuda_device_part() -> dict[str, str] | None:
     """The GPU model a CUDA baseline runs on, as in engine keys (``device`` part, docs/DESIGN.md):
     name, compute capability and driver of the first GPU this process sees; never the instance."""
-    from .environment import gpus
-
     found = gpus()
     if not found:
         return None

@@ -15,13 +15,31 @@ FP32 baseline, compares, and records figures for the reports.
 from __future__ import annotations
 
 import functools
+import re
+import shlex
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .errors import AccuracyError, UsageError
+import pytest
+
+from .backends.base import get_backend
+from .baseline import normalize_baseline, reference_label, reference_model
+from .compare import CompareResult, compare_outputs, default_tolerances
+from .dtypes import normalize_precision
+from .errors import AccuracyError, PrecisionError, UsageError
+from .inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
+from .layerwise import locate_divergence
+from .marker import MARKER_KEYS, marker_kwargs, validate_options
+from .parser_check import require
+from .policy import PrecisionPolicy, Rule
+from .report.plots import failing_output_figures, layerwise_record
+from .report.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
+from .report.rows import network_scopes
+from .suggest import suggest_fp32_islands
+from .verify import assert_precision
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .compare import CompareResult
     from .session import TrtSession
 
 #: keys of a per-precision tolerance dict (``atol={"fp16": 1e-2, "bf16": 5e-2}``)
@@ -33,13 +51,6 @@ class Tolerances(NamedTuple):
 
     atol: dict
     rtol: dict
-
-
-MARKER_KEYS = frozenset({
-    "model", "precision", "policy", "keep_fp32", "rules", "atol", "rtol", "shapes", "dims", "profile",
-    "val_range", "seed", "inputs", "typing", "as_is", "expect_fp32", "baseline", "requires", "tf32",
-    "locate_on_failure", "allow_nonfinite",
-})
 
 
 # Figures of *passing* outputs (max errors, for the summary and reports) cost an exact
@@ -64,70 +75,6 @@ class Feeds(dict):
     remake: Any = None
 
 
-def marker_kwargs(node) -> dict[str, Any]:
-    """Merge every ``trt`` marker on ``node``: the closest (function over class over module) wins per key."""
-    merged: dict[str, Any] = {}
-    for mark in node.iter_markers("trt"):  # closest first
-        if mark.args:
-            if len(mark.args) > 1 or "model" in mark.kwargs:
-                raise UsageError(f"{node.nodeid}: @pytest.mark.trt takes the model as its only positional argument")
-            merged.setdefault("model", mark.args[0])
-        for key, value in mark.kwargs.items():
-            if key not in MARKER_KEYS:
-                raise UsageError(
-                    f"{node.nodeid}: unknown @pytest.mark.trt argument {key!r}; known: {', '.join(sorted(MARKER_KEYS))}"
-                )
-            merged.setdefault(key, value)
-    return merged
-
-
-def _patterns(value, key: str, where: str) -> tuple:
-    """A pattern list keyword: one string or an iterable of strings."""
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise UsageError(f"{where}: @pytest.mark.trt({key}=...) takes a pattern or a list of patterns, got {value!r}")
-
-
-def _validate_options(options: dict, where: str) -> None:
-    """Marker keywords of the wrong type are usage errors naming the keyword (not TypeErrors later)."""
-    from pathlib import PurePath
-
-    from .inputs import check_seed
-
-    for key in ("keep_fp32", "expect_fp32"):
-        if options.get(key) is not None:
-            options[key] = _patterns(options[key], key, where)
-    rules = options.get("rules")
-    if rules is not None and not isinstance(rules, (list, tuple, dict)):
-        raise UsageError(f"{where}: @pytest.mark.trt(rules=...) takes a list of rules ('PATTERN=fp32', "
-                         f"(pattern, precision) pairs) or a dict, got {rules!r}")
-    requires = options.get("requires")
-    if requires is not None:
-        from .backends.base import backend_names
-
-        wanted = (requires,) if isinstance(requires, str) else requires
-        if not isinstance(wanted, (list, tuple)) or not all(w in backend_names() for w in wanted):
-            raise UsageError(f"{where}: @pytest.mark.trt(requires=...) takes a backend name or a list of them "
-                             f"({', '.join(backend_names())}; plugins add more), got {requires!r}")
-    inputs = options.get("inputs")
-    if inputs is not None and not isinstance(inputs, (str, PurePath, dict)):
-        from .errors import InputError
-
-        raise InputError(f"{where}: @pytest.mark.trt(inputs=...) takes a path to an .npz file or a dict of arrays, "
-                         f"got {inputs!r}")
-    if options.get("seed") is not None:
-        options["seed"] = check_seed(options["seed"])
-    for key in ("as_is", "tf32", "locate_on_failure", "allow_nonfinite"):
-        if options.get(key) is not None and not isinstance(options[key], bool):
-            raise UsageError(f"{where}: @pytest.mark.trt({key}=...) takes True or False, got {options[key]!r}")
-    for key in ("shapes", "dims", "val_range", "profile"):
-        if options.get(key) is not None and not isinstance(options[key], dict):
-            raise UsageError(f"{where}: @pytest.mark.trt({key}=...) takes a dict keyed by input or dim name, "
-                             f"got {options[key]!r}")
-
-
 class TrtCase:
     """One model + precision policy + tolerances + inputs, ready to build, run and check."""
 
@@ -135,11 +82,11 @@ class TrtCase:
         self.session = session
         self.node = node
         self.options = {**marker_kwargs(node), **{k: v for k, v in overrides.items() if v is not None}}
-        _validate_options(self.options, node.nodeid)
-        self.records: list[dict[str, Any]] = []
+        validate_options(self.options, node.nodeid)
+        self.records: list[Record] = []
         self._engine = None
         self._build_event = None
-        self._default_feeds = None
+        self._default_feeds: Feeds | None = None
         self._parser_recorded: set = set()
 
     # -- declared things --------------------------------------------------------------
@@ -167,16 +114,12 @@ class TrtCase:
 
     @functools.cached_property
     def precision(self) -> str:
-        from .dtypes import normalize_precision
-
         if "precision" in self.options:
             return normalize_precision(self.options["precision"])
         return self.session.settings.precision
 
     @functools.cached_property
     def policy(self):
-        from .policy import PrecisionPolicy, Rule
-
         policy = self.options.get("policy")
         if policy is not None:
             if not isinstance(policy, PrecisionPolicy):
@@ -228,8 +171,6 @@ class TrtCase:
     def tolerances(self, atol=None, rtol=None):
         """Deprecated: ``(rtol, atol)``, in that order; use :meth:`resolve_tolerances`, whose record
         names its fields (``.atol``, ``.rtol``) in the order everything else uses."""
-        import warnings
-
         warnings.warn("TrtCase.tolerances() returns (rtol, atol); use trt.resolve_tolerances(), a named record "
                       "with .atol and .rtol", DeprecationWarning, stacklevel=2)
         resolved = self.resolve_tolerances(atol, rtol)
@@ -244,8 +185,6 @@ class TrtCase:
         the plan's low precision (``fp32`` when there is none) picks the entry, and a level
         without one falls through to the next, as do outputs a level does not mention.
         """
-        from .compare import default_tolerances
-
         low = self.plan.low_precision or "fp32"
         d_rtol, d_atol = default_tolerances(low)
         s = self.session.settings
@@ -294,8 +233,6 @@ class TrtCase:
     def build_config(self):
         profile = None
         if self.options.get("profile") or self.options.get("shapes") or self.options.get("dims"):
-            from .inputs import resolve_profile
-
             profile = resolve_profile(self.model, shapes=self.options.get("shapes"), dims=self.options.get("dims"),
                                       profile=self.options.get("profile"))
         return self.session.build_config(
@@ -311,8 +248,6 @@ class TrtCase:
         if requires:
             wanted = (requires,) if isinstance(requires, str) else tuple(requires)
             if backend.name not in wanted:
-                from .backends.base import get_backend
-
                 reasons = [get_backend(w).unavailable_reason() for w in wanted]
                 why = "; ".join(r for r in reasons if r) or f"backend is {backend.name}"
                 return f"needs {' or '.join(wanted)}: {why}"
@@ -327,8 +262,6 @@ class TrtCase:
     def engine(self):
         """The engine for this case (built once per content key, then cached)."""
         if self._engine is None:
-            import pytest
-
             reason = self.skip_reason()
             if reason:
                 pytest.skip(reason)
@@ -338,7 +271,7 @@ class TrtCase:
                                  f"[{self.plan.policy.describe()}] as this test declares it: {why}. Change the "
                                  f"marker (typing=, as_is=), or declare requires= for the backends that can")
             self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
-            self.records.append({"kind": "engine", **self._build_event.to_json()})
+            self.records.append(self._build_event.to_record())
             if self.session.settings.parser_check != "off":
                 # --trt-parser-check: a verdict beside the backend's; a failure fails the test after
                 # its body ran (plugin.pytest_runtest_makereport), so no accuracy verdict is lost
@@ -352,8 +285,7 @@ class TrtCase:
             self._parser_recorded.add(key)
             # explicit: trt.check_parser() raised (or returned) its verdict itself; only the
             # automatic (--trt-parser-check) ones are turned into test failures by the plugin
-            self.records.append({"kind": "parser", **check.to_json(), "message": check.message(),
-                                 "explicit": explicit})
+            self.records.append(ParserRecord.from_check(check, explicit=explicit))
         return check
 
     def check_parser(self, which: str = "tensorrt-rtx"):
@@ -366,9 +298,6 @@ class TrtCase:
         :class:`~pytest_trt.parser_check.ParserCheck`. Independent of ``--trt-backend``: it
         adds a verdict, it does not run the model.
         """
-        from .errors import PrecisionError
-        from .parser_check import require
-
         require(which, "trt.check_parser()")
         check = self._parser_check(which, explicit=True)
         if not check.passed:
@@ -383,8 +312,6 @@ class TrtCase:
 
     def feeds(self, seed: int | None = None, **overrides) -> dict:
         """Input feeds: the marker's ``inputs`` (npz path or dict), else generated from the declared specs."""
-        from .inputs import check_feeds, load_feeds, make_feeds
-
         inputs = overrides.pop("inputs", self.options.get("inputs"))
         shapes = overrides.pop("shapes", self.options.get("shapes"))
         dims = overrides.pop("dims", self.options.get("dims"))
@@ -422,8 +349,6 @@ class TrtCase:
         if feeds is None:
             return self.feeds()
         if getattr(feeds, "seed", None) is None and getattr(feeds, "source", None) is None:
-            from .inputs import check_feeds
-
             check_feeds(self.model, feeds, allow_nonfinite=bool(self.options.get("allow_nonfinite", False)))
         return feeds
 
@@ -435,8 +360,6 @@ class TrtCase:
         is the model itself; ``"as-written"``: the model as written (fake-quant for Q/DQ).
         See :mod:`pytest_trt.upcast` for which to use when.
         """
-        from .baseline import normalize_baseline, reference_model
-
         feeds = self._feeds_or_default(feeds)
         which = normalize_baseline(baseline if baseline is not None else self.options.get("baseline", "fp32"))
         return self.session.baseline(reference_model(self.model, which), feeds)
@@ -454,9 +377,6 @@ class TrtCase:
         First the policy's ``expect_fp32`` assertions: a selected node that the plan (for an
         as-is model: the model itself) computes in FP16/BF16 raises PrecisionError naming it.
         """
-        from .baseline import normalize_baseline, reference_label, reference_model
-        from .compare import compare_outputs
-
         self.plan.assert_expectations()
         which = normalize_baseline(baseline if baseline is not None else self.options.get("baseline", "fp32"))
         feeds = self._feeds_or_default(feeds)
@@ -468,17 +388,15 @@ class TrtCase:
         result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db,
                                  precision=self.plan.low_precision or "fp32",
                                  details=sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS)
-        record = {"kind": "accuracy", "model": self.model.label, "backend": engine.backend_name,
-                  "policy": self.plan.policy.describe(), "seed": self.seed, "baseline": which,
-                  "gpu": self.session.record_gpu(), "result": result.to_json()}
+        record = AccuracyRecord(model=self.model.label, backend=engine.backend_name,
+                                policy=self.plan.policy.describe(), seed=self.seed, baseline=which,
+                                gpu=self.session.record_gpu(), result=result.to_json())
         if not result.passed:
-            from .report.plots import failing_output_figures
-
             # small, JSON-able: error histogram + max-pooled error grid per failing output (HTML report)
-            record["figures"] = failing_output_figures(actual, expected, result)
+            record.figures = failing_output_figures(actual, expected, result)
         self.records.append(record)
         # weak typing: the planned-vs-ran rule (pytest_trt.network_rule) on the engine's layers
-        lowered = getattr(engine, "typing_rule_failures", list)()
+        lowered: list[str] = getattr(engine, "typing_rule_failures", list)()
         if not result.passed:
             label = reference_label(self.model, which, self.session.settings.baseline_provider)
             message = self._failure_message(result, feeds, locate, label, which, (rtol, atol))
@@ -486,8 +404,6 @@ class TrtCase:
                 message += "\nalso, under weak typing, node(s) planned FP32 ran lower:\n  " + "\n  ".join(lowered)
             raise AccuracyError(message, result)
         if lowered:
-            from .errors import PrecisionError
-
             raise PrecisionError(
                 f"{self.model.label}: {engine.backend_name} engine [{self.plan.policy.describe()}], weak typing: "
                 f"{len(lowered)} node(s) planned FP32 ran in lower precision (the precision constraints were not "
@@ -514,11 +430,6 @@ class TrtCase:
 
         Hypothesis replays the shrunk example last, so the file ends up holding it.
         """
-        import re
-        import shlex
-
-        from .inputs import save_feeds
-
         s = self.session.settings
         base = s.report_json.resolve().parent if s.report_json else s.rootdir
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.node.nodeid).strip("_")[:150]
@@ -531,8 +442,6 @@ class TrtCase:
 
     def replay_command(self, feeds_path: str, which: str = "fp32", tolerances=None) -> str:
         """A ``pytest-trt compare`` command that replays this case on saved feeds."""
-        import shlex
-
         policy = self.plan.policy
         if tolerances is None:
             resolved = self.resolve_tolerances()
@@ -569,8 +478,6 @@ class TrtCase:
         lines.append(result.message())
         if locate if locate is not None else self.options.get("locate_on_failure", self.session.settings.locate_on_failure):
             try:
-                from .layerwise import locate_divergence
-
                 probe_before = getattr(engine, "_probe", None)
                 found = locate_divergence(engine, feeds)
                 self._record_probe(engine, probe_before, "locate")
@@ -588,36 +495,29 @@ class TrtCase:
 
     def assert_precision(self, pattern: str, precision: str, **kwargs):
         """Assert every node matching ``pattern`` ran in ``precision`` (see pytest_trt.assert_precision)."""
-        from .errors import PrecisionError
-        from .verify import assert_precision
-
         def as_json(x):
             return x.to_json() if hasattr(x, "to_json") else x
 
         try:
             report = assert_precision(self.engine, pattern, precision, **kwargs)
         except PrecisionError as exc:  # a failed check is the one the reports must show
-            self.records.append({"kind": "precision", "pattern": pattern, "precision": precision, "passed": False,
-                                 "report": as_json(exc.findings), "network": self._network_scopes()})
+            self.records.append(PrecisionRecord(pattern=pattern, precision=precision, passed=False,
+                                                report=as_json(exc.findings), network=self._network_scopes()))
             raise
-        self.records.append({"kind": "precision", "pattern": pattern, "precision": precision, "passed": True,
-                             "report": as_json(report), "network": self._network_scopes()})
+        self.records.append(PrecisionRecord(pattern=pattern, precision=precision, passed=True,
+                                            report=as_json(report), network=self._network_scopes()))
         return report
 
     def _network_scopes(self) -> list[dict]:
         """The whole planned network, compactly, for the HTML precision view: per scope (node name up
         to its last ``/``), in graph order, ``{"scope", "nodes", "planned": {precision: count}}``."""
         try:
-            from .report.summary import network_scopes
-
             return network_scopes(self.plan.nodes.values())
         except Exception:  # a courtesy for the report; the check's own verdict stands
             return []
 
     def locate(self, feeds: dict | None = None, **kwargs):
         """Layerwise comparison: the first node whose error jumps (see pytest_trt.locate_divergence)."""
-        from .layerwise import locate_divergence
-
         engine = self.engine
         probe_before = getattr(engine, "_probe", None)
         found = locate_divergence(engine, self.feeds() if feeds is None else feeds, **kwargs)
@@ -630,10 +530,10 @@ class TrtCase:
         ``locate``), so the run's engine counts include it (counted per cache key like the others)."""
         info = engine.build_info
         plan = plan if plan is not None else self.plan
-        self.records.append({"kind": "engine", "model": plan.model.label, "policy": plan.policy.describe(),
-                             "backend": self.session.backend.name, "cache_hit": bool(info.cache_hit),
-                             "build_seconds": round(float(info.build_seconds or 0.0), 4), "key": info.key,
-                             "gpu": self.session.record_gpu(), "via": via})
+        self.records.append(EngineRecord(model=plan.model.label, policy=plan.policy.describe(),
+                                         backend=self.session.backend.name, cache_hit=bool(info.cache_hit),
+                                         build_seconds=round(float(info.build_seconds or 0.0), 4), key=info.key,
+                                         gpu=self.session.record_gpu(), via=via))
 
     def _record_probe(self, engine, before, via: str) -> None:
         """TensorRT < 10.12: a layerwise comparison builds (or loads) a separate probe engine."""
@@ -642,14 +542,10 @@ class TrtCase:
             self._record_engine(getattr(engine, "plan", None), probe, via)
 
     def _record_layerwise(self, found) -> None:
-        from .report.plots import layerwise_record
-
         self.records.append(layerwise_record(found, seed=self.seed))
 
     def suggest(self, feeds: dict | None = None, **kwargs):
         """FP32-fallback search: the patterns to keep in FP32 so the model passes (see pytest_trt.suggest_fp32_islands)."""
-        from .suggest import suggest_fp32_islands
-
         resolved = self.resolve_tolerances(kwargs.pop("atol", None), kwargs.pop("rtol", None))
         rtol, atol = resolved.rtol, resolved.atol
         kwargs.setdefault("baseline_provider", self.session.settings.baseline_provider)
@@ -659,3 +555,7 @@ class TrtCase:
         return suggest_fp32_islands(self.model, self.plan.policy, feeds,
                                     backend=self.session.backend, cache=self.session.cache, rtol=rtol, atol=atol,
                                     config=self.build_config, **kwargs)
+
+
+__all__ = ["ARTIFACTS_DIRNAME", "DETAILS_MAX_ELEMENTS", "Feeds", "MARKER_KEYS", "PRECISION_KEYS", "Tolerances",
+           "TrtCase", "marker_kwargs"]

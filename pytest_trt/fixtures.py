@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import pytest
 
-from .case import TrtCase
+from .activation import RECORDS_KEY, activate, current_session, item_records
+from .dtypes import normalize_precision
 from .errors import BackendUnavailable, PytestTrtError, UsageError
-
-RECORDS_KEY = pytest.StashKey[list]()
+from .policy import PrecisionPolicy
+from .report.records import ParserRecord
 
 
 def _session(config):
-    from .plugin import SESSION_KEY, activate
-
     if config.pluginmanager.get_plugin("pytest-trt-results") is None:
         raise UsageError("pytest-trt is not configured (was the plugin disabled with -p no:trt?)")
-    session = config.stash.get(SESSION_KEY, None)
+    session = current_session(config)
     if session is None:  # e.g. request.getfixturevalue("trt_session") in a test that is no trt test
         session = activate(config, "a trt fixture was requested")
     return session
@@ -34,22 +33,16 @@ def trt_session(pytestconfig):
     return _session(pytestconfig)
 
 
-def _records(node) -> list:
-    records = node.stash.get(RECORDS_KEY, None)
-    if records is None:
-        records = []
-        node.stash[RECORDS_KEY] = records
-    return records
-
-
 @pytest.fixture
 def trt(request, trt_session):
     """The test's model under its precision policy: ``trt.check()``, ``trt.assert_precision(...)``, ...
 
     Configured with ``@pytest.mark.trt(model=..., keep_fp32=[...], val_range={...}, ...)``.
     """
+    from .case import TrtCase  # load path: imported once in use (the pipeline: numpy, onnx, ...)
+
     case = TrtCase(trt_session, request.node)
-    case.records = _records(request.node)
+    case.records = item_records(request.node)
     return case
 
 
@@ -65,12 +58,9 @@ def trt_build(request, trt_session):
 
     ``precision`` defaults to the session's (``--trt-fp16``/``--trt-bf16``, else FP32).
     """
-    records = _records(request.node)
+    records = item_records(request.node)
 
     def build(model, policy=None, *, keep_fp32=(), rules=(), precision=None, typing=None, tf32=None, profiles=None):
-        from .dtypes import normalize_precision
-        from .policy import PrecisionPolicy
-
         loaded = trt_session.model(model)
         if policy is None:
             default = normalize_precision(precision) if precision else trt_session.settings.precision
@@ -82,10 +72,9 @@ def trt_build(request, trt_session):
             raise UsageError(f"trt_build: {trt_session.backend.name} cannot build {loaded.label} "
                              f"[{plan.policy.describe()}] as asked: {reason}")
         engine, event = trt_session.engine(plan, config)
-        records.append({"kind": "engine", **event.to_json()})
+        records.append(event.to_record())
         if trt_session.settings.parser_check != "off":  # --trt-parser-check: judged after the test body
-            check = trt_session.parser_check(plan, config)
-            records.append({"kind": "parser", **check.to_json(), "message": check.message()})
+            records.append(ParserRecord.from_check(trt_session.parser_check(plan, config)))
         return engine
 
     return build

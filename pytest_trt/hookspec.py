@@ -65,7 +65,8 @@ def pytest_trt_report_test(config: pytest.Config, entry: dict, records: list) ->
     """Extend one test's entry of the ``--trt-report`` JSON file, in place.
 
     ``entry`` is the test's entry of ``tests`` (see :mod:`pytest_trt.report.json_report`);
-    ``records`` are the raw records the test produced (dicts with a ``kind``). Add keys under a
+    ``records`` are the records the test produced in their JSON form (dicts with a ``kind``,
+    :meth:`pytest_trt.report.records.Record.to_json`). Add keys under a
     name of your own (e.g. ``entry["myplugin"] = {...}``); values must be JSON-serializable.
     Called on the process that writes the report (the pytest-xdist controller), once per trt
     test, only when ``--trt-report`` is given.

@@ -14,13 +14,17 @@ import json
 
 import pytest
 
+from . import hookspec, runstate, xdist_gpus
 from . import settings as _settings
 from ._version import __version__
+from .activation import RECORDS_KEY, SESSION_KEY, activate, current_session, forget_backends, item_records
+from .backends.base import select_backend
 from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
-from .fixtures import RECORDS_KEY, trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
+from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
 from .items import is_trt_item  # the one definition of a trt test
+from .report.outcomes import classify, junit_outcome_properties
+from .report.records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
 
-SESSION_KEY = pytest.StashKey["object"]()
 RESULTS_KEY = pytest.StashKey[list]()
 #: header lines still to show (a session activated by collection shows them after "collected N items")
 PENDING_HEADER_KEY = pytest.StashKey[bool]()
@@ -45,8 +49,6 @@ MARKERS = (
 
 def pytest_addhooks(pluginmanager):
     """pytest-trt's own hooks (:mod:`pytest_trt.hookspec`), for other plugins and conftests."""
-    from . import hookspec
-
     pluginmanager.add_hookspecs(hookspec)
 
 
@@ -62,8 +64,6 @@ def pytest_configure(config):
     config.pluginmanager.register(FallbackRecorder(), "pytest-trt-fallbacks")
     if config.option.help or getattr(config.option, "markers", False) or getattr(config.option, "fixtures", False):
         return
-    from . import xdist_gpus
-
     # --trt-gpus: on a worker this sets CUDA_VISIBLE_DEVICES, so it runs before the session probes any GPU
     xdist_gpus.configure(config)
     given = _settings.given_options(config)
@@ -71,117 +71,22 @@ def pytest_configure(config):
         activate(config, "options: " + ", ".join(given))
 
 
-def activate(config, why: str):
-    """Put the plugin in use (once): resolve the settings, select the backend, check that what
-    was asked for can be honoured. Returns the :class:`~pytest_trt.session.TrtSession`;
-    raises ``pytest.UsageError`` naming the fix."""
-    session = config.stash.get(SESSION_KEY, None)
-    if session is not None:
-        return session
-    from . import runstate
-    from .session import TrtSession
-
-    plugin_backends: tuple[str, ...] = ()
-    state = runstate.RunState()  # this session's memos; discarded at pytest_unconfigure
-    previous_state = runstate.install(state)
-    try:
-        _settings.check_path_option_forms(config)
-        session_settings = _settings.resolve_settings(config)
-        started_at = getattr(config, "workerinput", {}).get("trt_session_start")
-        plugin_backends = _register_plugin_backends(config)
-        source = session_settings.sources.get("trt_backend", "--trt-backend")
-        selected = config.hook.pytest_trt_select_backend(config=config, requested=session_settings.backend,
-                                                         source=source)
-        _check_selected(selected)
-        session = TrtSession.create(session_settings, started_at=started_at, selected=selected)
-    except PytestTrtError as exc:
-        _forget_backends(plugin_backends)
-        runstate.restore(previous_state)
-        raise pytest.UsageError(f"pytest-trt: {exc}") from None
-    session.state, session.previous_state = state, previous_state
-    session.activated_by = why
-    session.plugin_backends = plugin_backends
-    session.extend_test_entry = lambda entry, records: config.hook.pytest_trt_report_test(
-        config=config, entry=entry, records=records)
-    config.stash[SESSION_KEY] = session
-    if not hasattr(config, "workerinput"):
-        session.progress = _progress_writer(config)
-        session.verbose = config.option.verbose > 0
-    return session
-
-
-def _register_plugin_backends(config) -> tuple[str, ...]:
-    """Register the backends plugins provide (``pytest_trt_backends``); returns their names."""
-    from .backends.base import register_backend
-    from .errors import UsageError
-
-    found: dict[str, object] = {}
-    for provided in config.hook.pytest_trt_backends(config=config):
-        if not isinstance(provided, dict):
-            raise UsageError(f"a pytest_trt_backends hook returned {provided!r}: expected a dict "
-                             f"{{name: Backend subclass, instance or factory}}")
-        for name, factory in provided.items():
-            if name in found and found[name] is not factory:
-                raise UsageError(f"two pytest_trt_backends hooks provide a backend named {name!r}: "
-                                 f"rename one, or disable one plugin with -p no:NAME")
-            found[name] = factory
-    for name, factory in found.items():
-        register_backend(name, factory)
-    return tuple(found)
-
-
-def _check_selected(selected) -> None:
-    from .backends.base import Backend
-    from .errors import UsageError
-
-    if not (isinstance(selected, tuple) and len(selected) == 2 and isinstance(selected[0], Backend)):
-        raise UsageError(f"a pytest_trt_select_backend hook returned {selected!r}: expected (Backend, reason)")
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_trt_select_backend(config, requested, source):
     """pytest-trt's own choice, after any plugin's: ``auto`` is TensorRT where it runs, else emulate."""
-    from .backends.base import select_backend
-
     return select_backend(requested, source)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)
 def pytest_xdist_auto_num_workers(config):
     """pytest-xdist ``-n auto``: with ``--trt-gpus auto`` (or ``N``), one worker per GPU."""
-    from . import xdist_gpus
-
     return xdist_gpus.auto_num_workers(config)
-
-
-def _progress_writer(config):
-    """``progress(line)``: engines that took over a second, and "still building" heartbeats (every
-    engine with ``-v``), written to the terminal past pytest's output capture, as pytest's live
-    logging does (``CaptureManager.global_and_fixture_disabled``): under the default capture
-    (fd) a line written while a test runs would otherwise land in the test's captured output.
-    The heartbeat writes from its own thread while the test's thread waits for the build; a
-    lock keeps two writers from toggling capture at once. The terminal reporter and capture
-    manager register in their own pytest_configure: looked up when writing."""
-    import contextlib
-    import threading
-
-    lock = threading.Lock()
-
-    def progress(line: str) -> None:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
-        capman = config.pluginmanager.get_plugin("capturemanager")
-        with lock, (capman.global_and_fixture_disabled() if capman is not None else contextlib.nullcontext()):
-            reporter.write_line(line)
-
-    return progress
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     """The first collected (and selected) trt test puts the plugin in use."""
-    if config.stash.get(SESSION_KEY, None) is not None:
+    if current_session(config) is not None:
         return
     first = next((item for item in items if is_trt_item(item)), None)
     if first is None:
@@ -209,13 +114,13 @@ def pytest_runtest_setup(item):
 def pytest_configure_node(node):
     """pytest-xdist (controller): workers share the run's start time, so --trt-rebuild
     rebuilds each cache key once per run, not once per worker."""
-    session = node.config.stash.get(SESSION_KEY, None)
+    session = current_session(node.config)
     if session is not None:
         node.workerinput["trt_session_start"] = session.started_at
 
 
 def pytest_report_header(config):
-    session = config.stash.get(SESSION_KEY, None)
+    session = current_session(config)
     if session is None:
         return None
     return header_lines(session, config)
@@ -232,14 +137,14 @@ def pytest_report_collectionfinish(config, start_path, items):
 def header_lines(session, config=None) -> list[str]:
     """Everything needed to reproduce a result: backend and why, precision, versions, GPU, cache;
     then the lines of plugins' ``pytest_trt_report_header`` hooks (with ``config``)."""
-    from . import environment
+    from . import environment  # load path: imported once in use
 
     s = session.settings
     versions = dict(environment.library_versions())
     # The running onnxruntime module's version, not a distribution's metadata (onnxruntime and
     # onnxruntime-gpu can both be installed; docs/VERIFIED.md). The plugin is in use here, so
     # importing onnxruntime is fine (the session's runtime check already did).
-    from .baseline import onnxruntime_version
+    from .baseline import onnxruntime_version  # load path: imported once in use
 
     ort_version = onnxruntime_version()
     versions["onnxruntime"] = None if ort_version == "missing" else ort_version
@@ -284,7 +189,7 @@ def _short_longrepr(item, excinfo) -> str:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     report = yield
-    session = item.config.stash.get(SESSION_KEY, None)
+    session = current_session(item.config)
     if session is None:  # not in use: leave every report alone
         return report
     trt_test = is_trt_item(item)
@@ -337,17 +242,17 @@ def _attach_results(item, call, report, session) -> None:
     The blob rides on the deciding phase's report only (ResultsCollector reads it there; it stays
     out of JUnit XML, which takes properties from the teardown report = item.user_properties).
     """
-    from .report.outcomes import classify, junit_outcome_properties
-
     facts = classify(item, call, report)
     if facts is None:
         return
-    records = list(item.stash.get(RECORDS_KEY, None) or ())
+    records: list[Record] = list(item.stash.get(RECORDS_KEY, None) or ())
     if records and not session.settings.report_all_records:
-        from .report.summary import condense_records
+        from .report.condense import condense_records  # load path: imported once in use
 
         records = condense_records(records)
-    report.user_properties.append((PROPERTY, json.dumps({**facts, "records": records}, default=str)))
+    # the records travel as JSON (pytest-xdist serializes the report); ResultsCollector reads them back
+    blob = {**facts, "records": [rec.to_json() for rec in records]}
+    report.user_properties.append((PROPERTY, json.dumps(blob, default=str)))
     if report.when != "teardown":
         item.user_properties.extend(junit_outcome_properties(facts))
         if records:
@@ -359,13 +264,13 @@ def _attach_results(item, call, report, session) -> None:
 def _apply_parser_checks(report, records, excinfo) -> None:
     """--trt-parser-check: a failed parser check fails the test, after its body gave every other
     verdict; it never turns a failure, skip or xfail into a pass."""
-    failed = [r for r in records if r.get("kind") == "parser" and not r.get("passed") and not r.get("explicit")]
+    failed = [r for r in records if isinstance(r, ParserRecord) and not r.passed and not r.explicit]
     if not failed:
         return
     if excinfo is not None and excinfo.errisinstance(PrecisionError) and \
             type(getattr(excinfo.value, "findings", None)).__name__ == "ParserCheck":
         return  # trt.check_parser() raised it: already the test's failure
-    text = "\n\n".join(r.get("message") or r.get("error") or "parser check failed" for r in failed)
+    text = "\n\n".join(r.message or r.error or "parser check failed" for r in failed)
     if report.passed or (report.skipped and not hasattr(report, "wasxfail")):
         report.outcome = "failed"
         report.longrepr = f"pytest-trt --trt-parser-check: the plan failed TensorRT-RTX's parser check\n{text}"
@@ -373,9 +278,9 @@ def _apply_parser_checks(report, records, excinfo) -> None:
         report.sections.append(("pytest-trt parser check", text))
 
 
-def _junit_properties(records):
+def _junit_properties(records: list[Record]) -> list[tuple[str, str]]:
     """Flat per-test properties for JUnit XML (GitHub test reporters show them)."""
-    from .report.summary import junit_properties
+    from .report.junit import junit_properties  # load path: imported once in use
 
     return junit_properties(records)
 
@@ -386,16 +291,14 @@ class FallbackRecorder:
     model and node list), besides its ProviderFallbackWarning (:func:`pytest_trt.baseline.warn_placement`)."""
 
     def _around(self, item):
-        if item.config.stash.get(SESSION_KEY, None) is None or not is_trt_item(item):
+        if current_session(item.config) is None or not is_trt_item(item):
             return None
-        from .baseline import FALLBACK_SINK
+        from .baseline import FALLBACK_SINK  # load path: imported once in use
 
-        def sink(record):
-            from .fixtures import _records
-
-            records = _records(item)
-            if not any(r.get("kind") == "baseline_fallback" and r.get("model") == record["model"]
-                       and r.get("nodes") == record["nodes"] for r in records):
+        def sink(record: BaselineFallbackRecord) -> None:
+            records = item_records(item)
+            if not any(isinstance(r, BaselineFallbackRecord) and r.model == record.model and r.nodes == record.nodes
+                       for r in records):
                 records.append(record)
 
         return FALLBACK_SINK, FALLBACK_SINK.set(sink)
@@ -451,7 +354,7 @@ class ResultsCollector:
             if entry is None:
                 entry = self._by_nodeid[report.nodeid] = {"nodeid": report.nodeid, "records": []}
                 self.sink.append(entry)
-            records = blob.pop("records", None) or []
+            records = [record_from_json(rec) for rec in blob.pop("records", None) or ()]
             if records or not entry["records"]:
                 entry["records"] = records
             if report.when == "teardown" and entry.get("outcome") not in (None, "passed"):
@@ -461,18 +364,18 @@ class ResultsCollector:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    from .report.summary import write_terminal_summary
-
-    session = config.stash.get(SESSION_KEY, None)
+    session = current_session(config)
     if session is None or hasattr(config, "workerinput"):
         return
+    from .report.summary import write_terminal_summary  # load path: imported once in use
+
     write_terminal_summary(terminalreporter, session, list(config.stash[RESULTS_KEY]))
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     """pytest-xdist (controller): add a finished worker's cache figures to the session's."""
-    session = node.config.stash.get(SESSION_KEY, None)
+    session = current_session(node.config)
     stats = getattr(node, "workeroutput", {}).get("trt_cache_stats")
     if session is not None and stats:
         session.worker_cache_stats.append(stats)
@@ -481,27 +384,17 @@ def pytest_testnodedown(node, error):
 def pytest_unconfigure(config):
     """Forget the backends plugins registered for this run and the run's memo tables
     (:mod:`pytest_trt.runstate`): an in-process pytester run must not leak them into the next."""
-    session = config.stash.get(SESSION_KEY, None)
+    session = current_session(config)
     if session is not None:
-        _forget_backends(session.plugin_backends)
+        forget_backends(session.plugin_backends)
         if session.state is not None:  # the run's memos end with the run
-            from . import runstate
-
             session.state.clear()
             runstate.restore(session.previous_state)
 
 
-def _forget_backends(names) -> None:
-    if names:
-        from .backends.base import unregister_backend
-
-        for name in names:
-            unregister_backend(name)
-
-
 def pytest_sessionfinish(session, exitstatus):
     config = session.config
-    run = config.stash.get(SESSION_KEY, None)
+    run = current_session(config)
     if run is None:
         return
     if hasattr(config, "workerinput"):
@@ -510,7 +403,7 @@ def pytest_sessionfinish(session, exitstatus):
         if run._remote is not None:
             run._remote.close()
         return
-    from .report import write_reports
+    from .report import write_reports  # load path: imported once in use
 
     write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)
     if run._remote is not None:

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import os
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .backends.base import Backend, BuildConfig, Engine, select_backend
+from .errors import UsageError
+from .parser_check import check_parser, require
+from .report.records import EngineRecord
 from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backends.base import Backend, BuildConfig, Engine
     from .cache import ArtifactCache
     from .model import Model
     from .plan import PrecisionPlan
@@ -43,6 +47,10 @@ class BuildEvent:
             "cache_hit": self.cache_hit, "build_seconds": round(self.build_seconds, 4), "key": self.key,
             "gpu": self.gpu,
         }
+
+    def to_record(self, via: str | None = None) -> EngineRecord:
+        """The test's engine record (``via``: ``suggest``/``locate`` for engines built on their behalf)."""
+        return EngineRecord(**self.to_json(), via=via)
 
 
 @dataclass
@@ -103,8 +111,7 @@ class TrtSession:
         explicit backend that cannot run, ONNX Runtime missing or broken, a baseline provider
         that does not really run, a typing the TensorRT version lacks.
         """
-        from .backends.base import select_backend
-        from .baseline import check_runtime
+        from .baseline import check_runtime  # load path: imported once in use
 
         if selected is None:
             selected = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
@@ -113,18 +120,15 @@ class TrtSession:
         check_runtime(settings.baseline_provider, gpu=(backend.name != "emulate") or None,
                       source="--trt-baseline-provider" if provider_source == "default" else provider_source)
         if backend.name in ("tensorrt", "tensorrt-rtx") and settings.typing != "auto":
+            # load path: imported once in use
             from .backends.trt_compat import installed_version, version_typing_reason
 
             why = version_typing_reason(backend.name, installed_version(backend.name), settings.typing)
             if why:
-                from .errors import UsageError
-
                 raise UsageError(f"{settings.sources.get('trt_typing', '--trt-typing')} {settings.typing} cannot be "
                                  f"honoured by {backend.name}: {why}")
         session = cls(settings=settings, backend=backend, backend_reason=reason)
         if settings.parser_check != "off":
-            from .parser_check import require
-
             require(settings.parser_check, settings.sources.get("trt_parser_check", "--trt-parser-check"))
         session.flag_prefix = flag_prefix
         if started_at is not None:
@@ -140,7 +144,7 @@ class TrtSession:
     @property
     def cache(self) -> ArtifactCache:
         """The artifact cache, created on first use (a run without engine tests creates no directory)."""
-        from .cache import ArtifactCache
+        from .cache import ArtifactCache  # load path: imported once in use
 
         with self._lock:
             if self._cache is None:
@@ -156,13 +160,11 @@ class TrtSession:
 
         Created without any network access; the signing key comes from ``$PYTEST_TRT_REMOTE_CACHE_KEY``.
         """
-        import os
-
         if not self.settings.remote_cache:
             return None
         with self._lock:
             if self._remote is None:
-                from .remote_cache import ENV_AUTH, ENV_KEY, RemoteTier
+                from .remote_cache import ENV_AUTH, ENV_KEY, RemoteTier  # load path: imported once in use
 
                 key = os.environ.get(ENV_KEY) or None
                 self._remote = RemoteTier(self.settings.remote_cache, mode=self.settings.remote_cache_mode,
@@ -172,7 +174,7 @@ class TrtSession:
 
     def cache_stats(self):
         """This process's :class:`~pytest_trt.remote_cache.CacheStats` plus those merged from xdist workers."""
-        from .remote_cache import CacheStats
+        from .remote_cache import CacheStats  # load path: imported once in use
 
         total = CacheStats()
         if self._cache is not None:
@@ -183,7 +185,7 @@ class TrtSession:
 
     # -- pipeline steps, memoized per process ---------------------------------------
     def model(self, source) -> Model:
-        from .model import Model, load_model
+        from .model import Model, load_model  # load path: imported once in use
 
         if isinstance(source, Model):
             return source
@@ -201,9 +203,7 @@ class TrtSession:
             return self._plans[key]
 
     def build_config(self, **overrides) -> BuildConfig:
-        from .backends.base import BuildConfig
-
-        kwargs = {"typing": self.settings.typing}
+        kwargs: dict[str, Any] = {"typing": self.settings.typing}
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return BuildConfig(**kwargs)
 
@@ -241,13 +241,12 @@ class TrtSession:
         GPU; ``uuid`` null where nvidia-smi gave none; ``worker`` the xdist worker id or null.
         None for the ``emulate`` backend (CPU) and where no GPU is visible.
         """
-        import os
-
         backend = backend or self.backend
         if backend.name == "emulate":
             return None
         with self._lock:
             if not self._gpu_known:
+                # load path: imported once in use (and looked up at call time: tests replace environment.gpus)
                 from . import environment
 
                 found = environment.gpus()
@@ -262,8 +261,6 @@ class TrtSession:
     def parser_check(self, plan: PrecisionPlan, config: BuildConfig, which: str | None = None):
         """The plan parsed and built by TensorRT-RTX (:func:`pytest_trt.parser_check.check_parser`),
         once per plan and config in this process, through the artifact cache."""
-        from .parser_check import check_parser
-
         which = which or (self.settings.parser_check if self.settings.parser_check != "off" else "tensorrt-rtx")
         key = (which, plan.model.sha256, plan.fingerprint(), config.fingerprint())
         with self._lock:
@@ -277,9 +274,9 @@ class TrtSession:
         """``--trt-engine-memory`` in bytes; default half the first GPU's memory; None: no GPU known."""
         if self.settings.engine_memory_bytes is not None:
             return self.settings.engine_memory_bytes
-        from .environment import gpus
+        from . import environment  # load path: imported once in use
 
-        found = gpus()
+        found = environment.gpus()
         try:
             mib = float(str(found[0].memory_mib).split()[0]) if found else 0.0
         except (ValueError, IndexError):
@@ -326,7 +323,7 @@ class TrtSession:
             thread.join()
 
     def baseline(self, model: Model, feeds: dict) -> dict:
-        from .baseline import fp32_baseline
+        from .baseline import fp32_baseline  # load path: imported once in use
 
         return fp32_baseline(model, feeds, provider=self.settings.baseline_provider, cache=self.cache,
                              rebuild=self.settings.rebuild)

@@ -29,6 +29,9 @@ import os
 
 import pytest
 
+from . import settings as _settings
+from .activation import current_session
+
 ENV = "CUDA_VISIBLE_DEVICES"
 WORKERINPUT_KEY = "trt_gpu"
 ASSIGNMENT_KEY = pytest.StashKey[dict]()
@@ -40,7 +43,8 @@ def visible_devices() -> list[str]:
     Empty when no GPU is visible (``nvidia-smi`` lists none, or ``CUDA_VISIBLE_DEVICES`` is
     empty or ``-1``).
     """
-    from . import environment  # looked up at call time: tests replace environment.gpus
+    # load path: imported once in use (and looked up at call time: tests replace environment.gpus)
+    from . import environment
 
     found = environment.gpus()
     if not found:
@@ -94,8 +98,6 @@ def assign_devices(worker_ids: list[str], devices: list[str], wanted: int | None
 
 
 def _option(config):
-    from . import settings as _settings
-
     value, source = _settings._lookup(config, _settings.OPTIONS_BY_DEST["trt_gpus"])
     return value, source
 
@@ -138,7 +140,7 @@ def configure(config) -> None:
         device = workerinput.get(WORKERINPUT_KEY)
         if device is not None:
             os.environ[ENV] = str(device)
-            from . import environment
+            from . import environment  # load path: imported once in use
 
             getattr(environment.gpus, "cache_clear", lambda: None)()
         return
@@ -193,8 +195,6 @@ class GpuAssigner:
 
     def pytest_sessionstart(self, session):
         # the JSON/HTML reports read it from the run-wide TrtSession
-        from .plugin import SESSION_KEY
-
-        trt_session = session.config.stash.get(SESSION_KEY, None)
+        trt_session = current_session(session.config)
         if trt_session is not None:
             trt_session.gpu_assignment = dict(self.mapping)

@@ -54,12 +54,18 @@ def _imports(modules: dict[str, Path]):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         is_pkg = path.name == "__init__.py"
         func_nodes = set()
+        type_only = set()  # under ``if TYPE_CHECKING:``: never executed, so never part of a cycle
         for fn in ast.walk(tree):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 for sub in ast.walk(fn):
                     if sub is not fn:
                         func_nodes.add(id(sub))
+            elif isinstance(fn, ast.If) and "TYPE_CHECKING" in ast.unparse(fn.test):
+                for stmt in fn.body:
+                    type_only.update(id(sub) for sub in ast.walk(stmt))
         for node in ast.walk(tree):
+            if id(node) in type_only:
+                continue
             local = id(node) in func_nodes
             if isinstance(node, ast.Import):
                 for alias in node.names:
@@ -89,9 +95,7 @@ def _cycles(modules, imports) -> list[list[str]]:
             continue
         dest = f"{target}.{name}" if name and f"{target}.{name}" in modules else target
         if dest in modules and dest != importer:
-            # a package's __init__ importing its own submodules is not a cycle
-            if not importer or not dest.startswith(importer + "."):
-                graph[importer].add(dest)
+            graph[importer].add(dest)
     # Tarjan's strongly connected components
     index: dict[str, int] = {}
     low: dict[str, int] = {}

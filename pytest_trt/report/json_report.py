@@ -158,7 +158,7 @@ Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
       ]
     }
 
-``tolerance_ratio`` (:func:`pytest_trt.report.summary.tolerance_ratio`): > 1 exactly when
+``tolerance_ratio`` (:func:`pytest_trt.report.rows.tolerance_ratio`): > 1 exactly when
 the output fails. The largest of: the element rule's (an element fails iff its error exceeds
 atol *and* rtol*|expected|; with mismatches ``min(needed_atol/atol, needed_rtol/rtol)``, the
 factor by which one tolerance would have to grow, else ``min(max_abs/atol, max_rel/rtol)``
@@ -168,21 +168,30 @@ applied ``10 ** ((min_snr_db - snr_db) / 10)``. ``"inf"`` for NaN/Inf mismatches
 or misshapen outputs; null when the figures were not computed. The error grid views the output as
 rows = leading dims flattened (row-major) by columns = last dim, max-pooled in blocks.
 
-Records (what rides on each test report; the producer is :class:`~pytest_trt.case.TrtCase`)
--------------------------------------------------------------------------------------------
-* ``{"kind": "engine", "model", "policy", "backend", "cache_hit": bool, "build_seconds": float, "key",
-  "gpu": {...} | null, "via": "suggest" | "locate" (optional)}``
-* ``{"kind": "baseline_fallback", "model", "provider": "cuda", "nodes": [[name, op_type], ...]}``
-* ``{"kind": "accuracy", "model", "backend", "policy", "seed", "gpu", "result": CompareResult.to_json(),
-  "figures": {output: error_figures(...)}}`` (``figures`` only for failing float outputs)
-* ``{"kind": "precision", "pattern", "precision", "passed": bool (optional), "report":
-  PrecisionCheck.to_json()}`` (verify.py; a ``LayerReport.to_json()`` with every node is read too,
-  its statuses ``ok/mismatch/unverifiable/fixed``, the constrained nodes selected by the pattern)
-* ``{"kind": "layerwise", "model", "backend", "policy", "seed", "note", "threshold", "jump", "found",
-  "first": {tensor row} | null, "tensors": [{tensor row}, ...]}``: a layerwise comparison
+Records (what rides on each test report: :mod:`pytest_trt.report.records`, one dataclass per kind)
+-------------------------------------------------------------------------------------------------
+A test's records travel from an xdist worker to the controller as their JSON forms
+(``Record.to_json()``: ``{"kind", <fields>}``, optional fields left out while unset) and are
+read back with ``record_from_json``, which rejects an unknown kind, a missing or an unknown key.
+
+* ``EngineRecord`` ``{"kind": "engine", "model", "policy", "backend", "cache_hit": bool, "build_seconds": float,
+  "key", "gpu": {...} | null, "via": "suggest" | "locate" (optional)}``
+* ``BaselineFallbackRecord`` ``{"kind": "baseline_fallback", "model", "provider": "cuda",
+  "nodes": [[name, op_type], ...]}``
+* ``AccuracyRecord`` ``{"kind": "accuracy", "model", "backend", "policy", "seed", "baseline", "gpu",
+  "result": CompareResult.to_json(), "figures": {output: error_figures(...)}}`` (``figures`` only for
+  failing float outputs)
+* ``PrecisionRecord`` ``{"kind": "precision", "pattern", "precision", "passed": bool (optional), "report":
+  PrecisionCheck.to_json(), "network": [scope rows]}`` (verify.py; a ``LayerReport.to_json()`` with every
+  node is read too, its statuses ``ok/mismatch/unverifiable/fixed``, the constrained nodes selected by the pattern)
+* ``LayerwiseRecord`` ``{"kind": "layerwise", "model", "backend", "policy", "seed", "note", "threshold", "jump",
+  "found", "first": {tensor row} | null, "tensors": [{tensor row}, ...]}``: a layerwise comparison
   (:func:`pytest_trt.report.plots.layerwise_record` of a ``Divergence``). Tensor rows, in
   topological order: ``{"tensor", "node", "op_type", "index", "precision" (planned), "compute",
   "available", "max_abs", "rel" (max abs error / max |reference|), "jump", "divergent", "nonfinite"}``.
+* ``ParserRecord`` ``{"kind": "parser", <ParserCheck.to_json()>, "message", "explicit": bool (optional)}``
+
+Every kind may carry ``"examples": n`` when condensed (``report/condense.py``).
 """
 
 from __future__ import annotations
@@ -194,8 +203,14 @@ import platform
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from .. import environment
+from .._version import __version__
+from ..remote_cache import CacheStats
 from .outcomes import verdict_text
-from .summary import (
+from .records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
+from .rows import (
     accuracy_rows,
     baseline_fallbacks,
     engine_counts,
@@ -203,6 +218,7 @@ from .summary import (
     parser_rows,
     precision_rows,
     records_of,
+    result_records,
     tolerance_ratio,
 )
 
@@ -211,21 +227,12 @@ SCHEMA_VERSION = 2
 
 def session_metadata(session) -> dict[str, Any]:
     """What produced the results: versions, GPU, backend and why, run-wide options."""
-    from .. import environment
-    from .._version import __version__
-
     s = session.settings
-    try:
-        import pytest
-
-        pytest_version = pytest.__version__
-    except ImportError:  # pragma: no cover - the CLI may run without pytest one day
-        pytest_version = None
     gpus = [{"name": g.name, "compute_capability": g.compute_capability, "driver": g.driver,
              "memory_mib": g.memory_mib, "uuid": getattr(g, "uuid", "") or None} for g in environment.gpus()]
     return {
         "pytest_trt": __version__,
-        "pytest": pytest_version,
+        "pytest": pytest.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(),
         "libraries": dict(environment.library_versions()),
@@ -258,8 +265,6 @@ def _remote_metadata(session) -> dict[str, Any] | None:
 
 def cache_summary(session) -> dict[str, Any]:
     """The summary's cache figures (zeros when the session never opened the cache)."""
-    from ..remote_cache import CacheStats
-
     stats = session.cache_stats() if hasattr(session, "cache_stats") else CacheStats()
     return {"local_hits": stats.local_hits, "cache_builds": stats.builds, "remote_hits": stats.remote_hits,
             "remote_misses": stats.remote_misses, "remote_rejected": stats.remote_rejected,
@@ -276,44 +281,43 @@ def _jsonable_ratio(x):
 def entry_of_test(res: dict) -> dict[str, Any]:
     """One test's entry of ``tests`` from its collected records."""
     single = [res]
-    engines = [{k: rec.get(k) for k in ("model", "policy", "backend", "cache_hit", "build_seconds", "key", "gpu",
-                                        "via")}
-               for _, rec in records_of(single, "engine")]
-    for eng in engines:
-        eng["cache_hit"] = bool(eng["cache_hit"])
-        eng["build_seconds"] = float(eng["build_seconds"] or 0.0)
-    accuracy = []
-    for _, rec in records_of(single, "accuracy"):
-        result = rec.get("result") or {}
-        figures = rec.get("figures") or {}
-        outputs = []
-        for name, out in (result.get("outputs") or {}).items():
-            entry = {"name": name, **{k: v for k, v in out.items() if k != "name"}}
-            entry["tolerance_ratio"] = _jsonable_ratio(tolerance_ratio(out))
-            if name in figures:
-                entry["figures"] = figures[name]
-            outputs.append(entry)
-        accuracy.append({
-            "model": rec.get("model"), "backend": rec.get("backend"), "policy": rec.get("policy"),
-            "seed": rec.get("seed"), "baseline": rec.get("baseline", "fp32"), "gpu": rec.get("gpu"),
-            "passed": bool(result.get("passed")),
-            "precision": result.get("precision"), "examples": int(rec.get("examples") or 1),
-            "outputs": outputs,
-        })
-    precision = []
-    for row in precision_rows(single):
-        precision.append({
-            "pattern": row["pattern"], "precision": row["precision"], "passed": row["passed"],
-            "source": row["source"], "typing": row["typing"], "emulated": row["emulated"],
-            "counts": row["counts"], "evidence": row["evidence"], "nodes": row["constrained"], "notes": row["notes"],
-        })
-    layerwise = [{k: v for k, v in rec.items() if k != "kind"} for _, rec in records_of(single, "layerwise")]
-    parser = [{k: v for k, v in rec.items() if k not in ("kind", "message")} for _, rec in records_of(single, "parser")]
+    parser = [{k: v for k, v in rec.to_json().items() if k not in ("kind", "message")}
+              for _, rec in records_of(single, ParserRecord)]
     fallbacks = [{k: v for k, v in f.items() if k != "tests"} for f in baseline_fallbacks(single)]
     return {"nodeid": res["nodeid"], "outcome": res.get("outcome"), "verdict": verdict_text(res),
             "message": res.get("message"), "expected_failure": res.get("expected_failure"),
-            "engines": engines, "accuracy": accuracy, "precision": precision, "layerwise": layerwise,
+            "engines": [_engine_entry(rec) for _, rec in records_of(single, EngineRecord)],
+            "accuracy": [_accuracy_entry(rec) for _, rec in records_of(single, AccuracyRecord)],
+            "precision": _precision_entries(single),
+            "layerwise": [{k: v for k, v in rec.to_json().items() if k != "kind"}
+                          for _, rec in records_of(single, LayerwiseRecord)],
             "parser": parser, "baseline_fallbacks": fallbacks}
+
+
+def _engine_entry(rec: EngineRecord) -> dict[str, Any]:
+    return {"model": rec.model, "policy": rec.policy, "backend": rec.backend, "cache_hit": bool(rec.cache_hit),
+            "build_seconds": float(rec.build_seconds or 0.0), "key": rec.key, "gpu": rec.gpu, "via": rec.via}
+
+
+def _accuracy_entry(rec: AccuracyRecord) -> dict[str, Any]:
+    figures = rec.figures or {}
+    outputs = []
+    for name, out in rec.outputs.items():
+        entry = {"name": name, **{k: v for k, v in out.items() if k != "name"}}
+        entry["tolerance_ratio"] = _jsonable_ratio(tolerance_ratio(out))
+        if name in figures:
+            entry["figures"] = figures[name]
+        outputs.append(entry)
+    return {"model": rec.model, "backend": rec.backend, "policy": rec.policy, "seed": rec.seed,
+            "baseline": rec.baseline, "gpu": rec.gpu, "passed": rec.passed, "precision": rec.precision,
+            "examples": rec.count, "outputs": outputs}
+
+
+def _precision_entries(results: list[dict]) -> list[dict[str, Any]]:
+    return [{"pattern": row["pattern"], "precision": row["precision"], "passed": row["passed"],
+             "source": row["source"], "typing": row["typing"], "emulated": row["emulated"],
+             "counts": row["counts"], "evidence": row["evidence"], "nodes": row["constrained"], "notes": row["notes"]}
+            for row in precision_rows(results)]
 
 
 def build_report(session, results, exitstatus=None) -> dict[str, Any]:
@@ -349,8 +353,8 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
 def _extended(session, entry: dict[str, Any], res: dict) -> dict[str, Any]:
     """The entry as plugins extend it (the ``pytest_trt_report_test`` hook, :mod:`pytest_trt.hookspec`)."""
     extend = getattr(session, "extend_test_entry", None)
-    if extend is not None:
-        extend(entry, list(res.get("records") or ()))
+    if extend is not None:  # hook implementations get the records' JSON forms (dicts with a "kind")
+        extend(entry, [rec.to_json() for rec in result_records(res)])
     return entry
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import AccuracyError, PrecisionError, PytestTrtError
 from ..items import is_trt_item  # noqa: F401  (re-exported: the one definition of a trt test)
 
 #: longest message kept per test (the full traceback stays in pytest's own output and JUnit)
@@ -34,8 +35,6 @@ VERDICT_TEXT = {
 
 
 def _message(excinfo) -> str:
-    from ..errors import AccuracyError, PrecisionError, PytestTrtError
-
     value = excinfo.value
     if isinstance(value, (AccuracyError, PrecisionError, PytestTrtError)):
         text = f"{excinfo.typename}: {value}"
@@ -64,56 +63,58 @@ def classify(item, call, report) -> dict[str, Any] | None:
     The setup phase decides when it did not pass (error, skip, xfail(run=False)); the
     call phase always; the teardown phase when it failed (an error after the test).
     """
-    from ..errors import AccuracyError, PrecisionError
-
     when = report.when
     if when == "setup" and report.passed:
         return None
     if when == "teardown" and not report.failed:
         return None
-    xfail = _xfail_marker(item)
     wasxfail = hasattr(report, "wasxfail")
     longrepr = report.longrepr
-    facts: dict[str, Any] = {"message": None, "expected_failure": None}
-    if report.skipped and wasxfail:
-        facts["outcome"] = "xfailed"
-    elif report.passed and wasxfail:
-        facts["outcome"] = "xpassed"
-    elif report.skipped:
-        facts["outcome"] = "skipped"
-        if isinstance(longrepr, tuple) and len(longrepr) == 3:
-            facts["message"] = str(longrepr[2])
-    elif report.failed and when != "call":
-        facts["outcome"] = "error"
-    elif report.failed:
-        facts["outcome"] = "failed"
-    else:
-        facts["outcome"] = "passed"
+    facts: dict[str, Any] = {"message": None, "expected_failure": None, "outcome": _outcome(report, wasxfail)}
+    if facts["outcome"] == "skipped" and isinstance(longrepr, tuple) and len(longrepr) == 3:
+        facts["message"] = str(longrepr[2])
     excinfo = getattr(call, "excinfo", None)
     if excinfo is not None and facts["outcome"] in ("failed", "error", "xfailed"):
         facts["message"] = _message(excinfo)
     elif facts["outcome"] in ("failed", "error") and report.longrepr is not None:
         # failed by the plugin after a passing body (--trt-parser-check, --trt-require-run): its longrepr says why
         facts["message"] = str(report.longrepr)
+    xfail = _xfail_marker(item)
     if xfail is not None or wasxfail:
-        info = dict(xfail or {"reason": "", "strict": False, "raises": None})
-        if wasxfail and report.wasxfail:
-            info["reason"] = str(report.wasxfail).removeprefix("reason: ")
-        if facts["outcome"] == "xfailed":
-            caught = excinfo is not None and excinfo.errisinstance((AccuracyError, PrecisionError))
-            info["raised"] = excinfo.typename if excinfo is not None else None
-            info["verdict"] = "caught" if caught else "not_tested"
-        elif facts["outcome"] == "xpassed":
-            info["raised"] = None
-            info["verdict"] = "passed"
-        elif facts["outcome"] == "failed" and isinstance(longrepr, str) and longrepr.startswith("[XPASS(strict)]"):
-            info["raised"] = None
-            info["verdict"] = "missed"
-            facts["message"] = longrepr
-        else:
-            info = None  # failed otherwise (e.g. raised what raises= does not name): a plain failure
-        facts["expected_failure"] = info
+        facts["expected_failure"] = _expected_failure(xfail, report, excinfo, facts)
     return facts
+
+
+def _outcome(report, wasxfail: bool) -> str:
+    """pytest's outcome of a deciding phase: passed, failed, error, skipped, xfailed or xpassed."""
+    if report.skipped:
+        return "xfailed" if wasxfail else "skipped"
+    if report.passed:
+        return "xpassed" if wasxfail else "passed"
+    return "error" if report.when != "call" else "failed"
+
+
+def _expected_failure(xfail: dict[str, Any] | None, report, excinfo, facts: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``expected_failure`` facts of an xfail-marked test (None: it failed otherwise, a plain
+    failure); a strict xfail that passed also sets ``facts["message"]``."""
+    info: dict[str, Any] = dict(xfail or {"reason": "", "strict": False, "raises": None})
+    if getattr(report, "wasxfail", None):
+        info["reason"] = str(report.wasxfail).removeprefix("reason: ")
+    longrepr = report.longrepr
+    if facts["outcome"] == "xfailed":
+        caught = excinfo is not None and excinfo.errisinstance((AccuracyError, PrecisionError))
+        info["raised"] = excinfo.typename if excinfo is not None else None
+        info["verdict"] = "caught" if caught else "not_tested"
+    elif facts["outcome"] == "xpassed":
+        info["raised"] = None
+        info["verdict"] = "passed"
+    elif facts["outcome"] == "failed" and isinstance(longrepr, str) and longrepr.startswith("[XPASS(strict)]"):
+        info["raised"] = None
+        info["verdict"] = "missed"
+        facts["message"] = longrepr
+    else:
+        return None  # failed otherwise (e.g. raised what raises= does not name): a plain failure
+    return info
 
 
 def verdict_text(entry: dict) -> str:

@@ -10,9 +10,10 @@ Two halves:
 * ``*_png`` functions render that data with matplotlib as ``data:image/png;base64,...``
   URIs for the HTML report. matplotlib is the optional extra ``plots``
   (``pip install pytest-trt[plots]``); without it each returns None and the HTML report
-  draws the same data with CSS. matplotlib is imported lazily, through
-  :func:`matplotlib_available`, and only its object-oriented API is used (no pyplot, no
-  global figure state).
+  draws the same data with CSS. matplotlib is imported where it is used, after
+  :func:`matplotlib_available` said it imports (not bound once at module level: tests hide it,
+  and pytester's in-process runs drop and re-import modules, so a kept reference could mix two
+  copies of matplotlib); only its object-oriented API is used (no pyplot, no global figure state).
 
 The grid's layout: an output of shape ``(d0, ..., dn-1, dn)`` is viewed as a matrix of
 ``d0*...*dn-1`` rows (row-major over the leading dims) by ``dn`` columns, e.g. a
@@ -30,7 +31,10 @@ import io
 import math
 from typing import Any
 
+import numpy as np
+
 from ..jsonsafe import json_number
+from .records import LayerwiseRecord
 
 #: bumped when the layout of :func:`error_figures`' result changes
 FIGURES_VERSION = 1
@@ -68,7 +72,6 @@ def error_figures(actual, expected, *, atol: float | None = None, rtol: float | 
     ``|a - e| > atol and |a - e| > rtol * |e|``; NaN fails unless ``equal_nan``, an
     infinity fails unless both sides are the same infinity.
 
-    >>> import numpy as np
     >>> f = error_figures(np.ones((4, 8)), np.zeros((4, 8)), atol=0.5, rtol=0.0)
     >>> f["grid"]["rows"], f["grid"]["cols"], f["grid"]["max_abs"][0][0], f["grid"]["mismatched"][0][0]
     (4, 8, 1.0, 1)
@@ -84,8 +87,6 @@ def error_figures(actual, expected, *, atol: float | None = None, rtol: float | 
                   "mismatched": [[int]] (r x c) or None without tolerances,
                   "max": float (largest finite cell), "worst_cell": [row, col]}}
     """
-    import numpy as np
-
     a = np.asarray(actual)
     e = np.asarray(expected)
     if a.shape != e.shape:
@@ -121,8 +122,6 @@ def error_figures(actual, expected, *, atol: float | None = None, rtol: float | 
 
 
 def _histogram(err, finite, nonfinite_err, bins, atol) -> dict[str, Any]:
-    import numpy as np
-
     positive = err[finite & (err > 0)]
     zero = int(np.count_nonzero(finite & (err == 0)))
     atol_log = math.log10(atol) if atol else None
@@ -158,8 +157,6 @@ def _as_matrix(x):
 
 def _pool(m, br, bc, reduce):
     """Block-reduce a 2-D array (padded with zeros to whole blocks)."""
-    import numpy as np
-
     r, c = m.shape
     rr, cc = -(-r // br), -(-c // bc)
     if (rr * br, cc * bc) != (r, c):
@@ -171,8 +168,6 @@ def _pool(m, br, bc, reduce):
 
 
 def _grid(err, nonfinite_err, mismatch, grid) -> dict[str, Any]:
-    import numpy as np
-
     shape = err.shape
     m = _as_matrix(err)
     r, c = m.shape
@@ -237,7 +232,7 @@ def failing_output_figures(actual: dict, expected: dict, result, *, max_outputs:
 # --------------------------------------------------------------------------------------
 def matplotlib_available() -> bool:
     """True when matplotlib can be imported (checked on every call, so tests can hide it)."""
-    try:
+    try:  # a real import, not lazy: whether it imports here and now is the question
         import matplotlib  # noqa: F401
         from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
         from matplotlib.figure import Figure  # noqa: F401
@@ -246,7 +241,8 @@ def matplotlib_available() -> bool:
     return True
 
 
-def _figure(width: float, height: float):
+def _figure(width: float, height: float) -> Any:
+    # optional extra, imported at use (see the module docstring)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -294,8 +290,6 @@ def heatmap_png(figures: dict, *, title: str = "") -> str | None:
     grid = figures.get("grid") or {}
     if not grid.get("rows") or not matplotlib_available():
         return None
-    import numpy as np
-
     values = np.array([[as_float(v) for v in row] for row in grid["max_abs"]], dtype=np.float64)
     bad = ~np.isfinite(values)
     positive = values[np.isfinite(values) & (values > 0)]
@@ -306,7 +300,7 @@ def heatmap_png(figures: dict, *, title: str = "") -> str | None:
     rows, cols = grid["rows"], grid["cols"]
     fig = _figure(min(7.0, 1.6 + 0.12 * cols), min(4.5, 1.2 + 0.14 * rows))
     ax = fig.add_subplot(1, 1, 1)
-    from matplotlib import colormaps
+    from matplotlib import colormaps  # optional extra, imported at use (see the module docstring)
 
     cmap = colormaps["magma_r"].with_extremes(bad=NONFINITE_COLOR)
     image = ax.imshow(shown, aspect="auto", interpolation="nearest", cmap=cmap, vmin=lo, vmax=hi)
@@ -325,22 +319,21 @@ def heatmap_png(figures: dict, *, title: str = "") -> str | None:
     return _to_data_uri(fig)
 
 
-def layerwise_points(record: dict) -> tuple[list[dict], list[float | None], str, float | None, int | None]:
+def layerwise_points(record: LayerwiseRecord) -> tuple[list[dict], list[float | None], str, float | None, int | None]:
     """``(tensors, y values, what, threshold, index of the first divergent tensor)`` of a layerwise record.
 
     ``tensors`` are the record's rows of compute nodes (constants and shape math, rows
     with ``"compute": false``, are left out: they carry no rounding error). The curve is
     the relative error (``rel``: max abs error over max |reference|, what the divergence
-    criterion thresholds) when recorded, else ``max_abs``; tensors the engine did not
-    expose are None (gaps).
+    criterion thresholds) when recorded, else ``max_abs`` (then without a threshold); tensors
+    the engine did not expose are None (gaps).
     """
-    tensors = [t for t in record.get("tensors") or () if t.get("compute", True) is not False]
+    tensors = [t for t in record.tensors or () if t.get("compute", True) is not False]
     key = "rel" if any("rel" in t for t in tensors) else "max_abs"
     ys = [None if t.get("available") is False else as_float(t.get(key)) for t in tensors]
-    threshold = as_float(record.get("threshold")) if key == "rel" else as_float(record.get("atol"))
-    first = record.get("first")
-    first_tensor = first.get("tensor") if isinstance(first, dict) else None
-    first_node = first.get("node") if isinstance(first, dict) else record.get("first_divergent")
+    threshold = as_float(record.threshold) if key == "rel" else None
+    first = record.first if isinstance(record.first, dict) else {}
+    first_tensor, first_node = first.get("tensor"), first.get("node")
     index = None
     for i, t in enumerate(tensors):
         if (first_tensor and t.get("tensor") == first_tensor) or (not first_tensor and first_node
@@ -373,13 +366,12 @@ def mismatch_marks(grid: dict, limit: int = 400) -> list[tuple[int, int]] | None
     return marks if 0 < len(marks) <= limit else None
 
 
-def layerwise_record(divergence, *, seed=None) -> dict[str, Any]:
-    """The compact ``layerwise`` record of a :class:`~pytest_trt.layerwise.Divergence` for the reports.
+def layerwise_record(divergence: Any, *, seed: int | None = None) -> LayerwiseRecord:
+    """The compact :class:`~pytest_trt.report.records.LayerwiseRecord` of a
+    :class:`~pytest_trt.layerwise.Divergence` (or its ``to_json()``) for the reports.
 
-    ``{"kind": "layerwise", "model", "backend", "policy", "seed", "note", "threshold", "jump",
-    "found", "first": {tensor row} | None, "tensors": [{tensor row}, ...]}`` with tensor rows
-    ``{"tensor", "node", "op_type", "index", "precision", "compute", "available", "max_abs",
-    "rel", "jump", "divergent", "nonfinite"}`` in topological order (a subset of
+    Tensor rows ``{"tensor", "node", "op_type", "index", "precision", "compute", "available",
+    "max_abs", "rel", "jump", "divergent", "nonfinite"}`` in topological order (a subset of
     ``TensorError.to_json()``, to keep the record small on big models).
     """
     data = divergence.to_json() if hasattr(divergence, "to_json") else dict(divergence)
@@ -389,37 +381,27 @@ def layerwise_record(divergence, *, seed=None) -> dict[str, Any]:
     def row(t):
         return None if t is None else {k: t.get(k) for k in keep}
 
-    return {
-        "kind": "layerwise", "model": data.get("model"), "backend": data.get("backend"),
-        "policy": data.get("policy"), "seed": seed, "note": data.get("note"),
-        "threshold": data.get("threshold"), "jump": data.get("jump"), "found": data.get("found"),
-        "first": row(data.get("first")), "tensors": [row(t) for t in data.get("tensors") or ()],
-    }
+    return LayerwiseRecord(
+        model=data.get("model"), backend=data.get("backend"), policy=data.get("policy"), seed=seed,
+        note=data.get("note"), threshold=data.get("threshold"), jump=data.get("jump"), found=data.get("found"),
+        first=row(data.get("first")), tensors=[row(t) for t in data.get("tensors") or ()],
+    )
 
 
-def layerwise_png(record: dict, *, title: str = "") -> str | None:
+def layerwise_png(record: LayerwiseRecord, *, title: str = "") -> str | None:
     """PNG data URI of a layerwise error curve (error per tensor in topological order); None without matplotlib."""
-    if not record.get("tensors") or not matplotlib_available():
+    if not record.tensors or not matplotlib_available():
         return None
     tensors, ys, what, threshold, first = layerwise_points(record)
     finite = [y for y in ys if y is not None and math.isfinite(y) and y > 0]
     floor = min(finite) if finite else 1e-12
     top = max(finite) if finite else 1.0
-    xs = list(range(len(tensors)))
     plot_y = [math.nan if y is None else (top * 10 if not math.isfinite(y) else max(y, floor)) for y in ys]
     fig = _figure(7.0, 2.8)
     ax = fig.add_subplot(1, 1, 1)
-    ax.plot(xs, plot_y, color="#5b7db1", linewidth=1.2, marker=".", markersize=3)
+    ax.plot(list(range(len(tensors))), plot_y, color="#5b7db1", linewidth=1.2, marker=".", markersize=3)
     ax.set_yscale("log")
-    low = [i for i, t in enumerate(tensors) if t.get("precision") in ("fp16", "bf16") and ys[i] is not None]
-    if low:
-        ax.scatter(low, [plot_y[i] for i in low], s=8, color="#e67e22", zorder=3, label="low-precision node")
-    nonfinite = [i for i, y in enumerate(ys) if y is not None and not math.isfinite(y)]
-    if nonfinite:
-        ax.scatter(nonfinite, [plot_y[i] for i in nonfinite], s=14, marker="^", color="#c0392b", zorder=4,
-                   label="NaN/Inf (drawn above the top)")
-    if threshold:
-        ax.axhline(threshold, color="black", linestyle="--", linewidth=0.8, label="threshold")
+    marked = _mark_layerwise(ax, tensors, ys, plot_y, threshold)
     if first is not None:
         node = str(tensors[first].get("node") or tensors[first].get("tensor"))
         short = "/".join(node.split("/")[-2:]) if node.count("/") > 2 else node
@@ -429,6 +411,22 @@ def layerwise_png(record: dict, *, title: str = "") -> str | None:
     ax.set_ylabel(what, fontsize=8)
     ax.set_title(title, fontsize=9)
     ax.tick_params(labelsize=7)
-    if low or threshold:
+    if marked:
         ax.legend(fontsize=7, loc="best")
     return _to_data_uri(fig)
+
+
+def _mark_layerwise(ax: Any, tensors: list[dict], ys: list[float | None], plot_y: list[float],
+                    threshold: float | None) -> bool:
+    """Low-precision nodes, NaN/Inf points and the threshold on a layerwise curve; whether a
+    legend is worth drawing (low-precision nodes or a threshold)."""
+    low = [i for i, t in enumerate(tensors) if t.get("precision") in ("fp16", "bf16") and ys[i] is not None]
+    if low:
+        ax.scatter(low, [plot_y[i] for i in low], s=8, color="#e67e22", zorder=3, label="low-precision node")
+    nonfinite = [i for i, y in enumerate(ys) if y is not None and not math.isfinite(y)]
+    if nonfinite:
+        ax.scatter(nonfinite, [plot_y[i] for i in nonfinite], s=14, marker="^", color="#c0392b", zorder=4,
+                   label="NaN/Inf (drawn above the top)")
+    if threshold:
+        ax.axhline(threshold, color="black", linestyle="--", linewidth=0.8, label="threshold")
+    return bool(low or threshold)

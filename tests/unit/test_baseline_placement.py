@@ -47,7 +47,8 @@ def test_a_set_sink_receives_the_fallback_record_and_the_warning_still_fires():
         warn_placement({"cpu_float_nodes": []}, "models/m.onnx", model="m.onnx")  # nothing on CPU: no record
     finally:
         FALLBACK_SINK.reset(token)
-    assert got == [{"kind": "baseline_fallback", "model": "m.onnx", "provider": "cuda", "nodes": [["a", "Det"]]}]
+    assert [r.to_json() for r in got] == [{"kind": "baseline_fallback", "model": "m.onnx", "provider": "cuda",
+                                           "nodes": [["a", "Det"]]}]
     with pytest.warns(ProviderFallbackWarning):  # no sink (the CLI): the warning alone
         warn_placement({"cpu_float_nodes": [["a", "Det"]]}, "m.onnx")
     assert len(got) == 1

@@ -152,6 +152,7 @@ def test_every_record_names_the_gpu_its_process_runs_on(machine):
     res = {"nodeid": "t.py::test", "outcome": "passed", "records": [
         {"kind": "engine", **event.to_json()},
         {"kind": "accuracy", "model": "m.onnx", "backend": "tensorrt", "policy": "fp16", "seed": 0, "gpu": gw1,
+         "baseline": "fp32",
          "result": {"passed": True, "outputs": {}}}]}
     entry = entry_of_test(res)
     assert entry["engines"][0]["gpu"] == gw1 and entry["accuracy"][0]["gpu"] == gw1

@@ -32,14 +32,14 @@ def fake_session(tmp_path=None, **settings):
 
 def engine_record(model="enc.onnx", policy="fp16; fp32: */LayerNorm/*", hit=False, seconds=0.5, key="k1"):
     return {"kind": "engine", "model": model, "policy": policy, "backend": "emulate", "cache_hit": hit,
-            "build_seconds": seconds, "key": key}
+            "build_seconds": seconds, "key": key, "gpu": None}
 
 
 def accuracy_record(actual, expected, *, model="enc.onnx", policy="fp16; fp32: */LayerNorm/*", rtol=1e-2,
                     atol=1e-3, figures=True):
     result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision="fp16", details=True)
     rec = {"kind": "accuracy", "model": model, "backend": "emulate", "policy": policy, "seed": 3,
-           "result": result.to_json()}
+           "baseline": "fp32", "gpu": None, "result": result.to_json()}
     if figures:
         rec["figures"] = plots.failing_output_figures(actual, expected, result)
     return rec
@@ -96,8 +96,9 @@ def results():
             engine_record(hit=True, seconds=0.0, key="k1"),
             accuracy_record({"hidden": close}, {"hidden": expected}),
             {"kind": "precision", "pattern": "*/LayerNorm/*", "precision": "fp32", "passed": False,
-             "report": layer_report(NODES)},
-            {"kind": "precision", "pattern": "op:Softmax", "precision": "fp32", "report": layer_report(NODES)},
+             "report": layer_report(NODES), "network": []},
+            {"kind": "precision", "pattern": "op:Softmax", "precision": "fp32", "report": layer_report(NODES),
+             "network": []},
         ]},
         {"nodeid": "test_m.py::test_other", "outcome": "passed", "records": [
             engine_record(model="conv.onnx", policy="fp16", hit=True, seconds=0.0, key="k2"),
@@ -214,7 +215,7 @@ def test_tolerance_ratio_of_a_floor_failure_in_the_reports(results):
     result = compare_outputs({"y": a}, {"y": e}, precision="fp16", details=True)
     res = {"nodeid": "t.py::test_floor", "outcome": "failed",
            "records": [{"kind": "accuracy", "model": "m.onnx", "backend": "emulate", "policy": "fp16",
-                        "seed": 0, "result": result.to_json()}]}
+                        "seed": 0, "baseline": "fp32", "gpu": None, "result": result.to_json()}]}
     (row,) = summary.accuracy_rows([res])
     assert row["passed"] is False and row["ratio"] > 1
     (entry,) = json_report.entry_of_test(res)["accuracy"]
@@ -245,7 +246,7 @@ def test_precision_nodes_select_the_constrained_nodes(results):
     assert ln["counts"] == {"ok": 1, "mismatch": 1, "unverifiable": 1} and ln["passed"] is False
     assert [n["node"] for n in sm["constrained"]] == ["/l0/Softmax"] and sm["passed"] is True
     assert len(ln["nodes"]) == len(NODES)
-    matched = {"kind": "precision", "pattern": "*", "precision": "fp32",
+    matched = {"kind": "precision", "pattern": "*", "precision": "fp32", "network": [],
                "report": {**layer_report(NODES), "matched": ["/l0/Softmax"]}}
     assert [n["node"] for n in summary.precision_nodes(matched)[0]] == ["/l0/Softmax"]
 
@@ -477,7 +478,7 @@ def test_precision_check_records_of_verify_are_read_as_they_are():
                NodeVerdict("/l0/LayerNorm/Div", "Div", "fp32", "fp32", "pass", layer="l1"),
                NodeVerdict("/l0/LayerNorm/Constant", "Constant", None, None, "not_applicable")])
     rec = {"kind": "precision", "pattern": "*/LayerNorm/*", "precision": "fp32", "passed": False,
-           "report": check.to_json()}
+           "report": check.to_json(), "network": []}
     res = [{"nodeid": "t.py::test_ln", "outcome": "failed", "records": [rec]}]
     (row,) = summary.precision_rows(res)
     assert [n["node"] for n in row["constrained"]] == ["/l0/LayerNorm/Pow", "/l0/LayerNorm/Div",

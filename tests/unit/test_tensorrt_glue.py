@@ -607,7 +607,7 @@ def test_weak_typing_rule_fails_trt_check_after_the_accuracy_verdict(use_fake, p
         case.check(atol=1e3, rtol=1e3)
     assert "weak typing" in str(info.value) and f"{LN}/Pow (Pow): planned fp32, the engine ran it in fp16" in str(
         info.value)
-    assert [r["result"]["passed"] for r in case.records if r["kind"] == "accuracy"] == [True]
+    assert [r.result["passed"] for r in case.records if r.kind == "accuracy"] == [True]
 
 
 # -- debug tensors: both switches, internal names, partial capture ------------------------

@@ -1,0 +1,377 @@
+"""Rows of a session's results, shared by every report, so the views can never disagree.
+
+``results`` is what the plugin's ``ResultsCollector`` gathered on the controller: one
+``{"nodeid", "outcome", "records": [...]}`` per trt test, the records being the typed
+records of :mod:`pytest_trt.report.records` (a record's JSON form is read with
+:func:`~pytest_trt.report.records.as_record`). The functions here turn them into rows: one
+per output of every accuracy check, per precision check, per parser check, and the engine
+and baseline-fallback figures; the terminal summary, the JUnit properties, the JSON and the
+HTML report all read these rows.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+from .plots import as_float
+from .records import (
+    AccuracyRecord,
+    BaselineFallbackRecord,
+    EngineRecord,
+    ParserRecord,
+    PrecisionRecord,
+    Record,
+    as_record,
+)
+
+R = TypeVar("R", bound=Record)
+
+
+def result_records(res: dict) -> list[Record]:
+    """The typed records of one test's result (JSON forms read with :func:`~.records.as_record`)."""
+    return [as_record(rec) for rec in res.get("records") or ()]
+
+
+def records_of(results: Iterable[dict], cls: type[R]) -> Iterator[tuple[dict, R]]:
+    """``(result, record)`` for every record of type ``cls``, in test order."""
+    for res in results:
+        for rec in result_records(res):
+            if isinstance(rec, cls):
+                yield res, rec
+
+
+def engine_counts(results: Iterable[dict]) -> dict[str, Any]:
+    """Engines by content key: ``built`` (built in this session at least once), ``reused`` (only ever
+    loaded from the cache or reused in process), ``uses`` (engine records), ``build_seconds`` (sum)."""
+    built: dict[str, float] = {}
+    hit: set[str] = set()
+    uses = 0
+    for _, rec in records_of(results, EngineRecord):
+        uses += rec.count
+        key = rec.key or f"{rec.model}|{rec.policy}|{rec.backend}"
+        if rec.cache_hit:
+            hit.add(key)
+        else:
+            built[key] = built.get(key, 0.0) + float(rec.build_seconds or 0.0)
+    return {"built": len(built), "reused": len(hit - set(built)), "uses": uses,
+            "build_seconds": round(sum(built.values()), 4)}
+
+
+def baseline_fallbacks(results: Iterable[dict]) -> list[dict[str, Any]]:
+    """CUDA baselines whose float nodes ran on ONNX Runtime's CPU provider, one entry per model and
+    node list: ``{"model", "provider", "nodes": [[name, op_type]], "tests": [nodeid, ...]}``
+    (records of kind ``baseline_fallback``, :func:`pytest_trt.baseline.warn_placement`)."""
+    out: dict[tuple, dict[str, Any]] = {}
+    for res, rec in records_of(results, BaselineFallbackRecord):
+        key = (rec.model, json.dumps(rec.nodes))
+        entry = out.setdefault(key, {"model": rec.model, "provider": rec.provider,
+                                     "nodes": [list(n) for n in rec.nodes or ()], "tests": []})
+        if res.get("nodeid") not in entry["tests"]:
+            entry["tests"].append(res.get("nodeid"))
+    return list(out.values())
+
+
+def tolerance_ratio(out: dict) -> float | None:
+    """How far one output is from its tolerance: > 1 fails, <= 1 passes; None when unknown.
+
+    The largest of the checks that applied to the output:
+
+    * the element rule (compare.py: an element fails iff its error exceeds atol AND
+      rtol*|expected|): for mismatched elements ``min(needed_atol / atol, needed_rtol / rtol)``,
+      the factor by which one of the two tolerances would have to grow for the output to
+      pass; otherwise ``min(max_abs / atol, max_rel / rtol)``, an upper bound of how much of
+      the tolerance the worst element uses (0.1 = a decade of headroom);
+    * the cosine floor, where one applied (``min_cosine`` recorded: the precision's default
+      or an explicit one): ``(1 - cosine) / (1 - min_cosine)``;
+    * the SNR floor (``min_snr_db``): ``10 ** ((min_snr_db - snr_db) / 10)``, the noise power
+      over the noise power the floor allows.
+
+    A passing output is capped at 1, a failing one is at least 1. NaN/Inf mismatches and
+    structural problems (missing output, shape) are ``inf``. None for a passing output
+    compared without details (its figures were not computed).
+    """
+    if out.get("problem") or out.get("unfixable"):
+        return math.inf
+    if out.get("kind") in ("int", "bool"):
+        return math.inf if out.get("mismatched") else 0.0
+    parts = [_element_ratio(out), *metric_ratios(out)]
+    known = [p for p in parts if p is not None]
+    if out.get("passed"):
+        return min(1.0, max(known)) if known else None
+    return max(1.0, max(known)) if known else math.inf
+
+
+def _ratio(err: float | None, tol: float | None) -> float | None:
+    if err is None or tol is None or math.isnan(err):
+        return None
+    if err == 0:
+        return 0.0
+    return math.inf if tol == 0 else err / tol
+
+
+def _smallest(parts: list[float | None]) -> float | None:
+    known = [p for p in parts if p is not None]
+    return min(known) if known else None
+
+
+def _element_ratio(out: dict) -> float | None:
+    """The element rule's part of :func:`tolerance_ratio`."""
+    atol, rtol = as_float(out.get("atol")), as_float(out.get("rtol"))
+    element = None
+    if not out.get("passed") and out.get("mismatched") != 0:
+        element = _smallest([_ratio(as_float(out.get("needed_atol")), atol),
+                             _ratio(as_float(out.get("needed_rtol")), rtol)])
+    if element is None:  # no mismatch, or not detailed: bound from the worst errors instead
+        element = _smallest([_ratio(as_float(out.get("max_abs")), atol), _ratio(as_float(out.get("max_rel")), rtol)])
+        if element is not None and out.get("mismatched") == 0:
+            element = min(1.0, element)  # every element passed (the two maxima may be different elements)
+    return element
+
+
+def metric_ratios(out: dict) -> list[float]:
+    """The cosine and SNR floors' parts of :func:`tolerance_ratio` (> 1: that floor fails)."""
+    parts = []
+    cosine, min_cosine = as_float(out.get("cosine")), as_float(out.get("min_cosine"))
+    if cosine is not None and min_cosine is not None and not math.isnan(cosine):
+        gap, allowed = max(0.0, 1.0 - cosine), 1.0 - min_cosine
+        parts.append(gap / allowed if allowed > 0 else (math.inf if gap > 0 else 0.0))
+    snr, min_snr = as_float(out.get("snr_db")), as_float(out.get("min_snr_db"))
+    if snr is not None and min_snr is not None and not math.isnan(snr):
+        parts.append(0.0 if snr == math.inf else math.inf if snr == -math.inf
+                     else 10.0 ** min(300.0, (min_snr - snr) / 10.0))
+    return parts
+
+
+def _engine_for(res: dict, rec: AccuracyRecord) -> EngineRecord | None:
+    engines = [r for r in result_records(res) if isinstance(r, EngineRecord)]
+    for eng in engines:
+        if (eng.model, eng.policy, eng.backend) == (rec.model, rec.policy, rec.backend):
+            return eng
+    return engines[0] if engines else None
+
+
+def engine_text(engine: EngineRecord | None) -> str:
+    """``cache hit``, ``built 1.23s`` or ``-`` (no engine)."""
+    if not engine:
+        return "-"
+    if engine.cache_hit:
+        return "cache hit"
+    return f"built {float(engine.build_seconds or 0.0):.2f}s"
+
+
+def caught(row: dict) -> bool:
+    """A failing output (or precision check) of a negative control that failed as expected (xfail,
+    pytest-trt's own verdict)."""
+    return not row["passed"] and (row.get("expected_failure") or {}).get("verdict") == "caught"
+
+
+def accuracy_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
+    """One row per output of every accuracy check, worst first: failing outputs before passing
+    ones, then by :func:`tolerance_ratio` (largest first)."""
+    rows = []
+    for index, (res, rec) in enumerate(records_of(results, AccuracyRecord)):
+        engine = _engine_for(res, rec)
+        figures = rec.figures or {}
+        for name, out in rec.outputs.items():
+            rows.append({
+                "test": res["nodeid"], "outcome": res.get("outcome"), "check": index,
+                "model": rec.model, "backend": rec.backend, "policy": rec.policy,
+                "precision": rec.precision, "seed": rec.seed, "baseline": rec.baseline,
+                "output": name, "examples": rec.count,
+                "expected_failure": res.get("expected_failure"),
+                "passed": bool(out.get("passed")), "problem": out.get("problem_detail") or out.get("problem"),
+                "max_abs": as_float(out.get("max_abs")), "max_rel": as_float(out.get("max_rel")),
+                "atol": as_float(out.get("atol")), "rtol": as_float(out.get("rtol")),
+                "mismatched": out.get("mismatched"), "total": out.get("total"),
+                "ratio": tolerance_ratio(out), "engine": engine_text(engine),
+                "cache_hit": None if engine is None else bool(engine.cache_hit),
+                "build_seconds": None if engine is None else engine.build_seconds,
+                "figures": figures.get(name), "comparison": out,
+            })
+    # real failures first, then negative controls that failed as expected, then passing outputs
+    rows.sort(key=lambda r: (r["passed"], caught(r), -(r["ratio"] if r["ratio"] is not None else -1.0), r["test"],
+                             r["output"]))
+    return rows
+
+
+def worst_per_test_output(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (test, output): its worst check, with ``checks`` = how many there were.
+
+    A Hypothesis test or a loop over input sets checks the same output many times; the
+    terminal shows its worst case (the JSON and HTML reports keep every check).
+    """
+    best: dict[tuple, dict] = {}
+    counts: dict[tuple, int] = {}
+    for row in rows:  # rows are sorted worst first, so the first seen is the worst
+        key = (row["test"], row["output"])
+        counts[key] = counts.get(key, 0) + int(row.get("examples") or 1)
+        best.setdefault(key, row)
+    return [{**row, "checks": counts[key]} for key, row in best.items()]
+
+
+def _pattern_matches(pattern: str, node: dict) -> bool:
+    if pattern.startswith("op:"):
+        return node.get("op_type") == pattern[3:]
+    return fnmatch.fnmatchcase(str(node.get("node") or node.get("name") or ""), pattern)
+
+
+def _node_entries(report: Any) -> list[dict]:
+    if not isinstance(report, dict):
+        return []
+    nodes = report.get("nodes")
+    if isinstance(nodes, dict):
+        nodes = [{"node": k, **v} if isinstance(v, dict) else {"node": k} for k, v in nodes.items()]
+    return [n for n in nodes or () if isinstance(n, dict)]
+
+
+#: node statuses of both report shapes: verify.PrecisionCheck (pass/fail/unverifiable/not_applicable)
+#: and layers.LayerReport (ok/mismatch/unverifiable/fixed)
+GOOD_STATUSES = frozenset({"pass", "ok"})
+BAD_STATUSES = frozenset({"fail", "mismatch"})
+NEUTRAL_STATUSES = frozenset({"not_applicable", "fixed"})
+
+
+def precision_nodes(record: PrecisionRecord | Mapping[str, Any]) -> tuple[list[dict], list[dict]]:
+    """``(constrained, all)`` node observations of a precision record (or its JSON form), in plan
+    (topological) order.
+
+    The record's ``report`` is a ``PrecisionCheck.to_json()`` (verify.py: its ``nodes``
+    are exactly the nodes the pattern matched, resolved by the plan) or a
+    ``LayerReport.to_json()`` (every node; then the constrained ones are the report's
+    ``matched`` names when listed, else the pattern applied as the policy does: glob over
+    names, ``op:TYPE``). Each entry has ``node, op_type, planned, observed, status,
+    myelin, myelin_region, layer, detail, cause``.
+    """
+    rec = as_record(record)
+    if not isinstance(rec, PrecisionRecord):
+        raise TypeError(f"precision_nodes() takes a precision record, got a {rec.kind!r} record")
+    report = rec.report
+    everything = []
+    for n in _node_entries(report):
+        everything.append({
+            "node": n.get("node") or n.get("name"), "op_type": n.get("op_type"), "planned": n.get("planned"),
+            "observed": n.get("observed"), "status": n.get("status"), "myelin": bool(n.get("myelin")),
+            "myelin_region": n.get("myelin_region"), "layer": n.get("layer"), "detail": n.get("detail") or "",
+            "cause": n.get("cause"), "evidence": n.get("evidence"),
+        })
+    if isinstance(report, dict) and report.get("kind") == "precision_check":
+        return everything, everything
+    matched = report.get("matched") if isinstance(report, dict) else None
+    if isinstance(matched, list) and matched:
+        wanted = set(matched)
+        constrained = [n for n in everything if n["node"] in wanted]
+    else:
+        pattern = str(rec.pattern or "*")
+        constrained = [n for n in everything if _pattern_matches(pattern, n)]
+    return constrained, everything
+
+
+def scope_of(node_name: str) -> str:
+    """A node's scope: its name up to the last ``/`` (``/encoder/layer.0/attention/Softmax`` ->
+    ``/encoder/layer.0/attention``); names without one are their own op-less scope ``(top)``."""
+    name = str(node_name or "")
+    return name.rsplit("/", 1)[0] or "/" if "/" in name else "(top)"
+
+
+def network_scopes(decisions: Iterable[Any]) -> list[dict]:
+    """Plan decisions (``NodeDecision``: name, op_type, precision) grouped by scope in graph order.
+
+    ``planned`` counts nodes per planned precision (``fixed`` for nodes the plan does not
+    rewrite: shapes, indices). A few hundred scopes at most for a transformer export, so
+    the record stays small while the HTML can draw the whole network."""
+    scopes: dict[str, dict] = {}
+    for d in decisions:
+        scope = scopes.setdefault(scope_of(d.name), {"scope": scope_of(d.name), "nodes": 0, "planned": {}})
+        scope["nodes"] += 1
+        key = d.precision or "fixed"
+        scope["planned"][key] = scope["planned"].get(key, 0) + 1
+    return list(scopes.values())
+
+
+def precision_passed(rec: PrecisionRecord, constrained: list[dict]) -> bool:
+    """A record's verdict: its own ``passed`` when set (TrtCase records every verdict); else the
+    report's, else passed (a record without one was appended after the check returned)."""
+    if rec.passed is not None:
+        return bool(rec.passed)
+    report = rec.report
+    if isinstance(report, dict) and "passed" in report:
+        return bool(report["passed"])
+    return True
+
+
+#: How a node's precision is known (layers.EVIDENCE); fixed nodes have none.
+EVIDENCE = ("observed", "inferred", "unverifiable", "emulated")
+
+
+def evidence_counts(nodes: list[dict]) -> dict[str, int]:
+    """``{"observed", "inferred", "unverifiable", "emulated"}`` over the compute nodes of a record
+    (a record written before evidence was reported counts its nodes as unverifiable: nothing says how)."""
+    out = dict.fromkeys(EVIDENCE, 0)
+    for n in nodes:
+        if n.get("status") in NEUTRAL_STATUSES:
+            continue
+        ev = n.get("evidence")
+        out[ev if ev in out else "unverifiable"] += 1
+    return out
+
+
+def precision_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
+    """One row per ``precision`` record: pattern, asked precision, verdict, status counts, nodes."""
+    rows = []
+    for res, rec in records_of(results, PrecisionRecord):
+        constrained, everything = precision_nodes(rec)
+        report = rec.report if isinstance(rec.report, dict) else {}
+        counts: dict[str, int] = {}
+        for n in constrained:
+            counts[n["status"] or "?"] = counts.get(n["status"] or "?", 0) + 1
+        rows.append({
+            "evidence": evidence_counts(constrained),
+            "test": res["nodeid"], "outcome": res.get("outcome"), "expected_failure": res.get("expected_failure"),
+            "pattern": rec.pattern,
+            "precision": rec.precision, "passed": precision_passed(rec, constrained),
+            "source": report.get("source"), "typing": report.get("typing"), "backend": report.get("backend"),
+            "emulated": bool(report.get("emulated")) or report.get("source") == "emulation",
+            "counts": counts, "constrained": constrained, "nodes": everything,
+            "notes": list(report.get("notes") or ()), "network": list(rec.network or ()),
+            "examples": rec.count,
+        })
+    return rows
+
+
+def parser_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
+    """One row per parser check (``--trt-parser-check`` / ``trt.check_parser()``), in test order."""
+    rows = []
+    for res, rec in records_of(results, ParserRecord):
+        rows.append({"test": res["nodeid"], **{k: v for k, v in rec.to_json().items() if k != "kind"}})
+    return rows
+
+
+def parser_promotions(rows: list[dict]) -> list[dict[str, Any]]:
+    """Promotions (planned FP16/BF16, parsed FP32), once per model, policy and node."""
+    seen, out = set(), []
+    for r in rows:
+        for p in r.get("promotions") or ():
+            key = (r.get("model"), r.get("policy"), p.get("node"))
+            if key not in seen:
+                seen.add(key)
+                out.append({"model": r.get("model"), "policy": r.get("policy"), "library": r.get("library"), **p})
+    return out
+
+
+def unique(values: Iterable[Any]) -> list:
+    """The distinct values that are not None, in first-seen order."""
+    seen: list = []
+    for v in values:
+        if v is not None and v not in seen:
+            seen.append(v)
+    return seen
+
+
+__all__ = ["BAD_STATUSES", "EVIDENCE", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
+           "caught", "engine_counts", "engine_text", "evidence_counts", "metric_ratios", "network_scopes",
+           "parser_promotions", "parser_rows", "precision_nodes", "precision_passed", "precision_rows",
+           "records_of", "scope_of", "result_records", "tolerance_ratio", "unique", "worst_per_test_output"]
