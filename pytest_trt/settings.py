@@ -160,8 +160,9 @@ def _convert(opt: Option, value, source: str):
     return value
 
 
-def _lookup(config, opt: Option):
-    """Command line first, then ini, then the default; returns (value, source)."""
+def lookup_option(config, opt: Option):
+    """One option's value and where it came from: command line first, then ini, then the
+    default; returns ``(value, source)`` (source spelled as the user wrote it, e.g. ``--trt-gpus``)."""
     cli = config.getoption(opt.dest, default=None)
     if cli is not None and cli != []:
         return _convert(opt, cli if opt.kind != "list" else tuple(cli), f"--{opt.name}"), f"--{opt.name}"
@@ -188,7 +189,7 @@ def given_options(config) -> list[str]:
     given = []
     for opt in OPTIONS:
         try:
-            _, source = _lookup(config, opt)
+            _, source = lookup_option(config, opt)
         except UsageError:
             source = f"--{opt.name}"
         if source != "default":
@@ -283,7 +284,7 @@ def resolve_settings(config) -> Settings:
     """Read every option with its precedence; UsageError on contradictions."""
     values, sources = {}, {}
     for opt in OPTIONS:
-        values[opt.dest], sources[opt.dest] = _lookup(config, opt)
+        values[opt.dest], sources[opt.dest] = lookup_option(config, opt)
     if values["trt_cache_read_only"] and values["trt_rebuild"]:
         raise UsageError("--trt-cache-read-only and --trt-rebuild contradict each other: a read-only cache "
                          "cannot be rebuilt")

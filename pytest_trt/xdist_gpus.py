@@ -98,7 +98,7 @@ def assign_devices(worker_ids: list[str], devices: list[str], wanted: int | None
 
 
 def _option(config):
-    value, source = _settings._lookup(config, _settings.OPTIONS_BY_DEST["trt_gpus"])
+    value, source = _settings.lookup_option(config, _settings.OPTIONS_BY_DEST["trt_gpus"])
     return value, source
 
 
@@ -142,7 +142,7 @@ def configure(config) -> None:
             os.environ[ENV] = str(device)
             from . import environment  # load path: imported once in use
 
-            getattr(environment.gpus, "cache_clear", lambda: None)()
+            environment.forget_gpus()  # this worker now sees one GPU
         return
     value, source = _option(config)
     if value in (None, ""):
