@@ -354,7 +354,7 @@ def fp32_baseline(
             warn_placement(placements[key], str(model.path or model.label), model=model.label)
         return values
 
-    parts = {
+    parts: dict[str, Any] = {
         "what": "fp32-baseline",
         "model": model.sha256,
         "inputs": feeds_digest(feeds),

@@ -411,7 +411,7 @@ def sample_feeds(model: onnx.ModelProto, *, seed: int = 0, scale: float = 1.0) -
     meta = {p.key: p.value for p in model.metadata_props}
     vocab = int(meta.get(VOCAB_KEY, 2))
     inits = {i.name for i in model.graph.initializer}
-    feeds = {}
+    feeds: dict[str, np.ndarray] = {}
     for vi in model.graph.input:
         if vi.name in inits:
             continue
