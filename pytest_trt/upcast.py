@@ -68,6 +68,7 @@ from .model import Model, load_model
 from .onnx_typing import infer_types
 from .realize.graph_names import all_tensor_names, rename_outer_refs
 from .realize.strong import REALIZATION_KEY, tensor_to_fp32
+from .realize.widen import widen_attribute_types, widened_tensor
 
 # Bump when the transformation changes (the upcast model's hash is its cache key anyway).
 UPCAST_VERSION = 1
@@ -75,41 +76,10 @@ NOTES_KEY = "pytest_trt.upcast.notes"
 REFERENCE_KEY = "pytest_trt.reference"
 
 _LOW = (ELEM_FLOAT16, ELEM_BFLOAT16)
-# Ops whose attribute (not an input) picks the float output type: attribute name.
-DTYPE_ATTRS = {
-    "EyeLike": "dtype", "RandomNormal": "dtype", "RandomUniform": "dtype", "RandomNormalLike": "dtype",
-    "RandomUniformLike": "dtype", "Bernoulli": "dtype", "DequantizeLinear": "output_dtype",
-}
-
 # Run-wide memo tables (pytest_trt.runstate): one per pytest session, reset() outside pytest.
 _MODELS_TABLE = "upcast.reference_models"  # (sha256, remove_qdq, version) -> Model, LRU
 _MAX_MODELS = 8
 _NEEDS_TABLE = "upcast.needs_upcast"  # sha256 -> bool
-
-
-def widen_attribute_types(node) -> bool:
-    """Make an op whose attribute picks a low float output type (ConstantOfShape's value,
-    EyeLike/Random* ``dtype``, DequantizeLinear ``output_dtype``) produce FP32 instead.
-    Returns True if the node changed. Used by the upcast and by the emulation graph."""
-    if node.domain not in ("", "ai.onnx"):
-        return False
-    changed = False
-    if node.op_type == "ConstantOfShape":
-        for attr in node.attribute:
-            if attr.name == "value" and attr.t.data_type in _LOW:
-                attr.t.CopyFrom(_widened_tensor(attr.t, attr.t.name))
-                changed = True
-    name = DTYPE_ATTRS.get(node.op_type)
-    if name is not None:
-        for attr in node.attribute:
-            if attr.name == name and attr.i in _LOW:
-                attr.i = ELEM_FLOAT
-                changed = True
-    return changed
-
-
-def _widened_tensor(tensor, name: str) -> onnx.TensorProto:
-    return numpy_helper.from_array(tensor_to_fp32(tensor), name)
 
 
 def needs_upcast(model) -> bool:
@@ -265,11 +235,11 @@ class _Upcast:
     def _upcast_graph(self, graph, *, main: bool) -> None:
         for index, init in enumerate(graph.initializer):
             if init.data_type in _LOW:
-                graph.initializer[index].CopyFrom(_widened_tensor(init, init.name))
+                graph.initializer[index].CopyFrom(widened_tensor(init, init.name))
                 self._count("low-precision initializers widened to FP32")
         for sparse in graph.sparse_initializer:
             if sparse.values.data_type in _LOW:
-                sparse.values.CopyFrom(_widened_tensor(sparse.values, sparse.values.name))
+                sparse.values.CopyFrom(widened_tensor(sparse.values, sparse.values.name))
                 self._count("low-precision initializers widened to FP32")
         for node in graph.node:
             self._upcast_node(node)
@@ -303,7 +273,7 @@ class _Upcast:
         if node.op_type == "Constant":
             for attr in node.attribute:
                 if attr.name == "value" and attr.t.data_type in _LOW:
-                    attr.t.CopyFrom(_widened_tensor(attr.t, attr.t.name))
+                    attr.t.CopyFrom(widened_tensor(attr.t, attr.t.name))
                     self._count("low-precision Constants widened to FP32")
             return
         if widen_attribute_types(node):
