@@ -123,13 +123,14 @@ class _EngineBuild:
         else:
             record["unfused_debug_tensors"] = compat.has_unfused_debug_tensors() and compat.mark_unfused_debug(network)
 
-    def configure(self, builder, network, timing_path: Path | None) -> Any:
+    def builder_config(self, builder, network, timing_path: Path | None) -> Any:
+        """The ``IBuilderConfig`` (:meth:`TrtCompat.configure`), with the shared timing cache loaded."""
         self.stage = "config"
-        config = self.config
+        wanted = self.config
         cfg, notes = self.compat.configure(
             builder, network, typing=self.typing, low_precision=getattr(self.plan, "low_precision", None),
-            tf32=config.tf32, profiles=config.profiles, workspace_bytes=config.workspace_bytes,
-            builder_optimization_level=config.builder_optimization_level, timing_cache=read_timing_cache(timing_path),
+            tf32=wanted.tf32, profiles=wanted.profiles, workspace_bytes=wanted.workspace_bytes,
+            builder_optimization_level=wanted.builder_optimization_level, timing_cache=read_timing_cache(timing_path),
         )
         self.record["notes"].extend(notes)
         return cfg
@@ -153,7 +154,7 @@ def build_into(compat: TrtCompat, backend_name: str, plan: PrecisionPlan, config
             proto = job.realize()
             builder, network = job.parse(proto)
             job.prepare_network(network)
-            cfg = job.configure(builder, network, timing_path)
+            cfg = job.builder_config(builder, network, timing_path)
             job.build(builder, network, cfg, tmp_dir / ENGINE_FILE)
             if timing_path is not None:
                 save_timing_cache(cfg, timing_path)
