@@ -50,6 +50,11 @@ def get_logger(trt: Any) -> Any:
     nothing captured crosses sessions; builders, runtimes and parsers are always given the
     current one. The table keeps the module with its logger, so a module object that was
     garbage-collected (a test's fake) never lends its logger to a new one at the same ``id``.
+    The price, only where several sessions share a process with real TensorRT (in-process
+    pytester runs): the second session's logger differs from the first, so TensorRT warns
+    once and keeps the first as what ``nvinfer1::getLogger()`` returns; messages logged
+    through that global logger (not through a builder's or runtime's own) are then not
+    captured in later sessions. Not seen with the fake module; unverified on a GPU.
     """
     state = runstate.current()
     table: dict[int, tuple[Any, Any]] = state.table("trt_logger.loggers")
