@@ -34,7 +34,7 @@ class DebugMapping:
 
 
 def _producers(report) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for layer in report.layers:
         for t in layer.outputs:
             out.setdefault(t.name, layer)

@@ -7,7 +7,7 @@ did the engine run it in the planned precision? Sources:
   (``IEngineInspector.get_engine_information(LayerInformationFormat.JSON)`` of an engine
   built with ``ProfilingVerbosity.DETAILED``). Both schemas are parsed: TensorRT 10.x
   (``"Format/Datatype"`` per tensor, top-level ``Bindings``) and 11.x (format and data
-  type split, top-level ``I/O Tensors``); see :mod:`pytest_trt.backends.trt_compat`.
+  type split, top-level ``I/O Tensors``); the parsing is :mod:`pytest_trt.inspector`.
 * :meth:`LayerReport.from_network` -- a TensorRT network before building (layer output
   dtypes of a strongly typed network; used where no engine can be loaded).
 * :meth:`LayerReport.from_emulation` -- the ``emulate`` backend: emulated = planned by
@@ -52,29 +52,36 @@ project's verdicts):
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .backends.trt_compat import (
+from .inspector import (
     FLOAT_PRECISIONS,
-    METADATA_SEPARATORS,
-    ONNX_LAYER_PREFIX,
+    EngineLayer,
+    KnownNodes,
+    MetadataEntry,
+    TensorInfo,
     inspector_io_tensors,
     inspector_schema,
-    split_tensor_entry,
+    load_inspector_json,
+    metadata_nodes,
+    parse_layers,
+    parse_metadata,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .plan import PrecisionPlan
+    from .plan import NodeDecision, PrecisionPlan
 
 __all__ = [
     "EngineLayer",
+    "KnownNodes",
     "LayerReport",
+    "MetadataEntry",
     "NodeObservation",
     "TensorInfo",
+    "parse_layers",
     "parse_metadata",
     "metadata_nodes",
 ]
@@ -84,165 +91,11 @@ STATUSES = ("ok", "mismatch", "unverifiable", "fixed")
 EVIDENCE = ("observed", "inferred", "unverifiable", "emulated")
 #: The detail of an inferred node that passes under strong typing.
 STRONG_TYPING_CONSISTENT = "strong typing: typed in the network, boundary consistent"
-_LOCAL_FUNCTION = "Local Function: "
-_FOREIGN_RE = re.compile(r"^\{ForeignNode\[(.*)\]\}$", re.DOTALL)
 
 
 # --------------------------------------------------------------------------------------
-# Metadata
+# Observations
 # --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MetadataEntry:
-    """One ``[ONNX Layer: ...]`` entry, in either format the ONNX parser has written:
-
-    * ``[ONNX Layer: <node> | <caller> (<function>) ...]``: the local-function call stack
-      innermost first (newer onnx-tensorrt ``processMetadata``), so for a node inside an ONNX
-      function the main-graph node is the last caller;
-    * ``[ONNX Layer: <node> | Local Function: <function>]``: onnx-tensorrt 9.3, 10.0-GA and
-      10.1-GA (``importerUtils.cpp`` / ``onnx2trt_utils.cpp`` ``processMetadata``, read in
-      onnx/onnx-tensorrt at those branches): only the innermost function's name (the op type
-      of the calling node, ``localFunctionStack().back().first``), no caller node. The caller
-      is then the main-graph node of that op type when there is exactly one
-      (:func:`metadata_nodes` with ``function_callers``); otherwise it is not known.
-    """
-
-    node: str
-    callers: tuple[str, ...] = ()
-    function: str | None = None
-
-    @property
-    def main_graph_node(self) -> str:
-        return self.callers[-1] if self.callers else self.node
-
-    def candidates(self, function_callers=None) -> tuple[str, ...]:
-        if self.callers:
-            return (self.main_graph_node, self.node)
-        if self.function and function_callers:
-            calls = function_callers.get(self.function, ())
-            if len(calls) == 1:
-                return (calls[0], self.node)
-        return (self.node,)
-
-
-def parse_metadata(metadata: str | None) -> list[MetadataEntry]:
-    """Split a layer's ``Metadata`` into entries.
-
-    Accepts the documented separators (``\\x1e``, ``\\x1f``), entries written back to back
-    (``[ONNX Layer: a][ONNX Layer: b]``), and ignores anything that is not an
-    ``[ONNX Layer: ...]`` entry (helper layers have ``""``).
-    """
-    if not metadata:
-        return []
-    text = str(metadata)
-    for sep in METADATA_SEPARATORS:
-        text = text.replace(sep, "\n")
-    entries: list[MetadataEntry] = []
-    starts = [m.start() for m in re.finditer(re.escape(ONNX_LAYER_PREFIX), text)]
-    for i, start in enumerate(starts):
-        end = starts[i + 1] if i + 1 < len(starts) else len(text)
-        chunk = text[start + len(ONNX_LAYER_PREFIX):end].strip()
-        chunk = chunk.split("\n", 1)[0].rstrip()
-        if chunk.endswith("]"):
-            chunk = chunk[:-1]
-        parts = [p.strip() for p in chunk.split(" | ")]
-        node = parts[0]
-        function = next((p[len(_LOCAL_FUNCTION):].strip() for p in parts[1:] if p.startswith(_LOCAL_FUNCTION)), None)
-        callers = tuple(re.sub(r"\s*\([^()]*\)$", "", p) for p in parts[1:]
-                        if p and not p.startswith(_LOCAL_FUNCTION))
-        if node:
-            entries.append(MetadataEntry(node, callers, function))
-    return entries
-
-
-class KnownNodes(set):
-    """The plan's node names, plus ``function_callers``: local-function name (op type) ->
-    the main-graph nodes calling it, for Metadata that names only the function."""
-
-    function_callers: dict[str, list[str]]
-
-    @classmethod
-    def of(cls, plan) -> KnownNodes:
-        known = cls(plan.nodes)
-        proto = plan.model.proto
-        functions = {f.name for f in proto.functions}
-        known.function_callers = {}
-        for n in proto.graph.node:
-            if n.op_type in functions:
-                known.function_callers.setdefault(n.op_type, []).append(n.name)
-        return known
-
-
-def metadata_nodes(metadata: str | None, known=None) -> list[str]:
-    """Main-graph node names of a ``Metadata`` string, in order, without repeats.
-
-    With ``known`` (a container of node names), each entry resolves to the first of its
-    candidates (main-graph caller, then the inner node) found in ``known``; entries with
-    no known candidate keep their main-graph name. ``known`` may be a :class:`KnownNodes`,
-    whose ``function_callers`` resolve the older ``| Local Function: <function>`` format.
-    """
-    out: list[str] = []
-    function_callers = getattr(known, "function_callers", None)
-    for entry in parse_metadata(metadata):
-        name = entry.main_graph_node
-        if known is not None:
-            for cand in entry.candidates(function_callers):
-                if cand in known:
-                    name = cand
-                    break
-        if name not in out:
-            out.append(name)
-    return out
-
-
-# --------------------------------------------------------------------------------------
-# Data classes
-# --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class TensorInfo:
-    """A tensor at a layer boundary. ``dtype`` normalized (fp32/fp16/bf16/int32/...)."""
-
-    name: str
-    dtype: str | None
-    format: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": self.dtype, "format": self.format}
-
-
-@dataclass
-class EngineLayer:
-    """One layer (kernel) of a built engine, or of a network."""
-
-    name: str
-    layer_type: str | None
-    tactic: str | None
-    inputs: list[TensorInfo]
-    outputs: list[TensorInfo]
-    onnx_nodes: list[str]
-    myelin: bool
-    raw: dict = field(default_factory=dict, repr=False)
-    #: ``(first, last)`` of a ``{ForeignNode[first...last]}`` layer, else None.
-    foreign_range: tuple[str, str] | None = None
-
-    def output_dtypes(self) -> list[str]:
-        return [t.dtype for t in self.outputs if t.dtype is not None]
-
-    def float_output_dtypes(self) -> list[str]:
-        return [d for d in self.output_dtypes() if d in FLOAT_PRECISIONS]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "layer_type": self.layer_type,
-            "tactic": self.tactic,
-            "inputs": [t.to_json() for t in self.inputs],
-            "outputs": [t.to_json() for t in self.outputs],
-            "onnx_nodes": list(self.onnx_nodes),
-            "myelin": self.myelin,
-            "foreign_range": list(self.foreign_range) if self.foreign_range else None,
-        }
-
-
 @dataclass
 class NodeObservation:
     """Planned vs observed precision of one ONNX node.
@@ -275,98 +128,6 @@ class NodeObservation:
         }
 
 
-# --------------------------------------------------------------------------------------
-# Parsing
-# --------------------------------------------------------------------------------------
-def _is_myelin(name: str, layer_type: str | None) -> bool:
-    """Myelin regions: ``{ForeignNode[...]}`` (LayerType ``Myelin``), or at DETAILED the
-    ``kgen``/``gemm`` kernels named ``__myl_...`` / ``..._myl<N>_<M>`` (trex colors.py lists
-    the ``Myelin`` and ``kgen`` layer types; NVIDIA's trt_perf ``layer_info.py`` strips the
-    ``__myl_`` prefix and ``_myl<N>`` suffix of kgen kernel names)."""
-    lt = (layer_type or "").strip().lower()
-    if name.startswith("{ForeignNode[") or lt in ("myelin", "kgen", "gemm"):
-        return True
-    return name.startswith("__myl") or re.search(r"_myl\d+(?:_\d+)?$", name) is not None
-
-
-def _tensor_list(entries) -> list[TensorInfo]:
-    out = []
-    if not isinstance(entries, list):
-        return out
-    for e in entries:
-        if isinstance(e, dict):
-            dtype, fmt = split_tensor_entry(e)
-            out.append(TensorInfo(str(e.get("Name", "")), dtype, fmt))
-        elif isinstance(e, str):
-            out.append(TensorInfo(e, None, None))
-    return out
-
-
-def _split_foreign(name: str) -> tuple[str, str] | None:
-    m = _FOREIGN_RE.match(name)
-    if not m:
-        return None
-    inner = m.group(1)
-    if "..." in inner:
-        first, last = inner.split("...", 1)
-    else:
-        first = last = inner
-    return first.strip(), last.strip()
-
-
-def parse_layers(data, known_nodes=None) -> tuple[list[EngineLayer], list[str]]:
-    """Inspector JSON (str, dict or list of layers) -> ``(layers, notes)``."""
-    notes: list[str] = []
-    if isinstance(data, (bytes, bytearray)):
-        data = data.decode("utf-8", "replace")
-    if isinstance(data, str):
-        data = json.loads(data)
-    if isinstance(data, list):
-        raw_layers = data
-    elif isinstance(data, dict):
-        raw_layers = data.get("Layers", [])
-        if not isinstance(raw_layers, list):
-            raw_layers = []
-    else:
-        raise TypeError(f"inspector data must be JSON text, a dict or a list, not {type(data).__name__}")
-    layers: list[EngineLayer] = []
-    names_only = 0
-    any_metadata = False
-    for raw in raw_layers:
-        if isinstance(raw, str):
-            names_only += 1
-            foreign = _split_foreign(raw)
-            layers.append(EngineLayer(raw, None, None, [], [], [], _is_myelin(raw, None), {"Name": raw}, foreign))
-            continue
-        if not isinstance(raw, dict):
-            continue
-        name = str(raw.get("Name", ""))
-        ltype = raw.get("LayerType")
-        tactic = raw.get("TacticName") or raw.get("TacticValue")
-        md = raw.get("Metadata")
-        if md is not None:
-            any_metadata = True
-        nodes = metadata_nodes(md, known_nodes)
-        layers.append(EngineLayer(
-            name=name,
-            layer_type=str(ltype) if ltype is not None else None,
-            tactic=str(tactic) if tactic is not None else None,
-            inputs=_tensor_list(raw.get("Inputs")),
-            outputs=_tensor_list(raw.get("Outputs")),
-            onnx_nodes=nodes,
-            myelin=_is_myelin(name, str(ltype) if ltype is not None else None),
-            raw=raw,
-            foreign_range=_split_foreign(name),
-        ))
-    if names_only:
-        notes.append(
-            f"{names_only} layer(s) are names only: the engine was built without ProfilingVerbosity.DETAILED, "
-            f"so no dtypes or node metadata are available"
-        )
-    elif layers and not any_metadata:
-        notes.append("no layer has Metadata (TensorRT < 8.6?): nodes cannot be mapped to layers")
-    return layers, notes
-
 
 # --------------------------------------------------------------------------------------
 # The report
@@ -394,10 +155,7 @@ class LayerReport:
     def from_inspector_json(cls, data, plan: PrecisionPlan, *, typing: str = "?", backend: str = "tensorrt",
                             source: str = "inspector") -> LayerReport:
         """Parse inspector JSON (either schema) and observe every node of ``plan``."""
-        if isinstance(data, (bytes, bytearray)):
-            data = data.decode("utf-8", "replace")
-        if isinstance(data, str):
-            data = json.loads(data)
+        data = load_inspector_json(data)
         known = KnownNodes.of(plan)
         layers, notes = parse_layers(data, known)
         schema = inspector_schema(data)
@@ -514,17 +272,8 @@ class LayerReport:
     def table(self, *, statuses=None, max_width: int = 60) -> str:
         """A readable text table, one row per node (optionally only some statuses)."""
         rows = [o for o in self.nodes.values() if statuses is None or o.status in statuses]
-
-        def cut(text: str) -> str:
-            text = text or ""
-            return text if len(text) <= max_width else "..." + text[-(max_width - 3):]
-
         header = ("node", "op", "planned", "observed", "status", "evidence", "layer")
-        body = [
-            (cut(o.node), o.op_type, o.planned or "-", o.observed or "-", o.status, o.evidence or "-",
-             cut((o.layer or "-") + (" [myelin]" if o.myelin else "")))
-            for o in rows
-        ]
+        body = [_table_row(o, max_width) for o in rows]
         widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
         lines = [self.headline()]
         lines.extend(f"note: {n}" for n in self.notes)
@@ -540,6 +289,19 @@ class LayerReport:
 
     def __str__(self) -> str:
         return self.table()
+
+
+def _cut(text: str | None, max_width: int) -> str:
+    """``text`` shortened from the left to ``max_width`` characters (names differ at their ends)."""
+    text = text or ""
+    return text if len(text) <= max_width else "..." + text[-(max_width - 3):]
+
+
+def _table_row(o: NodeObservation, max_width: int) -> tuple[str, ...]:
+    """One row of :meth:`LayerReport.table`."""
+    layer = (o.layer or "-") + (" [myelin]" if o.myelin else "")
+    return (_cut(o.node, max_width), o.op_type, o.planned or "-", o.observed or "-", o.status, o.evidence or "-",
+            _cut(layer, max_width))
 
 
 def evidence_text(counts: dict[str, int]) -> str:
@@ -564,27 +326,67 @@ def _realized_storage(tensor: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _observe(plan: PrecisionPlan, layers: list[EngineLayer], notes: list[str], *,
-             strong: bool = False) -> dict[str, NodeObservation]:
-    """Per plan node: status, evidence and detail (see the module docstring).
+def _planned_compute(plan: PrecisionPlan, name: str) -> str | None:
+    """The planned precision of a compute node of the plan; None for fixed nodes and non-plan nodes."""
+    d = plan.nodes.get(name)
+    if d is None or d.kind != "compute":
+        return None
+    return d.precision
 
-    ``strong``: the engine was built strongly typed (the network's types are the contract),
-    so a node inferred from a consistent kernel boundary is ``ok``; otherwise it is
-    ``unverifiable``.
+
+@dataclass
+class _Carriage:
+    """Which engine layers carry which plan nodes: the facts every node's verdict reads.
+
+    ``members``: layer id -> the nodes it carries (its Metadata, or for a
+    ``{ForeignNode[first...last]}`` region without metadata, the plan nodes between first and
+    last that no layer names); ``span``: node -> the region taken to carry it that way;
+    ``uniform``: layer id -> the one precision all its planned compute nodes share, else None.
+    """
+
+    carriers: dict[str, list[EngineLayer]]
+    members: dict[int, list[str]]
+    span: dict[str, EngineLayer]
+    foreign_layers: list[EngineLayer]
+    uniform: dict[int, str | None]
+    producer: dict[str, str]
+    tensor_precision: dict[str, str]
+
+    @classmethod
+    def of(cls, plan: PrecisionPlan, layers: list[EngineLayer]) -> _Carriage:
+        carriers: dict[str, list[EngineLayer]] = {}
+        for layer in layers:
+            for n in layer.onnx_nodes:
+                carriers.setdefault(n, []).append(layer)
+        foreign_layers = [layer for layer in layers if layer.foreign_range is not None and not layer.onnx_nodes]
+        members, span = _foreign_members(plan, layers, foreign_layers, carriers)
+        return cls(carriers=carriers, members=members, span=span, foreign_layers=foreign_layers,
+                   uniform={id(layer): _uniform_precision(plan, members[id(layer)]) for layer in layers},
+                   producer=_producers(plan), tensor_precision=getattr(plan, "tensor_precision", {}) or {})
+
+    def expected_of(self, layer: EngineLayer, tensor: str) -> str | None:
+        """The plan's storage of a kernel-boundary tensor, when the plan or the realization says it."""
+        if tensor in self.tensor_precision:
+            return self.tensor_precision[tensor]
+        realized = _realized_storage(tensor)
+        if realized is not None:
+            return realized
+        return self.uniform[id(layer)]
+
+
+def _foreign_members(plan: PrecisionPlan, layers: list[EngineLayer], foreign_layers: list[EngineLayer],
+                     carriers: dict[str, list[EngineLayer]]) -> tuple[dict[int, list[str]], dict[str, EngineLayer]]:
+    """``(members, span)`` of :class:`_Carriage`.
+
+    A {ForeignNode[first...last]} region without per-node metadata: its members are taken by graph
+    order between first and last (TensorRT names a region by its extent), for nodes no layer names.
     """
     order = list(plan.nodes)
     position = {n: i for i, n in enumerate(order)}
-    carriers: dict[str, list[EngineLayer]] = {}
-    for layer in layers:
-        for n in layer.onnx_nodes:
-            carriers.setdefault(n, []).append(layer)
-
-    foreign_layers = [layer for layer in layers if layer.foreign_range is not None and not layer.onnx_nodes]
-    # A {ForeignNode[first...last]} region without per-node metadata: its members are taken by graph
-    # order between first and last (TensorRT names a region by its extent), for nodes no layer names.
     members: dict[int, list[str]] = {id(layer): list(layer.onnx_nodes) for layer in layers}
     span: dict[str, EngineLayer] = {}
     for layer in foreign_layers:
+        assert layer.foreign_range is not None  # foreign_layers are those with a range
         first, last = layer.foreign_range
         if first in position and last in position:
             i, j = sorted((position[first], position[last]))
@@ -594,29 +396,40 @@ def _observe(plan: PrecisionPlan, layers: list[EngineLayer], notes: list[str], *
         members[id(layer)] = inside
         for n in inside:
             span.setdefault(n, layer)
+    return members, span
 
-    def planned_of(name: str) -> str | None:
-        d = plan.nodes.get(name)
-        if d is None or d.kind != "compute":
+
+def _uniform_precision(plan: PrecisionPlan, members: list[str]) -> str | None:
+    """The precision of a uniform layer, else None.
+
+    A layer is uniform when every node it carries is a plan node and all planned compute
+    nodes among them share one precision (fixed nodes do not count). Nodes of the
+    realization (Casts), unknown to the plan, make it non-uniform.
+    """
+    precs = set()
+    for n in members:
+        if n not in plan.nodes:
             return None
-        return d.precision
+        p = _planned_compute(plan, n)
+        if p is not None:
+            precs.add(p)
+    return next(iter(precs)) if len(precs) == 1 else None
 
-    # A layer is uniform when every node it carries is a plan node and all planned compute
-    # nodes among them share one precision (fixed nodes do not count). Nodes of the
-    # realization (Casts), unknown to the plan, make it non-uniform.
-    uniform: dict[int, str | None] = {}
-    for layer in layers:
-        precs = set()
-        foreign_nodes = False
-        for n in members[id(layer)]:
-            if n not in plan.nodes:
-                foreign_nodes = True
-                continue
-            p = planned_of(n)
-            if p is not None:
-                precs.add(p)
-        uniform[id(layer)] = next(iter(precs)) if (len(precs) == 1 and not foreign_nodes) else None
 
+def _producers(plan: PrecisionPlan) -> dict[str, str]:
+    """ONNX tensor -> the node producing it (empty for a plan without a model proto)."""
+    producer: dict[str, str] = {}
+    with contextlib.suppress(AttributeError):
+        for n in plan.model.proto.graph.node:
+            for o in n.output:
+                if o:
+                    producer[o] = n.name
+    return producer
+
+
+def _carriage_notes(plan: PrecisionPlan, layers: list[EngineLayer], foreign_layers: list[EngineLayer]) -> list[str]:
+    """Report notes about what the layers cannot show: regions without metadata, non-plan node names."""
+    notes = []
     if foreign_layers:
         notes.append(
             f"{len(foreign_layers)} Myelin region(s) without per-node metadata "
@@ -628,118 +441,128 @@ def _observe(plan: PrecisionPlan, layers: list[EngineLayer], notes: list[str], *
     if unknown:
         notes.append(f"{len(unknown)} node name(s) in layer Metadata are not nodes of the plan (e.g. Cast nodes "
                      f"of the realization): {', '.join(unknown[:3])}{', ...' if len(unknown) > 3 else ''}")
+    return notes
 
-    tensor_precision = getattr(plan, "tensor_precision", {}) or {}
-    producer: dict[str, str] = {}
-    with contextlib.suppress(AttributeError):
-        for n in plan.model.proto.graph.node:
-            for o in n.output:
-                if o:
-                    producer[o] = n.name
 
-    def expected_of(layer: EngineLayer, tensor: str) -> str | None:
-        """The plan's storage of a kernel-boundary tensor, when the plan or the realization says it."""
-        if tensor in tensor_precision:
-            return tensor_precision[tensor]
-        realized = _realized_storage(tensor)
-        if realized is not None:
-            return realized
-        return uniform[id(layer)]
+def _observe(plan: PrecisionPlan, layers: list[EngineLayer], notes: list[str], *,
+             strong: bool = False) -> dict[str, NodeObservation]:
+    """Per plan node: status, evidence and detail (see the module docstring).
 
-    out: dict[str, NodeObservation] = {}
-    for name, d in plan.nodes.items():
-        op = d.op_type
-        lays = carriers.get(name, [])
-        lnames = tuple(layer.name for layer in lays)
-        myelin = any(layer.myelin for layer in lays)
-        label = " | ".join(lnames) if lnames else None
-        if d.kind != "compute" or d.precision is None:
-            out[name] = NodeObservation(name, op, None, None, label, myelin, "fixed",
-                                        "left as written by the plan (no float compute)", (), lnames)
-            continue
-        planned = d.precision
-        if not lays and name in span:
-            lays = [span[name]]
-            label, myelin = span[name].name, True
-        if not lays:
-            if foreign_layers:
-                detail = ("in no layer's Metadata; the engine has Myelin region(s) without per-node metadata "
-                          "that may contain it")
-            else:
-                detail = "in no layer's Metadata (fused away, or the engine lacks DETAILED layer information)"
-            out[name] = NodeObservation(name, op, planned, None, label, myelin, "unverifiable", detail, (), lnames,
-                                        "unverifiable")
-            continue
-        # Evidence per float output of each carrying layer:
-        #   own      - the output is this node's own ONNX output, or the layer carries this node alone:
-        #              the node's precision is read (observed); expected = its planned storage;
-        #   boundary - the output of a kernel fusing this node with others: the node's precision is
-        #              inferred; expected = the tensor's planned storage (plan or realization), or the
-        #              shared precision of a uniform kernel, else unknown.
-        own: list[tuple[str, str, str, str]] = []  # (layer, tensor, dtype, expected)
-        boundary: list[tuple[str, str, str, str | None, bool]] = []  # (layer, tensor, dtype, expected, uniform)
-        for layer in lays:
-            alone = members[id(layer)] == [name]
-            for t in layer.outputs:
-                if t.dtype not in FLOAT_PRECISIONS:
-                    continue
-                if producer.get(t.name) == name or alone:
-                    own.append((layer.name, t.name, t.dtype, tensor_precision.get(t.name)
-                                or _realized_storage(t.name) or planned))
-                else:
-                    boundary.append((layer.name, t.name, t.dtype, expected_of(layer, t.name),
-                                     uniform[id(layer)] is not None))
-        all_dtypes = tuple(sorted({c[2] for c in own} | {b[2] for b in boundary}))
-        if own:
-            observed = tuple(sorted({c[2] for c in own}))
-            observed = observed[0] if len(observed) == 1 else "mixed"
+    ``strong``: the engine was built strongly typed (the network's types are the contract),
+    so a node inferred from a consistent kernel boundary is ``ok``; otherwise it is
+    ``unverifiable``.
+    """
+    carriage = _Carriage.of(plan, layers)
+    notes.extend(_carriage_notes(plan, layers, carriage.foreign_layers))
+    return {name: _observe_node(carriage, name, d, strong=strong) for name, d in plan.nodes.items()}
+
+
+#: evidence from one float output of a carrying layer that is the node's own:
+#: (layer, tensor, dtype, expected storage)
+_Own = tuple[str, str, str, str]
+#: evidence from the boundary of a kernel fusing the node with others:
+#: (layer, tensor, dtype, expected storage or None, whether the kernel is uniform)
+_Boundary = tuple[str, str, str, str | None, bool]
+
+
+def _observe_node(carriage: _Carriage, name: str, d: NodeDecision, *, strong: bool) -> NodeObservation:
+    """The observation of one plan node from the layers carrying it."""
+    op = d.op_type
+    lays = carriage.carriers.get(name, [])
+    lnames = tuple(layer.name for layer in lays)
+    myelin = any(layer.myelin for layer in lays)
+    label = " | ".join(lnames) if lnames else None
+    if d.kind != "compute" or d.precision is None:
+        return NodeObservation(name, op, None, None, label, myelin, "fixed",
+                               "left as written by the plan (no float compute)", (), lnames)
+    planned = d.precision
+    if not lays and name in carriage.span:
+        lays = [carriage.span[name]]
+        label, myelin = carriage.span[name].name, True
+    if not lays:
+        if carriage.foreign_layers:
+            detail = ("in no layer's Metadata; the engine has Myelin region(s) without per-node metadata "
+                      "that may contain it")
         else:
-            observed = all_dtypes[0] if len(all_dtypes) == 1 else ("mixed" if all_dtypes else None)
-        where = " inside a Myelin region" if myelin else ""
-        if not all_dtypes:
-            out[name] = NodeObservation(name, op, planned, None, label, myelin, "unverifiable",
-                                        "no float dtype at the boundary of its layer(s)", (), lnames, "unverifiable")
-            continue
-        if own:
-            bad = [c for c in own if c[2] != c[3]]
-            if bad:
-                lay, tensor, dt, exp = bad[0]
-                status = "mismatch"
-                detail = f"planned {exp}, but its output {tensor!r} is {dt} (layer {lay}){where}"
-                if len(all_dtypes) > 1:
-                    detail += f"; boundary dtypes are mixed: {', '.join(all_dtypes)}"
+            detail = "in no layer's Metadata (fused away, or the engine lacks DETAILED layer information)"
+        return NodeObservation(name, op, planned, None, label, myelin, "unverifiable", detail, (), lnames,
+                               "unverifiable")
+    own, boundary = _output_evidence(carriage, name, planned, lays)
+    all_dtypes = tuple(sorted({c[2] for c in own} | {b[2] for b in boundary}))
+    if not all_dtypes:
+        return NodeObservation(name, op, planned, None, label, myelin, "unverifiable",
+                               "no float dtype at the boundary of its layer(s)", (), lnames, "unverifiable")
+    where = " inside a Myelin region" if myelin else ""
+    if own:
+        own_dtypes = sorted({c[2] for c in own})
+        observed = own_dtypes[0] if len(own_dtypes) == 1 else "mixed"
+        status, detail = _judge_own(own, planned, all_dtypes, where)
+        return NodeObservation(name, op, planned, observed, label, myelin, status, detail, all_dtypes, lnames,
+                               "observed")
+    observed_any = all_dtypes[0] if len(all_dtypes) == 1 else "mixed"
+    status, detail = _judge_inferred(boundary, planned, all_dtypes, where, strong=strong)
+    return NodeObservation(name, op, planned, observed_any, label, myelin, status, detail, all_dtypes, lnames,
+                           "inferred")
+
+
+def _output_evidence(carriage: _Carriage, name: str, planned: str,
+                     lays: list[EngineLayer]) -> tuple[list[_Own], list[_Boundary]]:
+    """Evidence per float output of each carrying layer.
+
+    own      - the output is this node's own ONNX output, or the layer carries this node alone:
+               the node's precision is read (observed); expected = its planned storage;
+    boundary - the output of a kernel fusing this node with others: the node's precision is
+               inferred; expected = the tensor's planned storage (plan or realization), or the
+               shared precision of a uniform kernel, else unknown.
+    """
+    own: list[_Own] = []
+    boundary: list[_Boundary] = []
+    for layer in lays:
+        alone = carriage.members[id(layer)] == [name]
+        for t in layer.outputs:
+            if t.dtype not in FLOAT_PRECISIONS:
+                continue
+            if carriage.producer.get(t.name) == name or alone:
+                own.append((layer.name, t.name, t.dtype, carriage.tensor_precision.get(t.name)
+                            or _realized_storage(t.name) or planned))
             else:
-                status = "ok"
-                odd = [c for c in own if c[3] != planned]
-                detail = ("; ".join(f"output {c[1]!r} is planned {c[3]} (plan storage, e.g. a graph output)"
-                                    for c in odd[:2]))
-            out[name] = NodeObservation(name, op, planned, observed, label, myelin, status, detail, all_dtypes,
-                                        lnames, "observed")
-            continue
-        # Inferred from the boundary of a fused kernel.
-        kernel = boundary[0][0]
-        dts = ", ".join(sorted({b[2] for b in boundary}))
-        checkable = [b for b in boundary if b[3] is not None]
-        inconsistent = [b for b in checkable if b[2] != b[3]]
-        if inconsistent and all(b[4] for b in inconsistent):
-            lay, tensor, dt, exp, _ = inconsistent[0]
-            status = "mismatch"
-            detail = (f"planned {planned}, but layer {lay}, which carries only nodes planned {planned}, "
-                      f"outputs {tensor!r} in {dt}{where} (inferred from the kernel boundary)")
-            if len(all_dtypes) > 1:
-                detail += f"; boundary dtypes are mixed: {', '.join(all_dtypes)}"
-        elif inconsistent or (not checkable and any(b[2] != planned for b in boundary)):
-            status = "unverifiable"
-            detail = (f"fused into {kernel} with nodes planned in other precisions (or Cast nodes of the "
-                      f"realization); its boundary dtypes ({dts}) cannot show this node's precision")
-        elif strong:
-            status = "ok"
-            detail = f"{STRONG_TYPING_CONSISTENT} (kernel {kernel}: {dts})"
-        else:
-            status = "unverifiable"
-            detail = (f"inferred from the kernel boundary: fused into {kernel}, whose outputs are {dts}; its "
-                      f"precision inside the kernel is not visible, and without strong typing TensorRT treats "
-                      f"precision as a hint that fused (Myelin) kernels are known to ignore")
-        out[name] = NodeObservation(name, op, planned, observed, label, myelin, status, detail, all_dtypes, lnames,
-                                    "inferred")
-    return out
+                boundary.append((layer.name, t.name, t.dtype, carriage.expected_of(layer, t.name),
+                                 carriage.uniform[id(layer)] is not None))
+    return own, boundary
+
+
+def _judge_own(own: list[_Own], planned: str, all_dtypes: tuple[str, ...], where: str) -> tuple[str, str]:
+    """``(status, detail)`` of a node whose own outputs are visible (evidence ``observed``)."""
+    bad = [c for c in own if c[2] != c[3]]
+    if bad:
+        lay, tensor, dt, exp = bad[0]
+        detail = f"planned {exp}, but its output {tensor!r} is {dt} (layer {lay}){where}"
+        if len(all_dtypes) > 1:
+            detail += f"; boundary dtypes are mixed: {', '.join(all_dtypes)}"
+        return "mismatch", detail
+    odd = [c for c in own if c[3] != planned]
+    return "ok", "; ".join(f"output {c[1]!r} is planned {c[3]} (plan storage, e.g. a graph output)" for c in odd[:2])
+
+
+def _judge_inferred(boundary: list[_Boundary], planned: str, all_dtypes: tuple[str, ...], where: str, *,
+                    strong: bool) -> tuple[str, str]:
+    """``(status, detail)`` of a node known only from the boundary of a fused kernel (evidence ``inferred``)."""
+    kernel = boundary[0][0]
+    dts = ", ".join(sorted({b[2] for b in boundary}))
+    checkable = [b for b in boundary if b[3] is not None]
+    inconsistent = [b for b in checkable if b[2] != b[3]]
+    if inconsistent and all(b[4] for b in inconsistent):
+        lay, tensor, dt, _, _ = inconsistent[0]
+        detail = (f"planned {planned}, but layer {lay}, which carries only nodes planned {planned}, "
+                  f"outputs {tensor!r} in {dt}{where} (inferred from the kernel boundary)")
+        if len(all_dtypes) > 1:
+            detail += f"; boundary dtypes are mixed: {', '.join(all_dtypes)}"
+        return "mismatch", detail
+    if inconsistent or (not checkable and any(b[2] != planned for b in boundary)):
+        return "unverifiable", (f"fused into {kernel} with nodes planned in other precisions (or Cast nodes of the "
+                                f"realization); its boundary dtypes ({dts}) cannot show this node's precision")
+    if strong:
+        return "ok", f"{STRONG_TYPING_CONSISTENT} (kernel {kernel}: {dts})"
+    return "unverifiable", (f"inferred from the kernel boundary: fused into {kernel}, whose outputs are {dts}; its "
+                            f"precision inside the kernel is not visible, and without strong typing TensorRT treats "
+                            f"precision as a hint that fused (Myelin) kernels are known to ignore")

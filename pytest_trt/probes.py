@@ -48,9 +48,21 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .backends.base import BuildConfig, get_backend
+from .baseline import reference_outputs
+from .cache import ArtifactCache
+from .dtypes import ELEM_FLOAT
 from .errors import ModelError, UsageError
+from .layernorm_graph import LayerNormInstance, constant_value, find_layernorms
+from .model import load_model
+from .policy import PrecisionPolicy, Rule
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backends.base import Engine
@@ -77,192 +89,6 @@ VERDICT_TEXT = {FP32_VERDICT: "behaves like fp32", LOW_VERDICT: "behaves like fp
 
 
 # --------------------------------------------------------------------------------------
-# Finding LayerNorms
-# --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class LayerNormInstance:
-    """One LayerNorm of the model.
-
-    Attributes:
-        label: its scope (common prefix of its node names, e.g.
-            ``/encoder/layer.0/attention/output/LayerNorm``) or the LayerNormalization
-            node's name.
-        form: ``decomposed`` or ``LayerNormalization``.
-        nodes: its compute and constant nodes, in graph order (Constants included).
-        input: the normalized float tensor ``x``.
-        output: the tensor the LayerNorm produces (``Add_1``'s output, or the node's).
-    """
-
-    label: str
-    form: str
-    nodes: tuple[str, ...]
-    input: str
-    output: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "form": self.form, "nodes": list(self.nodes), "input": self.input,
-                "output": self.output}
-
-
-def _attr(node, name, default=None):
-    from onnx import helper
-
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
-
-
-def _const_value(graph, producers, name):
-    """numpy value of an initializer or a Constant node's output, else None."""
-    from onnx import numpy_helper
-
-    for init in graph.initializer:
-        if init.name == name:
-            return numpy_helper.to_array(init)
-    node = producers.get(name)
-    if node is not None and node.op_type == "Constant":
-        value = _attr(node, "value")
-        if value is not None:
-            return numpy_helper.to_array(value)
-        for key in ("value_float", "value_int"):
-            v = _attr(node, key)
-            if v is not None:
-                return v
-    return None
-
-
-def _rank_of(plan: PrecisionPlan, tensor: str) -> int | None:
-    vi = (getattr(plan, "value_info", None) or {}).get(tensor)
-    if vi is None:
-        for v in plan.model.graph.input:
-            if v.name == tensor:
-                vi = v
-    if vi is None or not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
-        return None
-    return len(vi.type.tensor_type.shape.dim)
-
-
-def _last_axis(axes, rank: int | None) -> bool:
-    import numpy as np
-
-    if axes is None:
-        return False
-    axes = [int(a) for a in np.asarray(axes).reshape(-1)]
-    if len(axes) != 1:
-        return False
-    return axes[0] == -1 or (rank is not None and axes[0] == rank - 1)
-
-
-def _reduce_axes(node, graph, producers):
-    axes = _attr(node, "axes")
-    if axes is None and len(node.input) > 1 and node.input[1]:
-        axes = _const_value(graph, producers, node.input[1])
-    return axes
-
-
-def find_layernorms(plan: PrecisionPlan) -> list[LayerNormInstance]:
-    """Every LayerNorm of the plan's model (both forms), in graph order."""
-    import numpy as np
-
-    graph = plan.model.graph
-    producers = {o: n for n in graph.node for o in n.output if o}
-    consumers: dict[str, list] = {}
-    for n in graph.node:
-        for i in n.input:
-            if i:
-                consumers.setdefault(i, []).append(n)
-    order = {n.name: k for k, n in enumerate(graph.node)}
-
-    def only(tensor, op, pred=lambda _n: True):
-        found = [c for c in consumers.get(tensor, []) if c.op_type == op and pred(c)]
-        return found[0] if len(found) == 1 else None
-
-    def const_producers(node):
-        out = []
-        for i in node.input:
-            p = producers.get(i)
-            if p is not None and p.op_type == "Constant":
-                out.append(p)
-        return out
-
-    found: list[LayerNormInstance] = []
-    for r1 in graph.node:
-        if r1.op_type == "LayerNormalization":
-            x = r1.input[0]
-            axis = int(_attr(r1, "axis", -1))
-            if not _last_axis([axis], _rank_of(plan, x)):
-                continue
-            nodes = [r1, *const_producers(r1)]
-            found.append(LayerNormInstance(r1.name, "LayerNormalization",
-                                           tuple(sorted({n.name for n in nodes}, key=order.get)), x, r1.output[0]))
-            continue
-        if r1.op_type != "ReduceMean" or int(_attr(r1, "keepdims", 1)) != 1:
-            continue
-        x = r1.input[0]
-        rank = _rank_of(plan, x)
-        if not _last_axis(_reduce_axes(r1, graph, producers), rank):
-            continue
-        mean = r1.output[0]
-        sub = only(mean, "Sub", lambda n, x=x, mean=mean: list(n.input) == [x, mean])
-        if sub is None:
-            continue
-        d = sub.output[0]
-
-        def is_square(n, d=d):
-            if n.op_type == "Pow":
-                e = _const_value(graph, producers, n.input[1]) if len(n.input) > 1 else None
-                return n.input[0] == d and e is not None and np.allclose(np.asarray(e, dtype=np.float64), 2.0)
-            return n.op_type == "Mul" and list(n.input) == [d, d]
-
-        squares = [c for c in consumers.get(d, []) if is_square(c)]
-        divs = [c for c in consumers.get(d, []) if c.op_type == "Div" and c.input[0] == d]
-        if len(squares) != 1 or len(divs) != 1:
-            continue
-        sq, div = squares[0], divs[0]
-        r2 = only(sq.output[0], "ReduceMean")
-        if r2 is None or not _last_axis(_reduce_axes(r2, graph, producers), rank):
-            continue
-        add_eps = only(r2.output[0], "Add")
-        if add_eps is None:
-            continue
-        sqrt = only(add_eps.output[0], "Sqrt")
-        if sqrt is None or div.input[1] != sqrt.output[0]:
-            continue
-        chain = [r1, sub, sq, r2, add_eps, sqrt, div]
-        out = div.output[0]
-        mul = only(out, "Mul")
-        if mul is not None and _const_value(graph, producers, _other(mul, out)) is not None:
-            chain.append(mul)
-            out = mul.output[0]
-            add_b = only(out, "Add")
-            if add_b is not None and _const_value(graph, producers, _other(add_b, out)) is not None:
-                chain.append(add_b)
-                out = add_b.output[0]
-        nodes = list(chain)
-        for n in chain:
-            nodes.extend(const_producers(n))
-        names = tuple(sorted({n.name for n in nodes}, key=order.get))
-        found.append(LayerNormInstance(_scope(names), "decomposed", names, x, out))
-    found.sort(key=lambda inst: order[inst.nodes[0]])
-    return found
-
-
-def _other(node, tensor):
-    ins = [i for i in node.input if i != tensor]
-    return ins[0] if len(ins) == 1 else ""
-
-
-def _scope(names) -> str:
-    import os
-
-    prefix = os.path.commonprefix(list(names))
-    if "/" in prefix:
-        prefix = prefix[: prefix.rindex("/")]
-    return prefix or names[0]
-
-
-# --------------------------------------------------------------------------------------
 # Extraction
 # --------------------------------------------------------------------------------------
 def _glob_escape(name: str) -> str:
@@ -271,8 +97,6 @@ def _glob_escape(name: str) -> str:
 
 def probe_shape(plan: PrecisionPlan, inst: LayerNormInstance, rows: int) -> tuple[int, ...]:
     """``[1, ..., rows, H]`` with the rank of ``x``; H from ``x``'s last dim (or gamma's length)."""
-    from onnx import numpy_helper
-
     graph = plan.model.graph
     vi = (plan.value_info or {}).get(inst.input)
     if vi is None:
@@ -295,20 +119,12 @@ def probe_shape(plan: PrecisionPlan, inst: LayerNormInstance, rows: int) -> tupl
     return (1,) * (rank - 2) + (rows, hidden)
 
 
-def extract_layernorm(plan: PrecisionPlan, inst: LayerNormInstance, shape: tuple[int, ...]):
-    """The LayerNorm as a standalone ONNX model: input ``x`` (static ``shape``), its constants, output."""
-    import onnx
-    from onnx import helper, numpy_helper
-
-    from .dtypes import ELEM_FLOAT
-
-    graph = plan.model.graph
-    wanted = set(inst.nodes)
-    nodes = [n for n in graph.node if n.name in wanted]
+def _probe_initializers(graph, inst: LayerNormInstance, nodes: list) -> list[onnx.TensorProto]:
+    """The constants the LayerNorm's nodes read, as initializers of the probe model."""
     produced = {o for n in nodes for o in n.output if o}
     inits = {i.name: i for i in graph.initializer}
     producers = {o: n for n in graph.node for o in n.output if o}
-    new_inits = []
+    new_inits: list[onnx.TensorProto] = []
     for n in nodes:
         for i in n.input:
             if not i or i in produced or i == inst.input:
@@ -317,16 +133,30 @@ def extract_layernorm(plan: PrecisionPlan, inst: LayerNormInstance, shape: tuple
                 if all(t.name != i for t in new_inits):
                     new_inits.append(inits[i])
                 continue
-            value = _const_value(graph, producers, i)
-            p = producers.get(i)
-            if value is None and p is not None and p.op_type == "Identity" and p.input[0] in inits:
-                value = numpy_helper.to_array(inits[p.input[0]])  # torch's tied-weight Identity
-            if value is None:
-                raise UsageError(
-                    f"cannot probe {inst.label}: node {n.name!r} reads {i!r}, a computed tensor (not an initializer "
-                    f"or Constant); probes feed only the LayerNorm's input {inst.input!r}"
-                )
-            new_inits.append(numpy_helper.from_array(value, i))
+            new_inits.append(_constant_initializer(graph, producers, inits, inst, n, i))
+    return new_inits
+
+
+def _constant_initializer(graph, producers, inits, inst: LayerNormInstance, node, name: str) -> onnx.TensorProto:
+    """Tensor ``name`` that ``node`` reads from a Constant (or a tied-weight Identity), as an initializer."""
+    value = constant_value(graph, producers, name)
+    p = producers.get(name)
+    if value is None and p is not None and p.op_type == "Identity" and p.input[0] in inits:
+        value = numpy_helper.to_array(inits[p.input[0]])  # torch's tied-weight Identity
+    if value is None:
+        raise UsageError(
+            f"cannot probe {inst.label}: node {node.name!r} reads {name!r}, a computed tensor (not an initializer "
+            f"or Constant); probes feed only the LayerNorm's input {inst.input!r}"
+        )
+    return numpy_helper.from_array(value, name)
+
+
+def extract_layernorm(plan: PrecisionPlan, inst: LayerNormInstance, shape: tuple[int, ...]):
+    """The LayerNorm as a standalone ONNX model: input ``x`` (static ``shape``), its constants, output."""
+    graph = plan.model.graph
+    wanted = set(inst.nodes)
+    nodes = [n for n in graph.node if n.name in wanted]
+    new_inits = _probe_initializers(graph, inst, nodes)
     elem = plan.elem_types.get(inst.input, ELEM_FLOAT)
     out_elem = plan.elem_types.get(inst.output, elem)
     g = helper.make_graph(
@@ -347,15 +177,12 @@ def extract_layernorm(plan: PrecisionPlan, inst: LayerNormInstance, shape: tuple
 
 def sub_plan(plan: PrecisionPlan, inst: LayerNormInstance, proto) -> PrecisionPlan:
     """The plan of the probe model: every compute node keeps the full plan's precision."""
-    from .model import load_model
-    from .policy import PrecisionPolicy
-
     model = load_model(proto)
     if plan.as_is:
         policy = PrecisionPolicy(as_is=True)
     else:
-        rules = [(_glob_escape(n), plan.nodes[n].precision) for n in inst.nodes
-                 if plan.nodes[n].kind == "compute" and plan.nodes[n].precision]
+        rules = [Rule(_glob_escape(n), precision) for n in inst.nodes
+                 if plan.nodes[n].kind == "compute" and (precision := plan.nodes[n].precision)]
         policy = PrecisionPolicy(default=plan.policy.default, rules=tuple(rules))
     sub = policy.resolve(model)
     differ = [n for n in inst.nodes
@@ -373,8 +200,6 @@ def sub_plan(plan: PrecisionPlan, inst: LayerNormInstance, proto) -> PrecisionPl
 # --------------------------------------------------------------------------------------
 def make_probes(shape: tuple[int, ...], *, seed: int = 0) -> dict[str, Any]:
     """``{probe name: float32 array of ``shape``}``; H = ``shape[-1]``."""
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     hidden = shape[-1]
     rows = int(np.prod(shape[:-1]))
@@ -470,8 +295,6 @@ class ProbeResult:
 
 
 def measure(name: str, actual, expected, tolerance: float) -> ProbeMeasurement:
-    import numpy as np
-
     a = np.asarray(actual, dtype=np.float64)
     e = np.asarray(expected, dtype=np.float64)
     ref_ok = np.isfinite(e)
@@ -491,15 +314,11 @@ def measure(name: str, actual, expected, tolerance: float) -> ProbeMeasurement:
 def _engine_cache(engine):
     """The artifact cache the engine came from (TensorRT engines keep it; emulate entries live at
     ``<root>/<kind>/<key>/``), or None."""
-    from pathlib import Path
-
     cache = getattr(engine, "_cache", None)
     if cache is not None:
         return cache
     path = getattr(getattr(engine, "build_info", None), "path", "")
     if path and (Path(path) / "manifest.json").is_file():
-        from .cache import ArtifactCache
-
         try:
             return ArtifactCache(Path(path).parents[1])
         except Exception:  # noqa: BLE001 - a cache we cannot open: build without it
@@ -511,8 +330,6 @@ def _engine_backend(engine):
     backend = getattr(engine, "_backend", None)
     if backend is not None:
         return backend
-    from .backends.base import get_backend
-
     return get_backend(engine.backend_name)
 
 
@@ -525,11 +342,6 @@ def layernorms_for(plan: PrecisionPlan, names) -> list[LayerNormInstance]:
 def probe_layernorm(engine: Engine, inst: LayerNormInstance, *, cache=None, backend=None, rows: int = DEFAULT_ROWS,
                     seed: int = 0, tolerance: float = DEFAULT_TOLERANCE) -> ProbeResult:
     """Build ``inst`` alone with the engine's backend and plan precisions, and run the probes."""
-    import numpy as np
-
-    from .backends.base import BuildConfig
-    from .baseline import reference_outputs
-
     plan = engine.plan
     shape = probe_shape(plan, inst, rows * len(PROBES))
     proto = extract_layernorm(plan, inst, shape)
@@ -551,8 +363,9 @@ def probe_layernorm(engine: Engine, inst: LayerNormInstance, *, cache=None, back
         sl[-2] = slice(k * rows, (k + 1) * rows)
         measurements.append(measure(name, np.asarray(actual)[tuple(sl)], np.asarray(expected)[tuple(sl)],
                                     tolerance))
-    compute = [n for n in inst.nodes if plan.nodes[n].kind == "compute" and plan.nodes[n].precision]
-    precs = sorted({plan.nodes[n].precision for n in compute})
+    planned_of = {n: d.precision for n in inst.nodes if (d := plan.nodes[n]).kind == "compute" and d.precision}
+    compute = list(planned_of)
+    precs = sorted(set(planned_of.values()))
     planned = precs[0] if len(precs) == 1 else "mixed"
     emulated = probe_engine.backend_name == "emulate"
     notes = [f"built alone ({len(inst.nodes)} nodes) with backend {probe_engine.backend_name}: fusion with "

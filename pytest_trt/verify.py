@@ -82,21 +82,29 @@
 
 from __future__ import annotations
 
-import math
-import re
-import warnings
+import difflib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .collapse import (
+    DEFAULT_MAX_MYELIN_SHARE,
+    DEFAULT_NODES_PER_LAYER,
+    CollapseCheck,
+    NotObservableWarning,
+    assert_no_collapse,
+    myelin_region,
+    shorten,
+)
 from .dtypes import FP32, normalize_precision
 from .errors import PatternError, PrecisionError, UsageError
-from .layers import EVIDENCE, evidence_text
+from .layers import EVIDENCE, LayerReport, evidence_text
+from .policy import Rule, validate_pattern
 from .probes import DEFAULT_TOLERANCE, ProbeResult, probe_precision
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .layers import LayerReport, NodeObservation
-    from .plan import PrecisionPlan
+    from .layers import NodeObservation
+    from .plan import NodeDecision, PrecisionPlan
 
 __all__ = [
     "CollapseCheck",
@@ -128,13 +136,6 @@ WEAK_TYPING_REMEDY = (
     "--trt-typing auto on TensorRT >= 10.0, or --trt-typing strong), split the model at the island, or mark the "
     "island's output as a network output."
 )
-DEFAULT_NODES_PER_LAYER = 50
-DEFAULT_MAX_MYELIN_SHARE = 0.5
-_MYL_RE = re.compile(r"_myl(\d+)_\d+$")
-
-
-class NotObservableWarning(UserWarning):
-    """A verification could not observe what it checks on this backend (e.g. fusion on ``emulate``)."""
 
 
 # --------------------------------------------------------------------------------------
@@ -294,36 +295,43 @@ class PrecisionCheck:
         return "\n".join(lines)
 
     def remedies(self) -> list[str]:
-        out: list[str] = []
+        """What to do about the failures: plan, engine (or probe), then unverifiable nodes."""
         causes = Counter(v.cause for v in self.failures)
-        if causes.get("plan"):
-            lowered = [v for v in self.failures if v.cause == "plan"]
-            if self.precision == FP32:
-                out.append(f"the plan lowers {len(lowered)} node(s) (rule: "
-                           f"{', '.join(sorted({v.rule or '?' for v in lowered}))}): keep them FP32 with "
-                           f"keep_fp32=[{self.pattern!r}] in the trt marker, or --trt-keep-fp32 '{self.pattern}'")
-            else:
-                out.append(f"the plan gives {len(lowered)} node(s) another precision than {self.precision} (rule: "
-                           f"{', '.join(sorted({v.rule or '?' for v in lowered}))}): change the policy or the assertion")
-        engine_side = causes.get("engine") or causes.get("probe") or (self.unverifiable and not self.allow_unverifiable)
-        if engine_side and self.typing == "weak":
+        out = self._plan_remedies() if causes.get("plan") else []
+        engine = bool(causes.get("engine") or causes.get("probe"))
+        strict_unverifiable = bool(self.unverifiable) and not self.allow_unverifiable
+        if (engine or strict_unverifiable) and self.typing == "weak":
             out.append(WEAK_TYPING_REMEDY)
-        elif (causes.get("engine") or causes.get("probe")) and self.typing == "strong":
+        elif engine and self.typing == "strong":
             out.append("with strong typing TensorRT should run the types of the graph: check the realization "
                        "(`pytest-trt plan`), and report the engine's layer information (`pytest-trt layers --json`) "
                        "to NVIDIA if it persists")
-        elif causes.get("engine") or causes.get("probe"):
+        elif engine:
             out.append(WEAK_TYPING_REMEDY)
-        if self.unverifiable and not self.allow_unverifiable:
-            inferred = [v for v in self.unverifiable if v.evidence == "inferred"]
-            if inferred and self.typing != "strong":
-                out.append(f"{len(inferred)} node(s) are known only from a fused kernel's boundary: under weak "
-                           f"typing that proves nothing about the precision inside the kernel; build strongly typed "
-                           f"(--trt-typing strong), where the network's types are the contract")
-            out.append("unverifiable nodes are not shown by the engine's layer information: build with "
-                       "ProfilingVerbosity.DETAILED (pytest-trt's builds do); method='probe' or 'both' adds numeric "
-                       "LayerNorm probes as evidence (a separate build, fused differently: it can fail a node, "
-                       "never vouch for it); or accept them with allow_unverifiable=True (then listed as warnings)")
+        if strict_unverifiable:
+            out.extend(self._unverifiable_remedies())
+        return out
+
+    def _plan_remedies(self) -> list[str]:
+        lowered = [v for v in self.failures if v.cause == "plan"]
+        rules = ", ".join(sorted({v.rule or "?" for v in lowered}))
+        if self.precision == FP32:
+            return [f"the plan lowers {len(lowered)} node(s) (rule: {rules}): keep them FP32 with "
+                    f"keep_fp32=[{self.pattern!r}] in the trt marker, or --trt-keep-fp32 '{self.pattern}'"]
+        return [f"the plan gives {len(lowered)} node(s) another precision than {self.precision} (rule: "
+                f"{rules}): change the policy or the assertion"]
+
+    def _unverifiable_remedies(self) -> list[str]:
+        out = []
+        inferred = [v for v in self.unverifiable if v.evidence == "inferred"]
+        if inferred and self.typing != "strong":
+            out.append(f"{len(inferred)} node(s) are known only from a fused kernel's boundary: under weak "
+                       f"typing that proves nothing about the precision inside the kernel; build strongly typed "
+                       f"(--trt-typing strong), where the network's types are the contract")
+        out.append("unverifiable nodes are not shown by the engine's layer information: build with "
+                   "ProfilingVerbosity.DETAILED (pytest-trt's builds do); method='probe' or 'both' adds numeric "
+                   "LayerNorm probes as evidence (a separate build, fused differently: it can fail a node, "
+                   "never vouch for it); or accept them with allow_unverifiable=True (then listed as warnings)")
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -353,28 +361,15 @@ class PrecisionCheck:
         return self.message()
 
 
-def myelin_region(layer: str | None) -> str | None:
-    """The Myelin region a layer belongs to: ``myl<N>`` for ``..._myl<N>_<M>`` kernels, else the layer name."""
-    if not layer:
-        return None
-    first = layer.split(" | ")[0]
-    m = _MYL_RE.search(first)
-    return f"myl{m.group(1)}" if m else first
-
-
-def _cut(text: str, width: int = 90) -> str:
-    return text if len(text) <= width else text[: width // 2 - 2] + " ... " + text[-(width // 2 - 3):]
-
-
 def _offender_line(v: NodeVerdict) -> str:
     where = ""
     if v.layer:
         if v.myelin:
             region = myelin_region(v.layer)
-            where = (f" in Myelin region {_cut(region)}" if region == v.layer.split(" | ")[0]
-                     else f" in Myelin region {region} (kernel {_cut(v.layer)})")
+            where = (f" in Myelin region {shorten(region)}" if region == v.layer.split(" | ")[0]
+                     else f" in Myelin region {region} (kernel {shorten(v.layer)})")
         else:
-            where = f" in layer {_cut(v.layer)}"
+            where = f" in layer {shorten(v.layer)}"
     if v.evidence == "inferred" and v.observed:
         seen = f"{v.observed} inferred from the kernel boundary"
     elif v.evidence == "emulated" and v.observed:
@@ -396,8 +391,6 @@ def _offender_line(v: NodeVerdict) -> str:
 # --------------------------------------------------------------------------------------
 def _split(engine_or_report, plan):
     """``(engine | None, plan | None)`` from what the caller gave."""
-    from .layers import LayerReport
-
     if isinstance(engine_or_report, LayerReport):
         return None, plan
     if hasattr(engine_or_report, "layers") and hasattr(engine_or_report, "plan"):
@@ -410,10 +403,8 @@ def _match(report: LayerReport | None, plan: PrecisionPlan | None, pattern: str)
     (same glob / ``op:TYPE`` semantics and the same PatternError)."""
     if plan is not None:
         return plan.match(pattern)
-    import difflib
-
-    from .policy import Rule, validate_pattern
-
+    if report is None:  # pragma: no cover - _split gives a plan or a report
+        raise UsageError("a pattern needs a plan or a layer report to match against")
     rule = Rule(validate_pattern(pattern), FP32)
 
     class _N:
@@ -448,7 +439,9 @@ def _typing(engine, report) -> str:
     return str(getattr(engine, "typing", "?"))
 
 
-def _judge_inspected(name: str, obs: NodeObservation | None, decision, precision: str) -> NodeVerdict:
+def _judge_inspected(name: str, obs: NodeObservation | None, decision: NodeDecision | None,
+                     precision: str) -> NodeVerdict:
+    """The verdict of one node from its layer-report observation (``obs``) and plan ``decision``."""
     op = obs.op_type if obs is not None else (decision.op_type if decision is not None else "?")
     rule = decision.rule if decision is not None else None
     fixed = (obs is not None and obs.status == "fixed") or (decision is not None and decision.kind != "compute")
@@ -461,7 +454,14 @@ def _judge_inspected(name: str, obs: NodeObservation | None, decision, precision
                     obs.status, evidence=obs.evidence)
     if fixed:
         v.status, v.detail, v.evidence = NOT_APPLICABLE, "fixed node (no float compute): not applicable", None
-    elif obs.status == "unverifiable" or obs.observed is None:
+    else:
+        _judge_observation(v, obs, precision)
+    return v
+
+
+def _judge_observation(v: NodeVerdict, obs: NodeObservation, precision: str) -> None:
+    """Set the status (and cause, detail) of a compute node's verdict from what the report observed."""
+    if obs.status == "unverifiable" or obs.observed is None:
         v.status = UNVERIFIABLE
     elif obs.status == "mismatch" and obs.evidence == "inferred" and obs.observed == precision:
         # a kernel boundary in the asserted precision, inconsistent with the plan: it does not show the node
@@ -480,7 +480,6 @@ def _judge_inspected(name: str, obs: NodeObservation | None, decision, precision
             v.detail = f"ran in {precision} although planned {obs.planned}: {obs.detail}"
         else:
             v.status, v.cause = FAIL, "engine"
-    return v
 
 
 def _judge_probe(v: NodeVerdict, probe: ProbeResult | None, precision: str, method: str, typing: str) -> None:
@@ -573,18 +572,7 @@ def assert_precision(engine_or_report, pattern: str, precision: str, *, allow_un
         raise UsageError(f"method={method!r} builds the LayerNorm with the engine's backend: pass the engine, "
                          f"not a LayerReport")
     names = _match(report, plan, pattern)
-
-    decisions = plan.nodes if plan is not None else {}
-    verdicts: list[NodeVerdict] = []
-    for name in names:
-        d = decisions.get(name)
-        if report is not None:
-            verdicts.append(_judge_inspected(name, report.nodes.get(name), d, precision))
-        else:
-            fixed = d is None or d.kind != "compute" or d.precision is None
-            verdicts.append(NodeVerdict(name, d.op_type if d else "?", None if fixed else d.precision, None,
-                                        NOT_APPLICABLE if fixed else UNVERIFIABLE, rule=d.rule if d else None,
-                                        detail="fixed node (no float compute): not applicable" if fixed else ""))
+    verdicts = _verdicts(names, report, plan, precision)
     if all(v.status == NOT_APPLICABLE for v in verdicts):
         raise PatternError(
             f"pattern {pattern!r} selects only fixed nodes ({', '.join(v.node for v in verdicts[:3])}"
@@ -609,140 +597,19 @@ def assert_precision(engine_or_report, pattern: str, precision: str, *, allow_un
     return check
 
 
-# --------------------------------------------------------------------------------------
-# assert_no_collapse
-# --------------------------------------------------------------------------------------
-@dataclass
-class CollapseCheck:
-    """Figures of :func:`assert_no_collapse`. ``checked=False`` when the backend cannot observe fusion."""
-
-    model: str
-    backend: str
-    source: str
-    checked: bool
-    compute_nodes: int
-    engine_layers: int
-    myelin_layers: int
-    myelin_nodes: int
-    regions: list[dict[str, Any]]
-    largest: dict[str, Any] | None
-    min_layers: int
-    max_myelin_share: float
-    reasons: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return not self.reasons
-
-    @property
-    def myelin_share(self) -> float:
-        return self.largest["share"] if self.largest else 0.0
-
-    def message(self) -> str:
-        if not self.checked:
-            return f"assert_no_collapse: not checked on {self.model} ({self.backend}): " + "; ".join(self.notes)
-        head = "failed" if self.reasons else "passed"
-        lines = [f"assert_no_collapse {head}: {self.model} on {self.backend}: {self.compute_nodes} ONNX compute "
-                 f"nodes in {self.engine_layers} engine layer(s) (min {self.min_layers}); {self.myelin_nodes} "
-                 f"node(s) in {self.myelin_layers} Myelin layer(s) of {len(self.regions)} region(s)"]
-        if self.largest:
-            lg = self.largest
-            lines.append(f"  largest Myelin layer: {_cut(lg['layer'])} (region {_cut(lg['region'])}) carries "
-                         f"{lg['nodes']} node(s) = {lg['share']:.0%} of compute nodes (max {self.max_myelin_share:.0%})"
-                         + (" [approximate: ForeignNode range]" if lg.get("approximate") else ""))
-        lines.extend(f"  - {r}" for r in self.reasons)
-        if self.reasons:
-            lines.append("  per-node precision inside such layers cannot be verified and weak-typing constraints are "
-                         "not honoured there; use strong typing, split the model, or mark island outputs as network "
-                         "outputs; loosen with min_layers= / max_myelin_share= if this is expected")
-        lines.extend(f"  note: {n}" for n in self.notes)
-        return "\n".join(lines)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": "collapse_check", "model": self.model, "backend": self.backend, "source": self.source,
-                "checked": self.checked, "passed": self.passed, "compute_nodes": self.compute_nodes,
-                "engine_layers": self.engine_layers, "myelin_layers": self.myelin_layers,
-                "myelin_nodes": self.myelin_nodes, "regions": self.regions, "largest": self.largest,
-                "min_layers": self.min_layers, "max_myelin_share": self.max_myelin_share,
-                "reasons": list(self.reasons), "notes": list(self.notes)}
-
-    def __str__(self) -> str:
-        return self.message()
-
-
-def _layer_nodes(layer, order: list[str], compute: set[str]) -> tuple[set[str], bool]:
-    """Compute nodes a layer carries; a ForeignNode without metadata spans ``[first...last]`` in graph order."""
-    nodes = {n for n in layer.onnx_nodes if n in compute}
-    if nodes or layer.foreign_range is None:
-        return nodes, False
-    first, last = layer.foreign_range
-    if first in order and last in order:
-        i, j = sorted((order.index(first), order.index(last)))
-        return {n for n in order[i:j + 1] if n in compute}, True
-    return set(), True
-
-
-def assert_no_collapse(engine_or_report, *, min_layers: int | None = None,
-                       max_myelin_share: float | None = None) -> CollapseCheck:
-    """Fail (PrecisionError) when the engine folded the network into a few Myelin layers.
-
-    See the module docstring for the defaults and the ``emulate`` decision.
-    """
-    from .layers import LayerReport
-
-    report = engine_or_report if isinstance(engine_or_report, LayerReport) else engine_or_report.layers()
-    plan = getattr(engine_or_report, "plan", None)
-    model = plan.model.label if plan is not None else "model"
-    if max_myelin_share is None:
-        max_myelin_share = DEFAULT_MAX_MYELIN_SHARE
-    if not 0 < float(max_myelin_share) <= 1:
-        raise UsageError(f"max_myelin_share must be in (0, 1], got {max_myelin_share!r}")
-    order = list(report.nodes)
-    compute = {n for n, o in report.nodes.items() if o.status != "fixed"}
-    n_compute = len(compute)
-    if min_layers is None:
-        min_layers = max(1, math.ceil(n_compute / DEFAULT_NODES_PER_LAYER))
-    if report.emulated:
-        check = CollapseCheck(model, report.backend, report.source, False, n_compute, 0, 0, 0, [], None,
-                              int(min_layers), float(max_myelin_share),
-                              notes=["emulated: the emulate backend has no engine layers and cannot observe fusion "
-                                     "or Myelin; run with --trt-backend tensorrt for this check"])
-        warnings.warn(NotObservableWarning(check.message()), stacklevel=2)
-        return check
-    if not report.layers:
-        raise UsageError(f"the layer report of {model} has no layers: nothing to check for collapse")
-
-    regions: dict[str, dict[str, Any]] = {}
-    largest = None
-    myelin_nodes: set[str] = set()
-    n_myelin = 0
-    for layer in report.layers:
-        if not layer.myelin:
-            continue
-        n_myelin += 1
-        nodes, approx = _layer_nodes(layer, order, compute)
-        myelin_nodes |= nodes
-        region = myelin_region(layer.name)
-        r = regions.setdefault(region, {"region": region, "layers": 0, "nodes": set()})
-        r["layers"] += 1
-        r["nodes"] |= nodes
-        share = len(nodes) / n_compute if n_compute else 0.0
-        if largest is None or len(nodes) > largest["nodes"]:
-            largest = {"layer": layer.name, "region": region, "nodes": len(nodes), "share": round(share, 4),
-                       "approximate": approx}
-    region_list = [{"region": r["region"], "layers": r["layers"], "nodes": len(r["nodes"])}
-                   for r in sorted(regions.values(), key=lambda r: -len(r["nodes"]))]
-    reasons = []
-    if len(report.layers) < min_layers:
-        reasons.append(f"{len(report.layers)} engine layer(s) for {n_compute} ONNX compute nodes, fewer than "
-                       f"min_layers={min_layers}")
-    if largest and largest["share"] > max_myelin_share:
-        reasons.append(f"one Myelin layer carries {largest['nodes']} of {n_compute} compute nodes "
-                       f"({largest['share']:.0%} > max_myelin_share={max_myelin_share:.0%})")
-    check = CollapseCheck(model, report.backend, report.source, True, n_compute, len(report.layers), n_myelin,
-                          len(myelin_nodes), region_list, largest, int(min_layers), float(max_myelin_share),
-                          reasons, list(report.notes))
-    if reasons:
-        raise PrecisionError(check.message(), check)
-    return check
+def _verdicts(names: list[str], report: LayerReport | None, plan: PrecisionPlan | None,
+              precision: str) -> list[NodeVerdict]:
+    """The first verdict of each matched node: from the layer report, or (probes only) from the plan."""
+    decisions = plan.nodes if plan is not None else {}
+    verdicts: list[NodeVerdict] = []
+    for name in names:
+        d = decisions.get(name)
+        if report is not None:
+            verdicts.append(_judge_inspected(name, report.nodes.get(name), d, precision))
+        elif d is None or d.kind != "compute" or d.precision is None:
+            verdicts.append(NodeVerdict(name, d.op_type if d else "?", None, None, NOT_APPLICABLE,
+                                        rule=d.rule if d else None,
+                                        detail="fixed node (no float compute): not applicable"))
+        else:
+            verdicts.append(NodeVerdict(name, d.op_type, d.precision, None, UNVERIFIABLE, rule=d.rule, detail=""))
+    return verdicts

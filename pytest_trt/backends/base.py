@@ -8,11 +8,13 @@ layerwise comparison.
 
 from __future__ import annotations
 
+import importlib
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import runstate
 from ..errors import BackendUnavailable, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -187,17 +189,28 @@ class Backend(ABC):
             raise BackendUnavailable(reason)
 
 
-#: the built-in backends, ``name -> (module, class)``: imported on first lookup, so naming one
-#: (or registering another backend) imports nothing heavy
+#: the built-in backends, ``name -> (module, class)``: imported on first lookup (through
+#: importlib, so this module never imports the concrete backends, which import it), and
+#: naming one (or registering another backend) imports nothing heavy
 BUILTIN_BACKENDS: dict[str, tuple[str, str]] = {
     "tensorrt": ("pytest_trt.backends.tensorrt", "TensorRTBackend"),
     "tensorrt-rtx": ("pytest_trt.backends.tensorrt", "TensorRTRTXBackend"),
     "emulate": ("pytest_trt.backends.emulate", "EmulateBackend"),
 }
-#: backends registered with :func:`register_backend` (a plugin's ``pytest_trt_backends`` hook
-#: goes through it); a registered name replaces a built-in one of the same name
+#: The backend registry: process configuration, like pytest's own plugin registrations. A
+#: pytest run registers its plugins' backends (the ``pytest_trt_backends`` hook, in
+#: ``plugin.activate``) and unregisters them at ``pytest_unconfigure``, so a registration made
+#: for a session ends with it; outside pytest, :func:`register_backend` is the API and lasts
+#: until :func:`unregister_backend`. A registered name replaces a built-in one of the same
+#: name. Backend *instances* are memos of the run (:func:`get_backend`, in
+#: :mod:`pytest_trt.runstate`), not kept here.
 _FACTORIES: dict[str, Any] = {}
-_INSTANCES: dict[str, Backend] = {}
+#: the runstate table of backend instances: name -> Backend
+INSTANCES_TABLE = "backends.instances"
+
+
+def _instances() -> dict[str, Backend]:
+    return runstate.current().table(INSTANCES_TABLE)
 
 
 def register_backend(name: str, factory) -> None:
@@ -215,13 +228,13 @@ def register_backend(name: str, factory) -> None:
         raise UsageError(f"register_backend({name!r}, ...): expected a Backend subclass, instance or factory, "
                          f"got {factory!r}")
     _FACTORIES[name] = factory
-    _INSTANCES.pop(name, None)
+    _instances().pop(name, None)
 
 
 def unregister_backend(name: str) -> None:
     """Forget a backend registered with :func:`register_backend` (a built-in one comes back)."""
     _FACTORIES.pop(name, None)
-    _INSTANCES.pop(name, None)
+    _instances().pop(name, None)
 
 
 def backend_names() -> tuple[str, ...]:
@@ -235,12 +248,11 @@ def _choices() -> str:
 
 def get_backend(name: str) -> Backend:
     """The backend instance for a concrete name (``emulate``, ``tensorrt``, ``tensorrt-rtx`` or a
-    registered one); one instance per name and process."""
-    if name not in _INSTANCES:
+    registered one); one instance per name and run (:mod:`pytest_trt.runstate`)."""
+    instances = _instances()
+    if name not in instances:
         factory = _FACTORIES.get(name)
         if factory is None and name in BUILTIN_BACKENDS:
-            import importlib
-
             module, cls = BUILTIN_BACKENDS[name]
             factory = getattr(importlib.import_module(module), cls)
         if factory is None:
@@ -248,8 +260,8 @@ def get_backend(name: str) -> Backend:
         backend = factory if isinstance(factory, Backend) else factory()
         if not isinstance(backend, Backend):
             raise UsageError(f"backend {name!r}: its factory returned {backend!r}, not a pytest_trt Backend")
-        _INSTANCES[name] = backend
-    return _INSTANCES[name]
+        instances[name] = backend
+    return instances[name]
 
 
 def select_backend(requested: str, source: str = "--trt-backend") -> tuple[Backend, str]:

@@ -17,11 +17,16 @@ typed model directly.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import TYPE_CHECKING
 
+import onnx
+
+from .. import environment, realize  # module references: looked up when called, as before the split
 from ..baseline import cached_session, float_tensor_names, onnxruntime_version, run_session, with_outputs
 from ..environment import dist_version
+from ..layers import LayerReport
 from .base import Backend, BuildConfig, BuildInfo, Engine
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,10 +52,6 @@ class EmulatedEngine(Engine):
     def _session(self, outputs=None):
         if outputs is None:
             return cached_session(f"emulate:{self._key}", lambda: self._bytes, label=f"emulation of {self.model.label}")
-        import hashlib
-
-        import onnx
-
         def make():
             proto = onnx.ModelProto()
             proto.ParseFromString(self._bytes)
@@ -62,9 +63,7 @@ class EmulatedEngine(Engine):
     def run(self, feeds: dict) -> dict[str, np.ndarray]:
         return run_session(self._session(), feeds, output_names=self.output_names, label=f"emulation of {self.model.label}")
 
-    def layers(self):
-        from ..layers import LayerReport
-
+    def layers(self) -> LayerReport:
         return LayerReport.from_emulation(self.plan)
 
     def run_layerwise(self, feeds: dict):
@@ -84,9 +83,7 @@ class EmulateBackend(Backend):
     name = "emulate"
 
     def unavailable_reason(self) -> str | None:
-        from ..environment import module_available
-
-        if not module_available("onnxruntime"):
+        if not environment.module_available("onnxruntime"):
             return 'ONNX Runtime not installed: pip install "pytest-trt[cpu]"'
         return None
 
@@ -104,21 +101,19 @@ class EmulateBackend(Backend):
         return parts
 
     def build(self, plan, config: BuildConfig, cache: ArtifactCache | None, *, rebuild: bool = False) -> Engine:
-        from ..realize import realize_emulation
-
         self.require()
 
-        def realize() -> bytes:
-            return realize_emulation(plan).SerializeToString()
+        def realized() -> bytes:
+            return realize.realize_emulation(plan).SerializeToString()
 
         if cache is None:
             start = time.perf_counter()
-            data = realize()
+            data = realized()
             info = BuildInfo(cache_hit=False, build_seconds=time.perf_counter() - start, key=plan.fingerprint())
             return EmulatedEngine(plan, config, info, data)
 
         def build_fn(tmp_dir):
-            (tmp_dir / EMULATION_FILE).write_bytes(realize())
+            (tmp_dir / EMULATION_FILE).write_bytes(realized())
 
         result = cache.get_or_build(
             "emulate", self.cache_parts(plan, config), build_fn, rebuild=rebuild,

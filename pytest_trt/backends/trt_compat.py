@@ -1,8 +1,13 @@
 """The one place that knows how TensorRT 10.x, TensorRT 11.x and TensorRT-RTX differ.
 
-Everything version-dependent that pytest-trt's TensorRT glue relies on lives here, each
-fact with the source it was read from. The rest of the glue (``tensorrt.py``,
-``layers.py``) asks this module and never tests versions itself.
+Everything version-dependent that pytest-trt's TensorRT glue relies on lives here (the
+:class:`TrtCompat` adapter over one imported module) and in the two modules split off it,
+:mod:`~pytest_trt.backends.trt_versions` (versions and data types without TensorRT's API)
+and :mod:`~pytest_trt.backends.trt_logger` (the capturing logger), each fact with the
+source it was read from; every name of those is re-exported here. The rest of the glue
+(``tensorrt.py`` and its ``trt_*`` modules) asks these modules and never tests versions
+itself. The inspector's JSON is parsed by :mod:`pytest_trt.inspector`, which needs no
+TensorRT at all.
 
 What is verified where (keep this list honest):
 
@@ -52,283 +57,49 @@ Import of this module never imports TensorRT: functions take the imported module
 from __future__ import annotations
 
 import contextlib
-import importlib
-import logging
 import re
-import threading
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BackendUnavailable
+from ..inspector import (
+    FLOAT_PRECISIONS,
+    METADATA_SEPARATORS,
+    ONNX_LAYER_PREFIX,
+    dtype_from_text,
+    inspector_io_tensors,
+    inspector_schema,
+    split_tensor_entry,
+)
+from .trt_logger import SEVERITIES, LogRecord, get_logger, log
+from .trt_versions import (
+    LIBRARY_NAMES,
+    MODULES,
+    STRONG_TYPING_MIN,
+    TRT_DTYPE_NAMES,
+    UNFUSED_DEBUG_MIN,
+    dtype_name,
+    enum_member,
+    import_module,
+    installed_version,
+    is_rtx_module,
+    parse_version,
+    trt_dtype,
+    version_resolve_typing,
+    version_typing_reason,
+)
 
-log = logging.getLogger("pytest_trt.tensorrt")
-
-#: backend name -> Python module name. TensorRT-RTX's module is ``tensorrt_rtx``
-#: (shared/TENSORRT_RTX.md; Polygraphy 0.53 ``mod/trt_importer.py`` imports the same name).
-MODULES = {"tensorrt": "tensorrt", "tensorrt-rtx": "tensorrt_rtx"}
-LIBRARY_NAMES = {"tensorrt": "TensorRT", "tensorrt-rtx": "TensorRT-RTX"}
-
-#: Versions from which ``typing="auto"`` picks strong typing. ``NetworkDefinitionCreationFlag.
-#: STRONGLY_TYPED`` is bound in Python from TensorRT 10.0 (release/10.0 pyCore.cpp line ~1456;
-#: the C++ flag exists since 9.0, release/9.0 NvInfer.h). Weak typing was deprecated in 10.12
-#: (release/10.12 pyGraph.cpp: "Deprecated in TensorRT 10.12. Superseded by strong typing.")
-#: and removed in 11.0 (migration guide).
-STRONG_TYPING_MIN = (10, 0)
-#: ``INetworkDefinition.mark_unfused_tensors_as_debug_tensors`` first appears in
-#: release/10.12 pyGraph.cpp (absent in 10.0 ... 10.11); present in 11.1 (main) and
-#: in TensorRT-RTX 1.7.1 (TENSORRT_RTX.md).
-UNFUSED_DEBUG_MIN = (10, 12)
-
-FLOAT_PRECISIONS = ("fp32", "fp16", "bf16")
-
-
-# --------------------------------------------------------------------------------------
-# Importing and versions
-# --------------------------------------------------------------------------------------
-def import_module(backend: str):
-    """Import ``tensorrt`` or ``tensorrt_rtx``; every failure is :class:`BackendUnavailable`.
-
-    A module that is not installed at all gives the exact reason used everywhere else
-    (``environment.tensorrt_unavailable_reason``): "TensorRT not installed" or
-    "TensorRT-RTX not installed". A module that is present but fails to import (a
-    missing ``libnvinfer``, a CUDA mismatch) says so with the import error.
-    """
-    name = MODULES[backend]
-    lib = LIBRARY_NAMES[backend]
-    try:
-        return importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name == name or (exc.name or "").startswith(name + "."):
-            raise BackendUnavailable(f"{lib} not installed") from exc
-        raise BackendUnavailable(f"{lib} cannot be imported: {exc}") from exc
-    except (ImportError, OSError) as exc:
-        raise BackendUnavailable(f"{lib} cannot be imported: {exc}") from exc
-
-
-def parse_version(text: str | None) -> tuple[int, ...]:
-    """``"10.13.3.9"`` -> ``(10, 13, 3, 9)``; anything unparsable -> ``()``."""
-    if not text:
-        return ()
-    out = []
-    for part in str(text).split("."):
-        m = re.match(r"\d+", part)
-        if not m:
-            break
-        out.append(int(m.group()))
-    return tuple(out)
-
-
-def is_rtx_module(trt) -> bool:
-    return getattr(trt, "__name__", "").split(".")[0] == "tensorrt_rtx"
-
-
-def _member(enum, name: str):
-    """``enum.name`` or None; pybind enums raise AttributeError for absent members."""
-    try:
-        return getattr(enum, name)
-    except AttributeError:
-        return None
-
-
-# --------------------------------------------------------------------------------------
-# Data types
-# --------------------------------------------------------------------------------------
-#: trt.DataType member name -> pytest-trt dtype name. Members per
-#: pyFoundationalTypes.cpp (main = 11.1): FLOAT HALF BF16 INT8 INT32 INT64 BOOL UINT8 FP8
-#: INT4 FP4 E8M0. BF16/INT64 exist since 9.x/10.0; FP4/E8M0 are late 10.x.
-TRT_DTYPE_NAMES = {
-    "FLOAT": "fp32", "HALF": "fp16", "BF16": "bf16", "INT8": "int8", "INT32": "int32",
-    "INT64": "int64", "BOOL": "bool", "UINT8": "uint8", "FP8": "fp8", "INT4": "int4",
-    "FP4": "fp4", "E8M0": "e8m0", "DOUBLE": "fp64",
-}
-_PRECISION_TO_TRT = {"fp32": "FLOAT", "fp16": "HALF", "bf16": "BF16"}
-
-
-def dtype_name(dt) -> str | None:
-    """A ``trt.DataType`` (or its name) as ``fp32``/``fp16``/``bf16``/``int32``/...; None if unknown."""
-    if dt is None:
-        return None
-    name = getattr(dt, "name", None) or str(dt).rsplit(".", 1)[-1]
-    return TRT_DTYPE_NAMES.get(str(name).upper())
-
-
-def trt_dtype(trt, precision: str):
-    """``fp32``/``fp16``/``bf16`` -> ``trt.DataType`` member."""
-    member = _member(trt.DataType, _PRECISION_TO_TRT[precision])
-    if member is None:
-        raise BackendUnavailable(f"this TensorRT has no DataType for {precision}")
-    return member
-
-
-#: Inspector data-type strings, tested in this order (first match wins). They cover the
-#: 10.x ``Format/Datatype`` strings ("Row major linear FP32", "Channel major FP16 format
-#: where channel % 8 == 0", "Row major linear BFloat16 format", "Row major Int8 format",
-#: "Row major linear BOOL") and the plain Myelin/kgen names ("Half", "Float", "BFloat16",
-#: "Int64", ...) listed in trex ``activations.py`` (release/10.16), and 11.x's split
-#: ``DataType`` values ("Float" in the migration guide's I/O Tensors example), and
-#: trt.DataType member names ("HALF", "DataType.FLOAT").
-_DTYPE_PATTERNS = [(re.compile(p, re.IGNORECASE), name) for p, name in (
-    (r"\b(?:bfloat16|bf16)\b", "bf16"),
-    (r"\b(?:fp16|half|float16)\b", "fp16"),
-    (r"\b(?:fp32|float|float32)\b", "fp32"),
-    (r"\b(?:double|fp64|float64)\b", "fp64"),
-    (r"\b(?:fp8|fp8e4m3|e4m3)\b", "fp8"),
-    (r"\b(?:fp4|fp4e2m1)\b", "fp4"),
-    (r"\be8m0\b", "e8m0"),
-    (r"\buint8\b", "uint8"),
-    (r"\bint8\b", "int8"),
-    (r"\buint16\b", "uint16"),
-    (r"\bint16\b", "int16"),
-    (r"\buint32\b", "uint32"),
-    (r"\bint32\b", "int32"),
-    (r"\buint64\b", "uint64"),
-    (r"\bint64\b", "int64"),
-    (r"\bint4\b", "int4"),
-    (r"\bbool(?:ean)?\b", "bool"),
-)]
-
-
-def dtype_from_text(text) -> str | None:
-    """Normalize an inspector data-type / format string; None for "Unknown format", "N/A", ""."""
-    if text is None:
-        return None
-    s = str(text).replace(".", " ")
-    for pattern, name in _DTYPE_PATTERNS:
-        if pattern.search(s):
-            return name
-    return None
-
-
-# --------------------------------------------------------------------------------------
-# Inspector JSON schema (10.x vs 11.x)
-# --------------------------------------------------------------------------------------
-#: Layer ``Metadata`` joins the entries of fused layers with \x1e (record separator; trex
-#: parser.py ``fix_metadata``: "TensorRT 8.6 introduced the Metadata field, with a non-ASCII
-#: character") and, since 10.0, also \x1f (trex ``fix_unicode``, NVIDIA/TensorRT#2779).
-METADATA_SEPARATORS = ("\x1e", "\x1f")
-ONNX_LAYER_PREFIX = "[ONNX Layer: "
-
-
-def split_tensor_entry(entry: dict) -> tuple[str | None, str | None]:
-    """``(dtype, format)`` of one inspector ``Inputs``/``Outputs`` entry, either schema.
-
-    10.x: one ``"Format/Datatype"`` string ("Row major linear FP32", or "Half" for kgen).
-    11.x: the field is split (11.0 migration guide); the data type key is spelled
-    ``DataType`` in the guide's I/O Tensors example, ``Datatype`` appears in NVIDIA's
-    ``.agents/skills/trt-perf-analysis/scripts/trt_perf/data.py`` (TensorRT main), so both
-    spellings (and ``Data Type``) are accepted. The exact 11.x per-layer key is NOT
-    verified on a real engine.
-    """
-    combined = entry.get("Format/Datatype")
-    if combined is not None:
-        return dtype_from_text(combined), str(combined)
-    dtype_text = None
-    for key in ("DataType", "Datatype", "Data Type", "Type"):
-        if entry.get(key) is not None:
-            dtype_text = entry[key]
-            break
-    fmt = entry.get("Format")
-    dtype = dtype_from_text(dtype_text) if dtype_text is not None else dtype_from_text(fmt)
-    return dtype, (str(fmt) if fmt is not None else None)
-
-
-def inspector_schema(data) -> str:
-    """``"10.x"`` (top-level ``Bindings``), ``"11.x"`` (``I/O Tensors``) or ``"unknown"``."""
-    if isinstance(data, dict):
-        if "I/O Tensors" in data:
-            return "11.x"
-        if "Bindings" in data:
-            return "10.x"
-    return "unknown"
-
-
-def inspector_io_tensors(data) -> list[dict[str, Any]]:
-    """Engine I/O tensors from either schema: ``[{"name", "mode", "dtype"}]`` (mode/dtype may be None)."""
-    if not isinstance(data, dict):
-        return []
-    if isinstance(data.get("I/O Tensors"), list):
-        out = []
-        for t in data["I/O Tensors"]:
-            if isinstance(t, dict):
-                dtype, _ = split_tensor_entry(t)
-                out.append({"name": str(t.get("Name", "")), "mode": t.get("IOMode"), "dtype": dtype})
-            else:
-                out.append({"name": str(t), "mode": None, "dtype": None})
-        return out
-    if isinstance(data.get("Bindings"), list):
-        return [{"name": str(b), "mode": None, "dtype": None} for b in data["Bindings"]]
-    return []
-
-
-# --------------------------------------------------------------------------------------
-# The logger: one per module, capturing what a build or load said
-# --------------------------------------------------------------------------------------
-SEVERITIES = {0: "internal_error", 1: "error", 2: "warning", 3: "info", 4: "verbose"}
-_PY_LEVELS = {0: logging.CRITICAL, 1: logging.ERROR, 2: logging.WARNING, 3: logging.INFO, 4: logging.DEBUG}
-
-
-@dataclass
-class LogRecord:
-    severity: str
-    message: str
-
-    def line(self) -> str:
-        return f"[{self.severity[0].upper()}] {self.message}"
-
-
-_LOGGERS: dict[int, Any] = {}
-_LOGGER_LOCK = threading.Lock()
-
-
-def get_logger(trt):
-    """The process-wide capturing ``trt.ILogger`` for module ``trt``.
-
-    One logger per module on purpose: TensorRT keeps the first logger it is given as its
-    global logger (it warns when a later builder brings a different one), and the
-    ILogger docstring (NvInferRuntime.h, main) requires the implementation to be
-    thread-safe because TensorRT may call it from several threads. Messages go to the
-    ``pytest_trt.tensorrt`` Python logger and to every active :func:`capture` list.
-    VERBOSE messages are dropped before reaching Python objects (a build emits thousands).
-    """
-    with _LOGGER_LOCK:
-        existing = _LOGGERS.get(id(trt))
-        if existing is not None:
-            return existing
-
-        class CapturingLogger(trt.ILogger):
-            def __init__(self):
-                trt.ILogger.__init__(self)
-                self.sinks: list[list[LogRecord]] = []
-                self.lock = threading.Lock()
-
-            def log(self, severity, msg):  # called by TensorRT, any thread
-                try:
-                    level = int(severity)
-                except (TypeError, ValueError):
-                    level = 3
-                if level >= 4:
-                    return
-                record = LogRecord(SEVERITIES.get(level, "info"), str(msg))
-                with self.lock:
-                    for sink in self.sinks:
-                        sink.append(record)
-                log.log(_PY_LEVELS.get(level, logging.INFO), "TensorRT: %s", msg)
-
-            @contextlib.contextmanager
-            def capture(self):
-                sink: list[LogRecord] = []
-                with self.lock:
-                    self.sinks.append(sink)
-                try:
-                    yield sink
-                finally:
-                    with self.lock:
-                        self.sinks.remove(sink)
-
-        logger = CapturingLogger()
-        _LOGGERS[id(trt)] = logger
-        return logger
+#: This module's own names and, re-exported, the facts of the modules it was split into
+#: (``trt_versions``, ``trt_logger``, ``pytest_trt.inspector``): every name callers imported
+#: from here before still imports.
+__all__ = [
+    "CAPABILITIES", "FLOAT_PRECISIONS", "LIBRARY_NAMES", "METADATA_SEPARATORS", "MODULES", "ONNX_LAYER_PREFIX",
+    "SEVERITIES", "STRONG_TYPING_MIN", "TRT_DTYPE_NAMES", "UNFUSED_DEBUG_MIN", "LogRecord", "ParserErrorInfo",
+    "TrtCompat", "default_profile", "dtype_from_text", "dtype_name", "enum_member", "get_logger", "has_debug_tensors",
+    "has_weak_typing", "import_module", "inspector_io_tensors", "inspector_schema", "installed_version",
+    "is_rtx_module", "log", "parse_version", "split_tensor_entry", "trt_dtype", "version_resolve_typing",
+    "version_typing_reason",
+]
 
 
 # --------------------------------------------------------------------------------------
@@ -388,7 +159,7 @@ class TrtCompat:
         """STRONGLY_TYPED exists (10.0+), or strong typing is the only mode (11.x, RTX)."""
         if self.rtx or self.major >= 11:
             return True
-        return _member(self.trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED") is not None
+        return enum_member(self.trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED") is not None
 
     def has_weak_typing(self) -> bool:
         """Per-layer precision hints: TensorRT <= 10.x only.
@@ -402,7 +173,7 @@ class TrtCompat:
         if self.rtx or self.major >= 11:
             return False
         flags = self.trt.BuilderFlag
-        return _member(flags, "OBEY_PRECISION_CONSTRAINTS") is not None and _member(flags, "FP16") is not None
+        return enum_member(flags, "OBEY_PRECISION_CONSTRAINTS") is not None and enum_member(flags, "FP16") is not None
 
     def weak_typing_reason(self) -> str | None:
         """Why weak typing cannot be used here (None when it can)."""
@@ -484,7 +255,7 @@ class TrtCompat:
             return 0
         if not self.rtx and self.major >= 11:
             return 0
-        flag = _member(self.trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED")
+        flag = enum_member(self.trt.NetworkDefinitionCreationFlag, "STRONGLY_TYPED")
         return 0 if flag is None else 1 << int(flag)
 
     def mark_unfused_debug(self, network) -> bool:
@@ -551,7 +322,7 @@ class TrtCompat:
 
     # -- builder config -----------------------------------------------------------------
     def set_flag(self, config, name: str, on: bool = True) -> bool:
-        flag = _member(self.trt.BuilderFlag, name)
+        flag = enum_member(self.trt.BuilderFlag, name)
         if flag is None:
             return False
         if on:
@@ -585,7 +356,7 @@ class TrtCompat:
         config = builder.create_builder_config()
         if config is None:
             raise RuntimeError("builder.create_builder_config() returned None")
-        verbosity = _member(trt.ProfilingVerbosity, "DETAILED") if hasattr(trt, "ProfilingVerbosity") else None
+        verbosity = enum_member(trt.ProfilingVerbosity, "DETAILED") if hasattr(trt, "ProfilingVerbosity") else None
         if verbosity is not None:
             config.profiling_verbosity = verbosity
         if tf32:
@@ -621,41 +392,44 @@ class TrtCompat:
         return config, notes
 
     def _add_profiles(self, builder, network, config, profiles) -> list[str]:
-        notes = []
+        """Add the optimization profiles (``profiles``, else one fixing every dynamic dim to 1); returns notes."""
+        notes: list[str] = []
         inputs = [network.get_input(i) for i in range(int(network.num_inputs))]
         dynamic = {t.name: tuple(int(d) for d in t.shape) for t in inputs if any(int(d) < 0 for d in t.shape)}
         given = list(profiles or ())
         if not given and not dynamic and not any(getattr(t, "is_shape_tensor", False) for t in inputs):
             return notes
         if not given:
-            filled = {name: tuple(1 if d < 0 else d for d in shape) for name, shape in dynamic.items()}
-            given = [{name: (s, s, s) for name, s in filled.items()}]
-            notes.append(
-                "no optimization profile given: dynamic dims set to 1 ("
-                + ", ".join(f"{n}: {list(s)}" for n, s in filled.items())
-                + "); declare shapes or a profile to test other sizes"
-            )
-        shape_inputs = [t.name for t in inputs if getattr(t, "is_shape_tensor", False)]
+            spec, note = default_profile(dynamic)
+            given = [spec]
+            notes.append(note)
         for spec in given:
             profile = builder.create_optimization_profile()
-            for t in inputs:
-                if t.name in shape_inputs:
-                    # a shape tensor: its VALUES set shapes; a profile gives min/opt/max values
-                    # (IOptimizationProfile.set_shape_input(input, min, opt, max), every version)
-                    if t.name not in spec:
-                        raise ValueError(f"input {t.name!r} is a shape tensor (its values set shapes): declare "
-                                         f"a profile with its min/opt/max values")
-                    mn, opt, mx = spec[t.name]
-                    profile.set_shape_input(t.name, list(mn), list(opt), list(mx))
-                    continue
-                if t.name in spec:
-                    mn, opt, mx = spec[t.name]
-                    profile.set_shape(t.name, tuple(mn), tuple(opt), tuple(mx))
-                elif t.name in dynamic:
-                    s = tuple(1 if d < 0 else d for d in dynamic[t.name])
-                    profile.set_shape(t.name, s, s, s)
-                    notes.append(f"input {t.name}: not in the profile, dynamic dims set to 1 ({list(s)})")
+            notes.extend(self._fill_profile(profile, inputs, spec, dynamic))
             config.add_optimization_profile(profile)
+        return notes
+
+    @staticmethod
+    def _fill_profile(profile, inputs, spec: dict, dynamic: dict[str, tuple[int, ...]]) -> list[str]:
+        """Set one profile's shapes (and shape-tensor values) from ``spec``; returns notes."""
+        notes = []
+        for t in inputs:
+            if getattr(t, "is_shape_tensor", False):
+                # a shape tensor: its VALUES set shapes; a profile gives min/opt/max values
+                # (IOptimizationProfile.set_shape_input(input, min, opt, max), every version)
+                if t.name not in spec:
+                    raise ValueError(f"input {t.name!r} is a shape tensor (its values set shapes): declare "
+                                     f"a profile with its min/opt/max values")
+                mn, opt, mx = spec[t.name]
+                profile.set_shape_input(t.name, list(mn), list(opt), list(mx))
+                continue
+            if t.name in spec:
+                mn, opt, mx = spec[t.name]
+                profile.set_shape(t.name, tuple(mn), tuple(opt), tuple(mx))
+            elif t.name in dynamic:
+                s = tuple(1 if d < 0 else d for d in dynamic[t.name])
+                profile.set_shape(t.name, s, s, s)
+                notes.append(f"input {t.name}: not in the profile, dynamic dims set to 1 ({list(s)})")
         return notes
 
     # -- weak-typing hints ----------------------------------------------------------------
@@ -797,8 +571,18 @@ class TrtCompat:
         return _OutputAllocator()
 
     def is_host_location(self, location) -> bool:
-        host = _member(self.trt.TensorLocation, "HOST") if hasattr(self.trt, "TensorLocation") else None
+        host = enum_member(self.trt.TensorLocation, "HOST") if hasattr(self.trt, "TensorLocation") else None
         return host is not None and location == host
+
+
+def default_profile(dynamic: dict[str, tuple[int, ...]]) -> tuple[dict[str, tuple], str]:
+    """The profile used when none is given: every dynamic dim set to 1 (like Polygraphy's
+    ``Profile.fill_defaults``), and the note that says so."""
+    filled = {name: tuple(1 if d < 0 else d for d in shape) for name, shape in dynamic.items()}
+    note = ("no optimization profile given: dynamic dims set to 1 ("
+            + ", ".join(f"{n}: {list(s)}" for n, s in filled.items())
+            + "); declare shapes or a profile to test other sizes")
+    return {name: (s, s, s) for name, s in filled.items()}, note
 
 
 #: The capability checks the trt_api tier evaluates on every real version (tests/trt_api): a
@@ -817,54 +601,3 @@ def has_weak_typing(trt) -> bool:
 def has_debug_tensors(trt) -> bool:
     """Shorthand for ``TrtCompat(trt).has_unfused_debug_tensors()`` (debug tensors that keep fusion)."""
     return TrtCompat(trt).has_unfused_debug_tensors()
-
-
-# --------------------------------------------------------------------------------------
-# Versions without importing TensorRT
-# --------------------------------------------------------------------------------------
-def installed_version(backend: str) -> str | None:
-    """The library version from package metadata (no import), else from the module."""
-    from ..environment import dist_version, library_versions, module_available
-
-    key = "tensorrt" if backend == "tensorrt" else "tensorrt-rtx"
-    version = library_versions().get(key)
-    if version:
-        return version
-    if backend == "tensorrt":
-        version = dist_version("tensorrt-cu13-libs", "tensorrt-cu12-libs", "tensorrt_cu13", "tensorrt_cu12")
-    else:
-        version = dist_version("tensorrt-rtx-cu13-libs", "tensorrt-rtx-cu12-libs", "tensorrt_rtx")
-    if version:
-        return version
-    if module_available(MODULES[backend]):
-        try:
-            return str(import_module(backend).__version__)
-        except (BackendUnavailable, AttributeError):
-            return None
-    return None
-
-
-def version_typing_reason(backend: str, version: str | None, typing: str) -> str | None:
-    """The typing checks of :meth:`TrtCompat.typing_reason` from a version string alone.
-
-    Used by ``Backend.supports`` so that skip reasons need no TensorRT import.
-    """
-    v = parse_version(version)
-    if backend == "tensorrt-rtx":
-        return "TensorRT-RTX is strongly typed only" if typing == "weak" else None
-    if not v:
-        return None
-    if typing == "weak" and v[0] >= 11:
-        return f"TensorRT {v[0]} has no weak typing (removed in 11.0; use strong typing)"
-    if typing == "strong" and v < STRONG_TYPING_MIN:
-        return f"TensorRT {version} has no strong typing (needs TensorRT >= 10.0)"
-    return None
-
-
-def version_resolve_typing(backend: str, version: str | None, requested: str) -> str:
-    if requested != "auto":
-        return requested
-    v = parse_version(version)
-    if backend == "tensorrt-rtx" or not v or v >= STRONG_TYPING_MIN:
-        return "strong"
-    return "weak"

@@ -19,6 +19,9 @@ from __future__ import annotations
 
 import sys
 
+from ..errors import PrecisionError
+from ..policy import parse_rule
+from ..verify import assert_precision
 from .common import (
     add_engine_flags,
     add_input_flags,
@@ -53,10 +56,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from ..errors import PrecisionError
-    from ..policy import parse_rule
-    from ..verify import assert_precision
-
+    """The ``layers`` subcommand: print (or ``--json``) the layer report, check ``--expect`` rules."""
     expectations = [parse_rule(text, source="--expect") for text in args.expect]
     session = session_from_args(args)
     model = session.model(args.model)
@@ -86,6 +86,6 @@ def run(args) -> int:
         for check in checks:
             if check is not None and check.passed:
                 print(check.headline())
-        for exc in failed:
-            print(cli_spelling(str(exc)), file=sys.stderr)
+        for error in failed:
+            print(cli_spelling(str(error)), file=sys.stderr)
     return 1 if failed else 0

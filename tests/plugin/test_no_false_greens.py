@@ -251,10 +251,11 @@ def test_typing_the_backend_lacks_is_an_error_not_a_skip(pytester, monkeypatch):
 def test_weak(trt):
     trt.check()
 """)
-    from pytest_trt.backends.base import get_backend
+    from pytest_trt.backends.emulate import EmulateBackend
 
-    monkeypatch.setattr(get_backend("emulate"), "supports",
-                        lambda plan, config: "TensorRT 11 has no weak typing (removed in 11.0; use strong typing)"
+    # the class, not an instance: backend instances are memos of each run (pytest_trt.runstate)
+    monkeypatch.setattr(EmulateBackend, "supports",
+                        lambda self, plan, config: "TensorRT 11 has no weak typing (removed in 11.0; use strong typing)"
                         if config.typing == "weak" else None)
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)

@@ -12,7 +12,7 @@ count and keyword names when it is called. What counts as a TensorRT object:
   typed by its name (:data:`RECEIVER_NAMES`: ``network``, ``layer``, ``builder`` ...; also the
   last component of ``self._engine``-style attributes), the naming the adapter keeps to;
 * ``getattr(obj, "name", ...)``, ``hasattr(obj, "name")`` and the adapter's own lookups by
-  name (:data:`NAME_LOOKUPS`: ``_member(enum, "FP16")``, ``self.set_flag(config, "TF32")``)
+  name (:data:`NAME_LOOKUPS`: ``enum_member(enum, "FP16")``, ``self.set_flag(config, "TF32")``)
   count as accesses of ``name``; names the adapter builds at run time from tables
   (``trt_dtype``'s ``_PRECISION_TO_TRT``) are listed by :data:`TABLE_LOOKUPS`.
 
@@ -28,7 +28,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent.parent
-ADAPTER_FILES = ("pytest_trt/backends/trt_compat.py", "pytest_trt/backends/tensorrt.py", "pytest_trt/layers.py")
+#: the TensorRT glue: the adapter and its version facts and logger, the backend with its build, network and
+#: runner steps, and the domain's readers of the inspector JSON
+ADAPTER_FILES = ("pytest_trt/backends/trt_compat.py", "pytest_trt/backends/trt_versions.py",
+                 "pytest_trt/backends/trt_logger.py", "pytest_trt/backends/tensorrt.py",
+                 "pytest_trt/backends/trt_build.py", "pytest_trt/backends/trt_network.py",
+                 "pytest_trt/backends/trt_runner.py", "pytest_trt/inspector.py", "pytest_trt/layers.py")
 
 #: variable name -> TensorRT class, for parameters and locals whose type the AST cannot follow
 RECEIVER_NAMES = {
@@ -38,7 +43,10 @@ RECEIVER_NAMES = {
     "network_cls": "INetworkDefinition", "ctx": "IExecutionContext",
 }
 #: files where RECEIVER_NAMES apply (layers.py reads the inspector's JSON: its ``layer`` is ours)
-NAME_TYPED_FILES = ("pytest_trt/backends/trt_compat.py", "pytest_trt/backends/tensorrt.py")
+NAME_TYPED_FILES = ("pytest_trt/backends/trt_compat.py", "pytest_trt/backends/trt_versions.py",
+                    "pytest_trt/backends/trt_logger.py", "pytest_trt/backends/tensorrt.py",
+                    "pytest_trt/backends/trt_build.py", "pytest_trt/backends/trt_network.py",
+                    "pytest_trt/backends/trt_runner.py")
 #: parameter names typed as TensorRT objects only inside the named functions (elsewhere they are ours)
 SCOPED_RECEIVERS = {
     ("configure", "config"): "IBuilderConfig", ("set_flag", "config"): "IBuilderConfig",
@@ -48,10 +56,10 @@ SCOPED_RECEIVERS = {
 }
 #: adapter helpers that look a member up by a string argument: name -> (argument index of the
 #: receiver or a fixed class name, argument index of the member name)
-NAME_LOOKUPS = {"_member": (0, 1), "set_flag": ("BuilderFlag", 1), "getattr": (0, 1), "hasattr": (0, 1),
+NAME_LOOKUPS = {"enum_member": (0, 1), "set_flag": ("BuilderFlag", 1), "getattr": (0, 1), "hasattr": (0, 1),
                 "call": ("ParserError", 0)}
 #: members reached through a table at run time: (class, table expression in the adapter)
-TABLE_LOOKUPS = {"DataType": ("pytest_trt/backends/trt_compat.py", "_PRECISION_TO_TRT")}
+TABLE_LOOKUPS = {"DataType": ("pytest_trt/backends/trt_versions.py", "_PRECISION_TO_TRT")}
 #: class names the module may hold (enough to type ``trt.X``); anything else starting with I or a capital
 _NOT_TRT = {"BuildConfig", "Path", "LayerReport", "TrtCompat", "BuildInfo"}
 

@@ -330,12 +330,12 @@ def test_implemented_virtuals_match(surfaces):
 def test_get_tensor_profile_values_labels_its_parameters_the_wrong_way_round(surfaces):
     """Every version labels ``get_tensor_profile_values(name: int, profile_index: str)``: the first
     argument is the profile index, the second the tensor name, whatever the labels say. The runner
-    calls it positionally as ``(index, name)`` (``tensorrt._select_profile``); if NVIDIA fixes the
+    calls it positionally as ``(index, name)`` (``trt_runner.select_profile``); if NVIDIA fixes the
     labels, this fails and the call must be looked at again."""
     for release in support.MATRIX:
         entry = _lookup(surfaces[release.id], "ICudaEngine.get_tensor_profile_values")
         (names,), (types,) = entry["signatures"], entry["types"]
         assert names == ["name", "profile_index"], release.version
         assert "int" in types[0].lower() and types[1] == "str", (release.version, types)
-    text = (REPO / "pytest_trt/backends/tensorrt.py").read_text()
+    text = (REPO / "pytest_trt/backends/trt_runner.py").read_text()
     assert "engine.get_tensor_profile_values(index, n)" in text

@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from pytest_trt.backends import tensorrt as trt_backend
+from pytest_trt.backends import trt_runner
 from pytest_trt.realize.strong import BF16_MAX, bf16_bits_to_fp32, to_bf16_bits
 
 MAX_BITS = 0x7F7F  # the largest finite bfloat16
@@ -59,7 +59,7 @@ def test_runner_uses_the_same_conversion(dtype):
     with np.errstate(invalid="ignore", over="ignore"):
         x = x[np.isfinite(x) | np.isnan(x)].astype(dtype) if dtype != np.float32 else x
     with np.errstate(invalid="ignore", over="ignore"):
-        assert np.array_equal(trt_backend._f32_to_bf16(x), to_bf16_bits(x)[0])
+        assert np.array_equal(trt_runner.f32_to_bf16(x), to_bf16_bits(x)[0])
     bits = np.arange(1 << 16, dtype=np.uint16)
-    assert np.array_equal(trt_backend._bf16_to_f32(bits).view(np.uint32),
+    assert np.array_equal(trt_runner.bf16_to_f32(bits).view(np.uint32),
                           bits.view(ml_dtypes.bfloat16).astype(np.float32).view(np.uint32))

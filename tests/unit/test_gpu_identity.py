@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-from pytest_trt import environment, xdist_gpus
+from pytest_trt import environment, runstate, xdist_gpus
 from pytest_trt.backends import tensorrt as trt_backend
 
 H100 = "GPU-1f0e2c44-5b6a-4c1d-9e8f-0a1b2c3d4e5f"
@@ -41,10 +41,9 @@ def machine(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     environment.gpus.cache_clear()
-    trt_backend.cuda_driver_version.cache_clear()
-    yield monkeypatch
+    with runstate.scoped():  # the run's memos (cuda_driver_version) start empty and end with the test
+        yield monkeypatch
     environment.gpus.cache_clear()
-    trt_backend.cuda_driver_version.cache_clear()
 
 
 def _visible(monkeypatch, value):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_trt import testing_models as tm
-from pytest_trt.backends.trt_compat import dtype_from_text, inspector_schema, split_tensor_entry
+from pytest_trt.inspector import dtype_from_text, inspector_schema, split_tensor_entry
 from pytest_trt.layers import (
     STRONG_TYPING_CONSISTENT,
     LayerReport,

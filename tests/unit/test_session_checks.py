@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.backends import base, trt_compat
+from pytest_trt import runstate
 from pytest_trt.backends import tensorrt as trt_backend
+from pytest_trt.backends import trt_compat
 from pytest_trt.errors import UsageError
 from pytest_trt.session import TrtSession
 from pytest_trt.settings import Settings
@@ -24,16 +25,18 @@ if not hasattr(fake_tensorrt, "make_fake_tensorrt"):
 
 @pytest.fixture
 def fake_trt(monkeypatch):
+    previous = runstate.install(runstate.RunState())  # fresh backend instances (no cached import error)
+
     def install(version):
         fake = fake_tensorrt.make_fake_tensorrt(version)
         monkeypatch.setitem(sys.modules, fake.__name__, fake)
         monkeypatch.setattr(trt_backend, "tensorrt_unavailable_reason", lambda module="tensorrt": None)
         monkeypatch.setattr(trt_backend, "installed_version", lambda backend: version)
         monkeypatch.setattr(trt_compat, "installed_version", lambda backend: version)
-        monkeypatch.setattr(base, "_INSTANCES", {})  # a fresh backend instance, no cached import error
         monkeypatch.setattr("pytest_trt.baseline.check_runtime", lambda *a, **k: None)  # no onnxruntime-gpu here
 
-    return install
+    yield install
+    runstate.restore(previous)
 
 
 def _settings(tmp_path, **kw):

@@ -20,7 +20,7 @@ import pytest
 
 from pytest_trt import testing_models as tm
 from pytest_trt.backends import tensorrt as trt_backend
-from pytest_trt.backends import trt_compat
+from pytest_trt.backends import trt_build, trt_compat, trt_versions
 from pytest_trt.backends.base import BuildConfig, get_backend
 from pytest_trt.backends.tensorrt import (
     TensorRTBackend,
@@ -135,11 +135,11 @@ def test_import_errors_become_backend_unavailable(monkeypatch):
     def broken(name):
         raise ImportError("libnvinfer.so.10: cannot open shared object file")
 
-    monkeypatch.setattr(trt_compat, "importlib", types.SimpleNamespace(import_module=missing))
+    monkeypatch.setattr(trt_versions, "importlib", types.SimpleNamespace(import_module=missing))
     with pytest.raises(BackendUnavailable) as info:
         trt_compat.import_module("tensorrt-rtx")
     assert info.value.reason == "TensorRT-RTX not installed"
-    monkeypatch.setattr(trt_compat, "importlib", types.SimpleNamespace(import_module=broken))
+    monkeypatch.setattr(trt_versions, "importlib", types.SimpleNamespace(import_module=broken))
     with pytest.raises(BackendUnavailable) as info:
         trt_compat.import_module("tensorrt")
     assert info.value.reason.startswith("TensorRT cannot be imported: libnvinfer.so.10")
@@ -772,7 +772,7 @@ def test_models_over_the_protobuf_limit_are_parsed_from_a_file_with_external_dat
     fake, backend = use_fake(release[0], rtx=release[1])
     if typing == "weak" and not TrtCompat(fake).has_weak_typing():
         typing = "strong"
-    monkeypatch.setattr(trt_backend, "EXTERNAL_DATA_THRESHOLD", 1024)  # this model is ~5 KB: "too large"
+    monkeypatch.setattr(trt_build, "EXTERNAL_DATA_THRESHOLD", 1024)  # this model is ~5 KB: "too large"
     before = plan.model.proto.SerializeToString()
     seen = []
     real_load = __import__("onnx").load
