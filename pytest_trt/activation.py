@@ -27,11 +27,11 @@ from .errors import PytestTrtError, UsageError
 from .session import TrtSession
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .report.records import Record
+    from .report_records import Record
 
 #: the run's TrtSession on ``config.stash`` (absent while the plugin is inert)
 SESSION_KEY = pytest.StashKey[TrtSession]()
-#: a test item's records (:mod:`pytest_trt.report.records`), in the order the test made them
+#: a test item's records (:mod:`pytest_trt.report_records`), in the order the test made them
 RECORDS_KEY = pytest.StashKey["list[Record]"]()
 
 

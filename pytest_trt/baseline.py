@@ -38,7 +38,7 @@ from .lazy import lazy_import
 from .model import Model, load_model
 from .onnx_typing import infer_types
 from .plan import check_as_written
-from .report.records import BaselineFallbackRecord
+from .report_records import BaselineFallbackRecord
 from .upcast import fp32_reference_model, needs_upcast
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -231,7 +231,7 @@ def node_placement(session, model_proto, feeds: dict) -> dict:
 
 
 #: where a CUDA baseline's CPU fallback is reported besides the warning: ``sink(record)`` with a
-#: :class:`~pytest_trt.report.records.BaselineFallbackRecord` (model, provider "cuda", nodes).
+#: :class:`~pytest_trt.report_records.BaselineFallbackRecord` (model, provider "cuda", nodes).
 #: The pytest plugin sets it around each test phase (the record reaches the JSON report and the
 #: terminal summary); unset elsewhere (the CLI: the warning alone).
 FALLBACK_SINK: contextvars.ContextVar = contextvars.ContextVar("pytest_trt_fallback_sink", default=None)

@@ -34,8 +34,8 @@ from .marker import MARKER_KEYS, marker_kwargs, validate_options
 from .parser_check import require
 from .policy import PrecisionPolicy, Rule
 from .report.plots import failing_output_figures, layerwise_record
-from .report.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
 from .report.rows import network_scopes
+from .report_records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
 from .suggest import suggest_fp32_islands
 from .verify import assert_precision
 

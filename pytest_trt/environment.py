@@ -156,11 +156,6 @@ def forget_gpus() -> None:
     runstate.current().table("environment.gpus").clear()
 
 
-# ``gpus.cache_clear()`` as in the lru_cache days: callers (xdist_gpus, tests) that still use it
-# keep working; new code calls forget_gpus().
-gpus.cache_clear = forget_gpus  # type: ignore[attr-defined]
-
-
 def _detect_gpus() -> tuple[GpuInfo, ...]:
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
         return ()

@@ -15,7 +15,7 @@ from .activation import RECORDS_KEY, activate, current_session, item_records
 from .dtypes import normalize_precision
 from .errors import BackendUnavailable, PytestTrtError, UsageError
 from .policy import PrecisionPolicy
-from .report.records import ParserRecord
+from .report_records import ParserRecord
 
 
 def _session(config):

@@ -23,7 +23,7 @@ from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGp
 from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
 from .items import is_trt_item  # the one definition of a trt test
 from .report.outcomes import classify, junit_outcome_properties
-from .report.records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
+from .report_records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
 
 RESULTS_KEY = pytest.StashKey[list]()
 #: header lines still to show (a session activated by collection shows them after "collected N items")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .backends.base import Backend, BuildConfig, Engine, select_backend
 from .errors import UsageError
 from .parser_check import check_parser, require
-from .report.records import EngineRecord
+from .report_records import EngineRecord
 from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -2,7 +2,7 @@
 
 TensorRT reports failures through its ``ILogger``, not through exceptions; a
 :class:`~pytest_trt.errors.BuildError` must quote those messages. :func:`get_logger` gives the
-one capturing logger of the run per imported module (kept in :mod:`pytest_trt.runstate`), and
+one capturing logger per imported TensorRT module for the life of the process, and
 ``logger.capture()`` collects what TensorRT says inside a block.
 """
 
@@ -13,8 +13,6 @@ import logging
 import threading
 from dataclasses import dataclass
 from typing import Any
-
-from .. import runstate
 
 __all__ = ["LogRecord", "SEVERITIES", "get_logger", "log"]
 
@@ -35,6 +33,11 @@ class LogRecord:
         return f"[{self.severity[0].upper()}] {self.message}"
 
 
+#: id(module) -> (module, its capturing logger): process-wide on purpose (see get_logger)
+_LOGGERS: dict[int, tuple[Any, Any]] = {}
+_LOGGERS_LOCK = threading.Lock()
+
+
 def get_logger(trt: Any) -> Any:
     """The capturing ``trt.ILogger`` of this run for module ``trt``.
 
@@ -45,21 +48,17 @@ def get_logger(trt: Any) -> Any:
     ``pytest_trt.tensorrt`` Python logger and to every active :func:`capture` list.
     VERBOSE messages are dropped before reaching Python objects (a build emits thousands).
 
-    The logger is a memo of the run (:mod:`pytest_trt.runstate`, table
-    ``trt_logger.loggers``): a second pytest session in the same process makes its own, so
-    nothing captured crosses sessions; builders, runtimes and parsers are always given the
-    current one. The table keeps the module with its logger, so a module object that was
-    garbage-collected (a test's fake) never lends its logger to a new one at the same ``id``.
-    The price, only where several sessions share a process with real TensorRT (in-process
-    pytester runs): the second session's logger differs from the first, so TensorRT warns
-    once and keeps the first as what ``nvinfer1::getLogger()`` returns; messages logged
-    through that global logger (not through a builder's or runtime's own) are then not
-    captured in later sessions. Not seen with the fake module; unverified on a GPU.
+    The logger belongs to the process, not to a run: it is the one piece of TensorRT state
+    pytest-trt keeps across pytest sessions (``_LOGGERS``, allowed by the structure rules).
+    A logger per run would hand TensorRT a second logger in the second session of a process
+    (in-process pytester runs); TensorRT keeps the first as ``nvinfer1::getLogger()`` and
+    messages logged through it would go uncaptured. Nothing a session captured crosses into
+    another: each :meth:`capture` collects into its own list, removed when it ends. The table
+    keeps the module with its logger, so a module object that was garbage-collected (a test's
+    fake) never lends its logger to a new one at the same ``id``.
     """
-    state = runstate.current()
-    table: dict[int, tuple[Any, Any]] = state.table("trt_logger.loggers")
-    with state.lock():
-        existing = table.get(id(trt))
+    with _LOGGERS_LOCK:
+        existing = _LOGGERS.get(id(trt))
         if existing is not None and existing[0] is trt:
             return existing[1]
 
@@ -94,5 +93,5 @@ def get_logger(trt: Any) -> Any:
                         self.sinks.remove(sink)
 
         logger = CapturingLogger()
-        table[id(trt)] = (trt, logger)
+        _LOGGERS[id(trt)] = (trt, logger)
         return logger

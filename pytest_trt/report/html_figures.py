@@ -12,8 +12,8 @@ import html
 import math
 from typing import Any
 
+from ..report_records import LayerwiseRecord
 from .plots import NONFINITE_COLOR, as_float, heat_range, layerwise_points, mismatch_marks
-from .records import LayerwiseRecord
 from .summary import fmt_err
 
 # light (small error) -> dark (large error), magma-like

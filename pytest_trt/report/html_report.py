@@ -18,6 +18,7 @@ import datetime
 import os
 from pathlib import Path
 
+from ..report_records import AccuracyRecord
 from .condense import condense_records
 from .html_cards import (
     NAME_CHARS,
@@ -32,7 +33,6 @@ from .html_figures import css_heatmap, css_histogram, esc, svg_curve
 from .json_report import session_metadata
 from .outcomes import tone, verdict_text
 from .plots import matplotlib_available
-from .records import AccuracyRecord
 from .rows import accuracy_rows, engine_counts, precision_rows, records_of
 from .summary import fmt_err, fmt_ratio, fmt_tol
 

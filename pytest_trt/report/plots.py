@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..jsonsafe import json_number
-from .records import LayerwiseRecord
+from ..report_records import LayerwiseRecord
 
 #: bumped when the layout of :func:`error_figures`' result changes
 FIGURES_VERSION = 1
@@ -367,7 +367,7 @@ def mismatch_marks(grid: dict, limit: int = 400) -> list[tuple[int, int]] | None
 
 
 def layerwise_record(divergence: Any, *, seed: int | None = None) -> LayerwiseRecord:
-    """The compact :class:`~pytest_trt.report.records.LayerwiseRecord` of a
+    """The compact :class:`~pytest_trt.report_records.LayerwiseRecord` of a
     :class:`~pytest_trt.layerwise.Divergence` (or its ``to_json()``) for the reports.
 
     Tensor rows ``{"tensor", "node", "op_type", "index", "precision", "compute", "available",

@@ -40,15 +40,15 @@ def machine(tmp_path, monkeypatch):
     exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    environment.gpus.cache_clear()
+    environment.forget_gpus()
     with runstate.scoped():  # the run's memos (cuda_driver_version) start empty and end with the test
         yield monkeypatch
-    environment.gpus.cache_clear()
+    environment.forget_gpus()
 
 
 def _visible(monkeypatch, value):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
-    environment.gpus.cache_clear()
+    environment.forget_gpus()
     return [g.name for g in environment.gpus()]
 
 
@@ -68,7 +68,7 @@ def _visible(monkeypatch, value):
 ])
 def test_visible_devices_resolve_through_the_uuid(machine, value, names):
     if value is None:
-        environment.gpus.cache_clear()
+        environment.forget_gpus()
         assert [g.name for g in environment.gpus()] == names
     else:
         assert _visible(machine, value) == names
@@ -89,7 +89,7 @@ def test_cache_key_names_the_model_cuda_uses_not_the_instance(machine):
 def test_workers_get_one_gpu_each_and_their_keys_name_their_model(machine):
     """--trt-gpus mapping with UUIDs in CUDA_VISIBLE_DEVICES: each worker's device identity."""
     machine.setenv("CUDA_VISIBLE_DEVICES", f"{A100},{H100}")
-    environment.gpus.cache_clear()
+    environment.forget_gpus()
     tokens = xdist_gpus.visible_devices()
     assert tokens == [A100, H100]
     mapping = xdist_gpus.assign_devices(["gw0", "gw1", "gw2"], tokens, None)
@@ -97,7 +97,7 @@ def test_workers_get_one_gpu_each_and_their_keys_name_their_model(machine):
     seen = {}
     for worker, token in mapping.items():  # what each worker sees once the controller set its env
         machine.setenv("CUDA_VISIBLE_DEVICES", token)
-        environment.gpus.cache_clear()
+        environment.forget_gpus()
         assert len(environment.gpus()) == 1
         seen[worker] = trt_backend.device_info()["gpu"]
     assert seen == {"gw0": "NVIDIA A100-SXM4-40GB", "gw1": "NVIDIA H100 80GB HBM3", "gw2": "NVIDIA A100-SXM4-40GB"}
@@ -136,7 +136,7 @@ def test_every_record_names_the_gpu_its_process_runs_on(machine):
     def worker(worker_id, token, backend="tensorrt"):
         machine.setenv("CUDA_VISIBLE_DEVICES", token)
         machine.setenv("PYTEST_XDIST_WORKER", worker_id)
-        environment.gpus.cache_clear()
+        environment.forget_gpus()
         session = TrtSession(settings=Settings(), backend=SimpleNamespace(name=backend), backend_reason="test")
         return session.record_gpu()
 

@@ -1,4 +1,4 @@
-"""Typed report records (pytest_trt/report/records.py): their JSON form round-trips, and a JSON form
+"""Typed report records (pytest_trt/report_records.py): their JSON form round-trips, and a JSON form
 that drifted from the type (unknown kind, missing or unknown key) is an error, not missing data."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pytest_trt.report.condense import condense_records
-from pytest_trt.report.records import (
+from pytest_trt.report_records import (
     RECORD_TYPES,
     AccuracyRecord,
     BaselineFallbackRecord,
