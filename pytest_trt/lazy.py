@@ -33,6 +33,8 @@ import threading
 import types
 from typing import Any
 
+from .errors import MissingDependency
+
 __all__ = ["LazyModule", "lazy_import", "is_importable"]
 
 _IMPORT_LOCK = threading.RLock()
@@ -57,8 +59,6 @@ class LazyModule(types.ModuleType):
                 try:
                     module = importlib.import_module(name)
                 except ImportError as exc:
-                    from .errors import MissingDependency
-
                     raise MissingDependency(name, self.__dict__["_lazy_extra"], exc) from exc
                 self.__dict__["_lazy_module"] = module
         return module

@@ -8,6 +8,7 @@ marker kwargs > command line > ini > default (markers are applied per test by
 from __future__ import annotations
 
 import os
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -198,8 +199,6 @@ def given_options(config) -> list[str]:
 
 
 def _space_form_tokens() -> list[str]:
-    import shlex
-
     try:
         return shlex.split(os.environ.get("PYTEST_ADDOPTS", ""))
     except ValueError:

@@ -9,10 +9,13 @@ signing keys of a remote engine cache. Exit status: 0 pass,
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+import traceback
 
 from .._version import __version__
 from ..errors import AccuracyError, PrecisionError, PytestTrtError
+from .common import check_args, cli_spelling
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -26,8 +29,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    import importlib
-
     parser = _Parser(
         prog="pytest-trt",
         description="TensorRT engine accuracy testing outside pytest: precision plans, engine vs FP32 "
@@ -46,8 +47,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    from .common import check_args, cli_spelling
-
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if not getattr(args, "command", None):
@@ -70,8 +69,6 @@ def main(argv=None) -> int:
         print("pytest-trt: interrupted", file=sys.stderr)
         return 130
     except Exception:  # never exit 1 (= "accuracy failure") because of our own bug
-        import traceback
-
         traceback.print_exc()
         print(f"pytest-trt {args.command}: internal error (exit {EXIT_INTERNAL}); please report it with the "
               f"traceback above", file=sys.stderr)

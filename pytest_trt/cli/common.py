@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import math
+import os
 import re
+import shlex
 import sys
 from pathlib import Path
 
-from ..backends.base import BACKEND_CHOICES, TYPING_CHOICES
+from ..backends.base import BACKEND_CHOICES, TYPING_CHOICES, BuildConfig
 from ..errors import UsageError
+from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
+from ..parser_check import PARSER_CHECK_CHOICES, check_parser
+from ..parser_check import require as require_parser_check
+from ..policy import PrecisionPolicy
+from ..session import TrtSession
+from ..settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
 
 
 def add_model_and_policy(p) -> None:
@@ -115,8 +124,6 @@ def flat(values) -> list[str]:
 
 #: API/pytest spellings in messages raised by shared code, and how the command line spells them
 def _keep_flags(match) -> str:
-    import ast
-    import shlex
 
     try:
         patterns = ast.literal_eval("[" + match.group(1) + "]")
@@ -153,7 +160,6 @@ def cli_spelling(text: str, only: frozenset | set | None = None) -> str:
 
 
 def add_parser_check_flag(p) -> None:
-    from ..parser_check import PARSER_CHECK_CHOICES
 
     p.add_argument("--parser-check", choices=PARSER_CHECK_CHOICES, default="off",
                    help="also parse and build the plan with TensorRT-RTX's real ONNX parser and builder (no GPU "
@@ -166,14 +172,12 @@ def parser_check_from_args(args, plan, config=None, cache=None):
     which = getattr(args, "parser_check", "off")
     if which == "off":
         return None
-    from ..parser_check import check_parser, require
 
-    require(which, "--parser-check")
+    require_parser_check(which, "--parser-check")
     return check_parser(plan, config, cache=cache, rebuild=bool(getattr(args, "rebuild", False)), which=which)
 
 
 def policy_from_args(args):
-    from ..policy import PrecisionPolicy
 
     default = "fp16" if args.fp16 else "bf16" if args.bf16 else "fp32"
     kwargs = dict(default=default, keep_fp32=tuple(args.keep_fp32), rules=tuple(args.precision))
@@ -183,10 +187,7 @@ def policy_from_args(args):
 
 
 def session_from_args(args):
-    import os
 
-    from ..session import TrtSession
-    from ..settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
 
     sources = {"trt_cache_dir": "--cache-dir" if args.cache_dir else "default", "trt_backend": "--backend",
                "trt_typing": "--typing",
@@ -204,7 +205,6 @@ def session_from_args(args):
 
 
 def feeds_from_args(args, model) -> dict:
-    from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
 
     shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else {}
     paths = flat(args.load_inputs)
@@ -224,7 +224,6 @@ def feeds_from_args(args, model) -> dict:
 
 
 def build_config_from_args(args, model, feeds):
-    from ..backends.base import BuildConfig
 
     profile = {name: (tuple(a.shape),) * 3 for name, a in feeds.items()}
     return BuildConfig(typing=args.typing, profiles=(profile,))
