@@ -188,6 +188,9 @@ def _short_longrepr(item, excinfo) -> str:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
+    # what the test raised, before pytest's unittest plugin turns an UnsupportedGpu (also a
+    # unittest.SkipTest) into its own Skipped, which would point at _pytest/unittest.py
+    excinfo = call.excinfo
     report = yield
     session = current_session(item.config)
     if session is None:  # not in use: leave every report alone
@@ -195,7 +198,6 @@ def pytest_runtest_makereport(item, call):
     trt_test = is_trt_item(item)
     if trt_test and call.when == "setup":
         report.user_properties.append((TEST_PROPERTY, item.nodeid))
-    excinfo = call.excinfo
     if excinfo is not None and excinfo.errisinstance(UnsupportedGpu):
         # The documented skip: an engine built for a GPU that cannot load it (TensorRT-RTX on
         # an unsupported compute capability), found when it is loaded or run wherever that
