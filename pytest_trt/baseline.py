@@ -366,7 +366,7 @@ def fp32_baseline(
 
     def build(tmp_dir):
         values = compute()
-        np.savez(tmp_dir / "outputs.npz", **values)
+        np.savez(tmp_dir / "outputs.npz", **values)  # type: ignore[arg-type]  # numpy's stub: a **dict might name allow_pickle
         if provider == "cuda":
             (tmp_dir / "placement.json").write_text(json.dumps(cuda_placement(model, feeds)))
 

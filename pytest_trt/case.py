@@ -40,7 +40,8 @@ from .suggest import suggest_fp32_islands
 from .verify import assert_precision
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .session import TrtSession
+    from .backends.base import Engine
+    from .session import BuildEvent, TrtSession
 
 #: keys of a per-precision tolerance dict (``atol={"fp16": 1e-2, "bf16": 5e-2}``)
 PRECISION_KEYS = frozenset({"fp32", "fp16", "bf16"})
@@ -84,8 +85,8 @@ class TrtCase:
         self.options = {**marker_kwargs(node), **{k: v for k, v in overrides.items() if v is not None}}
         validate_options(self.options, node.nodeid)
         self.records: list[Record] = []
-        self._engine = None
-        self._build_event = None
+        self._engine: Engine | None = None
+        self._build_event: BuildEvent | None = None
         self._default_feeds: Feeds | None = None
         self._parser_recorded: set = set()
 
@@ -151,7 +152,7 @@ class TrtCase:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
             if pattern not in keep and any(rule.matches(n) for n in nodes):
                 keep.append(pattern)
-        kwargs = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
+        kwargs: dict[str, Any] = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
         if expect:
             kwargs["expect_fp32"] = expect
         return PrecisionPolicy(**kwargs)
@@ -270,8 +271,9 @@ class TrtCase:
                 raise UsageError(f"{self.session.backend.name} cannot build {self.model.label} "
                                  f"[{self.plan.policy.describe()}] as this test declares it: {why}. Change the "
                                  f"marker (typing=, as_is=), or declare requires= for the backends that can")
-            self._engine, self._build_event = self.session.engine(self.plan, self.build_config)
-            self.records.append(self._build_event.to_record())
+            engine, event = self.session.engine(self.plan, self.build_config)
+            self._engine, self._build_event = engine, event
+            self.records.append(event.to_record())
             if self.session.settings.parser_check != "off":
                 # --trt-parser-check: a verdict beside the backend's; a failure fails the test after
                 # its body ran (plugin.pytest_runtest_makereport), so no accuracy verdict is lost

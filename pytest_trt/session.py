@@ -66,6 +66,8 @@ class TrtSession:
     flag_prefix: str = "--trt-"
     #: CacheStats.to_json() of each finished xdist worker (merged on the controller)
     worker_cache_stats: list = field(default_factory=list)
+    #: --trt-gpus: xdist worker id -> its CUDA_VISIBLE_DEVICES entry (set on the controller)
+    gpu_assignment: dict[str, str] | None = None
     #: this run's memo tables (:mod:`pytest_trt.runstate`), installed as current by the plugin
     state: Any = None
     #: the run state that was current before this session's (restored at pytest_unconfigure)

@@ -280,7 +280,9 @@ def feeds(model: ModelSource, *, shapes: Any = None, dims: Any = None, profile: 
             m_lo, m_hi = _inward(m_lo, m_hi, width, f"outliers[{s.name!r}] magnitude")
             out_st = (c_lo, c_hi, st.floats(m_lo, m_hi, width=width, allow_nan=False, allow_infinity=False,
                                             allow_subnormal=False), sign)
-        plans.append((s, solver.layout[s.name], elements, draw_dtype, off_st, out_st))
+        layout = solver.layout[s.name]
+        assert layout is not None  # an unknown rank was an InputError in var_ranges() above
+        plans.append((s, layout, elements, draw_dtype, off_st, out_st))
 
     @st.composite
     def _feeds(draw):

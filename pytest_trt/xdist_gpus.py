@@ -180,7 +180,7 @@ class GpuAssigner:
 
     def pytest_xdist_setupnodes(self, config, specs):
         for spec in specs:
-            device = self.mapping.get(getattr(spec, "id", None))
+            device = self.mapping.get(str(getattr(spec, "id", "")))
             if device is not None:
                 spec.env[ENV] = device
 

@@ -498,8 +498,9 @@ class TrtCompat:
         location (TensorLocation), type (DataType), shape (Dims), name, stream.
         """
         trt = self.trt
+        listener_base: Any = trt.IDebugListener  # a class of the imported TensorRT module
 
-        class _Listener(trt.IDebugListener):
+        class _Listener(listener_base):
             def __init__(self):
                 trt.IDebugListener.__init__(self)
 
@@ -540,7 +541,9 @@ class TrtCompat:
         trt = self.trt
         device = memory
 
-        class _OutputAllocator(trt.IOutputAllocator):
+        allocator_base: Any = trt.IOutputAllocator  # a class of the imported TensorRT module
+
+        class _OutputAllocator(allocator_base):
             def __init__(self):
                 trt.IOutputAllocator.__init__(self)
                 self.buffers: dict[str, tuple[int, int]] = {}

@@ -11,6 +11,7 @@ import re
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..backends.base import BACKEND_CHOICES, TYPING_CHOICES, BuildConfig
 from ..errors import UsageError
@@ -178,9 +179,8 @@ def parser_check_from_args(args, plan, config=None, cache=None):
 
 
 def policy_from_args(args):
-
     default = "fp16" if args.fp16 else "bf16" if args.bf16 else "fp32"
-    kwargs = dict(default=default, keep_fp32=tuple(args.keep_fp32), rules=tuple(args.precision))
+    kwargs: dict[str, Any] = dict(default=default, keep_fp32=tuple(args.keep_fp32), rules=tuple(args.precision))
     if getattr(args, "as_is", False):
         kwargs["as_is"] = True
     return PrecisionPolicy(**kwargs)

@@ -106,7 +106,7 @@ class _Acc:
             ties = np.flatnonzero(ea == thr)[: TABLE_ROWS - above.size]
             sel = np.concatenate([above, ties])
         else:
-            sel = range(pos.size)
+            sel = np.arange(pos.size)
         cands = [self._rec(start, pos[j], ab, eb, abs_err, rel) for j in sel]
         self.top = sorted(self.top + cands, key=lambda r: (-r[3], r[0]))[:TABLE_ROWS]
 
