@@ -498,9 +498,9 @@ class TrtCompat:
         location (TensorLocation), type (DataType), shape (Dims), name, stream.
         """
         trt = self.trt
-        listener_base: Any = trt.IDebugListener  # a class of the imported TensorRT module
-
-        class _Listener(listener_base):
+        # (the base is a class of the imported TensorRT module, unknown to mypy; the trt_api
+        # tier reads `class X(trt.IDebugListener)` to check the overridden virtuals' names)
+        class _Listener(trt.IDebugListener):  # type: ignore[name-defined]
             def __init__(self):
                 trt.IDebugListener.__init__(self)
 
@@ -541,9 +541,7 @@ class TrtCompat:
         trt = self.trt
         device = memory
 
-        allocator_base: Any = trt.IOutputAllocator  # a class of the imported TensorRT module
-
-        class _OutputAllocator(allocator_base):
+        class _OutputAllocator(trt.IOutputAllocator):  # type: ignore[name-defined]  # as _Listener above
             def __init__(self):
                 trt.IOutputAllocator.__init__(self)
                 self.buffers: dict[str, tuple[int, int]] = {}
