@@ -77,12 +77,13 @@ def fmt_err(x: Any) -> str:
     return f"{x:.3g}"
 
 
-
 def fmt_up(x: float) -> str:
     """3 significant digits, rounded up: a tolerance that surely suffices."""
     if x == 0 or not math.isfinite(x):
         return fmt_err(x)
     q = 10.0 ** (math.floor(math.log10(x)) - 2)
+    if q == 0.0:  # x is subnormal (5e-324): the rounding step underflows; repr is exact
+        return repr(x)
     for digits in (3, 4, 6, 9, 17):
         txt = f"{math.ceil(x / q) * q:.{digits}g}"
         if float(txt) >= x:
