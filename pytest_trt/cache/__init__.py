@@ -9,7 +9,8 @@ of processes asking.
 On-disk layout (``<root>`` is the directory given, e.g. ``--trt-cache-dir``)::
 
     <root>/
-      CACHEDIR.TAG                 marks the directory as a cache for backup tools
+      .pytest-trt-cache            marks the directory as a pytest-trt cache (see below)
+      CACHEDIR.TAG                 marks it as a cache for backup tools (only if the cache created it)
       <kind>/<key>/                one entry: the built files (subdirectories allowed)
         manifest.json              written last: format_version, kind, key, parts,
                                    files {name: {sha256, size}}, created, build_seconds,
@@ -17,18 +18,29 @@ On-disk layout (``<root>`` is the directory given, e.g. ``--trt-cache-dir``)::
       locks/<key>.lock             per-key lock (filelock); empty files, never deleted
       locks/events.lock            guards events.jsonl
       .pytest-trt-probe-*          write probe at open (removed at once; by GC if killed)
-      tmp/build-<key>-<pid>-<rnd>/ a build in progress (or one that was killed)
-      tmp/trash-<key>-<pid>-<rnd>/ an entry being deleted
+      .pytest-trt-tmp/build-<key>-<pid>-<rnd>/  a build in progress (or one that was killed)
+      .pytest-trt-tmp/trash-<key>-<pid>-<rnd>/  an entry being deleted
+      timing-cache/                TensorRT timing caches (backends/tensorrt.py)
       events.jsonl                 one JSON line per build/hit/corrupt/evict event
       events.1.jsonl               the previous events file, once events.jsonl passed 16 MiB
 
+Whose directory: the cache deletes only what it created and tags only directories it created.
+Opening a cache creates a missing root (and writes ``CACHEDIR.TAG`` there); an existing root is
+used when it carries the ``.pytest-trt-cache`` marker, or the layout of a cache written by
+pytest-trt 0.1.0 (its ``CACHEDIR.TAG``; its ``tmp/`` scratch is still collected, by name), or
+when it is empty or holds only ``timing-cache/`` (restored by a CI step before the first run).
+Any other non-empty directory (a project root, ``$HOME``) is refused with a
+:class:`~pytest_trt.errors.CacheError` that names a subfolder to use instead. Garbage
+collection removes only names the cache generates, never follows a symbolic link, and never
+touches other files in the root.
+
 Guarantees:
 
-* ``build(tmp_dir)`` writes into a fresh directory under ``<root>/tmp`` (same
+* ``build(tmp_dir)`` writes into a fresh directory under ``<root>/.pytest-trt-tmp`` (same
   filesystem); the cache hashes every file, fsyncs, writes ``manifest.json`` last and
   renames the directory into place. An entry is therefore either complete or absent:
   a build that raises, a KeyboardInterrupt or a ``kill -9`` leaves at most a
-  ``tmp/build-*`` directory, which is never read as an entry and is removed when a
+  ``.pytest-trt-tmp/build-*`` directory, which is never read as an entry and is removed when a
   later :class:`ArtifactCache` is opened (older than ``stale_seconds`` *and* its key's
   lock not held, i.e. its builder is dead).
 * Writers of an entry (build, rebuild, corrupt-entry removal, eviction, clear) hold the
@@ -80,7 +92,7 @@ from .entry import FORMAT_VERSION, MANIFEST, CacheEntry, CacheResult
 from .eventlog import EVENTS, EVENTS_MAX_BYTES, EVENTS_OLD
 from .key import canonical_json, content_key, safe_relative_path, same_parts
 from .stats import CacheStats
-from .store import STALE_SECONDS, ArtifactCache, default_cache_dir
+from .store import MARKER, SCRATCH_DIR, STALE_SECONDS, ArtifactCache, default_cache_dir, is_cache_dir
 
 __all__ = [
     "EVENTS",
@@ -88,6 +100,8 @@ __all__ = [
     "EVENTS_OLD",
     "FORMAT_VERSION",
     "MANIFEST",
+    "MARKER",
+    "SCRATCH_DIR",
     "STALE_SECONDS",
     "ArtifactCache",
     "CacheEntry",
@@ -96,6 +110,7 @@ __all__ = [
     "canonical_json",
     "content_key",
     "default_cache_dir",
+    "is_cache_dir",
     "safe_relative_path",
     "same_parts",
 ]

@@ -16,6 +16,7 @@ import errno
 import os
 import re
 import secrets
+import stat
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -41,10 +42,22 @@ from .stats import CacheStats
 if TYPE_CHECKING:  # the remote tier imports this package, not the other way round
     from ..remote_cache import RemoteTier
 
-__all__ = ["STALE_SECONDS", "ArtifactCache", "default_cache_dir"]
+__all__ = ["MARKER", "SCRATCH_DIR", "STALE_SECONDS", "ArtifactCache", "default_cache_dir", "is_cache_dir"]
 
-#: A tmp/ item older than this (and, for a build directory, whose lock is free) is garbage.
+#: A scratch item older than this (and, for a build directory, whose lock is free) is garbage.
 STALE_SECONDS = 600.0
+
+#: The file that makes a directory a pytest-trt cache. Written when the cache creates the
+#: directory or adopts an empty one; a directory without it (and without the layout of a
+#: cache written by pytest-trt 0.1.0) that holds other files is refused, never written into.
+MARKER = ".pytest-trt-cache"
+#: The cache's own scratch directory: builds in progress and entries being deleted.
+SCRATCH_DIR = ".pytest-trt-tmp"
+#: The scratch directory of caches written by pytest-trt 0.1.0: only its own items are collected.
+LEGACY_SCRATCH_DIR = "tmp"
+#: What a user may put into a new cache directory before pytest-trt first opens it (the GPU
+#: workflow restores the TensorRT timing cache there): such a directory is adopted.
+ADOPTABLE = frozenset({"timing-cache"})
 
 _CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -52,6 +65,13 @@ _CACHEDIR_TAG = (
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
 _PROBE_PREFIX = ".pytest-trt-probe-"
+_MARKER_TEXT = (
+    "This directory is a pytest-trt artifact cache (engines, realized models, FP32 baselines).\n"
+    "pytest-trt deletes only the entries and scratch files it created here.\n"
+)
+#: names of the scratch items the cache creates (``_make_tmp``) and write probes: nothing else is collected
+_SCRATCH_ITEM_RE = re.compile(r"^(build|trash)-[0-9a-f]{64}-[0-9]+-[0-9a-f]+$")
+_PROBE_RE = re.compile(r"^\.pytest-trt-probe-[0-9]+-[0-9a-f]+$")
 _HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
 
 
@@ -135,26 +155,20 @@ class ArtifactCache:
                     f"Point --trt-cache-dir=DIR at an existing cache, or open a writable one."
                 )
             return
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise CacheError(
-                f"cannot create the pytest-trt cache directory {self.root}: {why(exc)}. {_HINT_DIR}."
-            ) from exc
+        created = self._claim_root()
         try:
             (self.root / "locks").mkdir(exist_ok=True)
-            (self.root / "tmp").mkdir(exist_ok=True)
+            scratch = self._scratch_dir()
             # Entries, kind directories and events.jsonl live in the root itself: probe it (a
             # real write, since os.access() says yes to root on a chmod-protected directory).
-            for where in (self.root, self.root / "tmp"):
+            for where in (self.root, scratch):
                 probe = where / f"{_PROBE_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
                 fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
                 os.close(fd)
                 os.unlink(probe)
-            tag = self.root / "CACHEDIR.TAG"
-            if not tag.exists():
+            if created:  # a cache tag only on a directory the cache created itself
                 with contextlib.suppress(FileExistsError):  # another process was first
-                    write_new(tag, _CACHEDIR_TAG.encode())
+                    write_new(self.root / "CACHEDIR.TAG", _CACHEDIR_TAG.encode())
         except OSError as exc:
             raise CacheError(
                 f"the pytest-trt cache directory {self.root} is not writable: {why(exc)}. {_HINT_DIR}, "
@@ -166,6 +180,76 @@ class ArtifactCache:
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
         return f"ArtifactCache({str(self.root)!r}, max_bytes={self.max_bytes!r}{ro})"
+
+    # ------------------------------------------------------------------ whose directory
+
+    def _claim_root(self) -> bool:
+        """Make sure ``root`` is a pytest-trt cache; True when the cache created the directory.
+
+        A new directory is created and marked; an existing one is used when it carries the
+        marker or the layout of a pytest-trt 0.1.0 cache (then marked), or when it is empty or
+        holds only what a user may restore into a cache (``timing-cache/``; then marked, not
+        tagged). Any other directory is refused: the cache never writes into, tags or collects
+        garbage in a directory it did not create.
+        """
+        try:
+            os.mkdir(self.root, 0o777)
+            created = True
+        except FileExistsError:
+            created = False
+        except FileNotFoundError:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+                created = True
+            except OSError as exc:
+                raise CacheError(
+                    f"cannot create the pytest-trt cache directory {self.root}: {why(exc)}. {_HINT_DIR}."
+                ) from exc
+        except OSError as exc:
+            raise CacheError(
+                f"cannot create the pytest-trt cache directory {self.root}: {why(exc)}. {_HINT_DIR}."
+            ) from exc
+        if not self.root.is_dir():
+            raise CacheError(f"the pytest-trt cache directory {self.root} is not a directory. {_HINT_DIR}.")
+        if not created and not is_cache_dir(self.root):
+            try:
+                foreign = sorted(n for n in os.listdir(self.root) if n not in ADOPTABLE)
+            except OSError as exc:
+                raise CacheError(f"cannot read the pytest-trt cache directory {self.root}: {why(exc)}. "
+                                 f"{_HINT_DIR}.") from exc
+            if foreign:
+                shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+                raise CacheError(
+                    f"{self.root} is not a pytest-trt cache: it holds other files ({shown}) and no {MARKER} "
+                    f"marker. pytest-trt keeps its artifacts in a directory of its own and deletes only what it "
+                    f"created there, so it does not use this one. Give a new or empty directory, e.g. "
+                    f"--trt-cache-dir={self.root / '.trt-cache'}."
+                )
+        marker = self.root / MARKER
+        if not os.path.lexists(marker):
+            try:
+                with contextlib.suppress(FileExistsError):  # another process was first
+                    write_new(marker, _MARKER_TEXT.encode())
+            except OSError as exc:
+                raise CacheError(
+                    f"the pytest-trt cache directory {self.root} is not writable: {why(exc)}. {_HINT_DIR}, "
+                    f"or use the entries it holds read-only (pytest --trt-cache-read-only; "
+                    f"in Python ArtifactCache(..., read_only=True))."
+                ) from exc
+        return created
+
+    def _scratch_dir(self) -> Path:
+        """The cache's own scratch directory, created when missing; never a link out of the cache."""
+        scratch = self.root / SCRATCH_DIR
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(scratch, 0o777)
+        st = os.lstat(scratch)
+        if not stat.S_ISDIR(st.st_mode):
+            raise CacheError(
+                f"{scratch} is not a directory (a symbolic link or a file): pytest-trt builds its entries "
+                f"there and never follows a link out of its cache. Remove it; the cache recreates it."
+            )
+        return scratch
 
     # ------------------------------------------------------------------ keys and paths
 
@@ -399,8 +483,7 @@ class ArtifactCache:
         return try_hold(self._lock_path(key), what=what)
 
     def _make_tmp(self, prefix: str, key: str) -> Path:
-        tmp_root = self.root / "tmp"
-        tmp_root.mkdir(parents=True, exist_ok=True)
+        tmp_root = self._scratch_dir()
         while True:
             path = tmp_root / f"{prefix}-{key}-{os.getpid()}-{secrets.token_hex(4)}"
             try:
@@ -410,7 +493,7 @@ class ArtifactCache:
                 continue
 
     def _discard(self, path: Path, key: str) -> None:
-        """Remove an entry (we hold its lock): rename it into tmp/ (atomic), then delete it there."""
+        """Remove an entry (we hold its lock): rename it into the scratch directory (atomic), then delete it."""
         if not os.path.lexists(path):
             return
         try:
@@ -428,10 +511,14 @@ class ArtifactCache:
             remove_tree(trash)
 
     def collect_garbage(self, max_age: float | None = None) -> list[Path]:
-        """Remove ``tmp/`` items older than ``max_age`` (default ``stale_seconds``) whose builder is gone.
+        """Remove scratch items older than ``max_age`` (default ``stale_seconds``) whose builder is gone.
 
-        A build directory is removed only when its key's lock can be taken (its builder died:
-        the kernel released the lock); trash and write-probe leftovers are removed by age alone.
+        Only items the cache creates are candidates, recognised by name: ``build-<key>-<pid>-<rnd>``
+        and ``trash-<key>-<pid>-<rnd>`` in its scratch directory (and in ``tmp/`` of a cache written
+        by pytest-trt 0.1.0), ``.pytest-trt-probe-<pid>-<rnd>`` in the root. Anything else, and
+        anything behind a symbolic link, is left alone. A build directory is removed only when its
+        key's lock can be taken (its builder died: the kernel released the lock); trash and probe
+        leftovers are removed by age alone.
         """
         if self.read_only:
             return []
@@ -439,11 +526,12 @@ class ArtifactCache:
         removed = []
         now = time.time()
         items = []
-        for where in (self.root / "tmp", self.root):
+        for where, pattern in ((self.root / SCRATCH_DIR, _SCRATCH_ITEM_RE),
+                               (self.root / LEGACY_SCRATCH_DIR, _SCRATCH_ITEM_RE), (self.root, _PROBE_RE)):
+            if where != self.root and not _is_real_dir(where):
+                continue  # missing, or a link: never followed
             with contextlib.suppress(OSError):
-                items += [
-                    i for i in os.scandir(where) if where != self.root or i.name.startswith(_PROBE_PREFIX)
-                ]
+                items += [i for i in os.scandir(where) if pattern.match(i.name)]
         for item in items:
             try:
                 age = now - item.stat(follow_symlinks=False).st_mtime
@@ -485,7 +573,7 @@ class ArtifactCache:
         return out
 
     def size_bytes(self) -> int:
-        """Bytes in all entries (what ``max_bytes`` limits; locks, tmp/ and events are not counted)."""
+        """Bytes in all entries (what ``max_bytes`` limits; locks, scratch and events are not counted)."""
         return sum(e.size_bytes for e in self.entries())
 
     def prune(self, max_bytes: int | None = None, *, protect: Iterable[Path | str] = ()) -> list[CacheEntry]:
@@ -574,6 +662,35 @@ class ArtifactCache:
         Unparseable lines (a writer killed mid-line) are skipped.
         """
         return self._events.read(since)
+
+
+def is_cache_dir(path: Path | str) -> bool:
+    """Whether ``path`` is a pytest-trt cache: it carries the marker file, or the layout of a cache
+    written by pytest-trt 0.1.0 (its ``CACHEDIR.TAG``, or its ``locks/`` beside ``events.jsonl``)."""
+    root = Path(path)
+    if _is_regular(root / MARKER):
+        return True
+    tag = root / "CACHEDIR.TAG"
+    if _is_regular(tag):
+        with contextlib.suppress(OSError):
+            with open(tag, "rb") as f:
+                if b"created by pytest-trt" in f.read(4096):
+                    return True
+    return _is_real_dir(root / "locks") and _is_regular(root / "events.jsonl")
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_real_dir(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _subdirs(path: Path, name_re: re.Pattern[str]) -> list[os.DirEntry[str]]:

@@ -177,7 +177,7 @@ def entries(cache_dir: Path, kind: str) -> list[Path]:
 
 
 def tmp_items(cache_dir: Path) -> list[Path]:
-    d = cache_dir / "tmp"
+    d = cache_dir / ".pytest-trt-tmp"
     return sorted(d.iterdir()) if d.is_dir() else []
 
 
@@ -359,7 +359,7 @@ def _junk_everywhere(cache: Path, _engine: Path, _baseline: Path):
     (cache / "emulate" / "README.txt").write_text("not an entry")
     (cache / "emulate" / ("f" * 64 + ".bak")).write_text("not an entry either")
     (cache / "baseline" / "notes").mkdir()
-    (cache / "tmp" / "something-else").write_text("junk")
+    (cache / ".pytest-trt-tmp" / "something-else").write_text("junk")
     (cache / "unknown-kind").mkdir()
     with open(cache / "events.jsonl", "a") as f:
         f.write("{not json\n\x00\x01 binary junk\n")

@@ -66,7 +66,7 @@ def cache(root) -> ArtifactCache:
 
 
 def tmp_items(root: Path) -> list[str]:
-    return sorted(p.name for p in (root / "tmp").iterdir())
+    return sorted(p.name for p in (root / ".pytest-trt-tmp").iterdir())
 
 
 def lock_is_free(root: Path, key: str) -> bool:
@@ -583,10 +583,10 @@ def test_other_os_errors_from_build_propagate_unchanged(cache):
 
 def test_stale_temp_dirs_are_collected_on_open(cache, root):
     old = time.time() - 2 * cache_mod.STALE_SECONDS
-    stale_build = root / "tmp" / f"build-{PARTS_KEY}-99999-abcd"
-    stale_trash = root / "tmp" / f"trash-{PARTS_KEY}-99999-abcd"
+    stale_build = root / ".pytest-trt-tmp" / f"build-{PARTS_KEY}-99999-abcd"
+    stale_trash = root / ".pytest-trt-tmp" / f"trash-{PARTS_KEY}-99999-abcd"
     stale_probe = root / ".pytest-trt-probe-99999-abcd"
-    young_build = root / "tmp" / f"build-{'1' * 64}-99998-abcd"
+    young_build = root / ".pytest-trt-tmp" / f"build-{'1' * 64}-99998-abcd"
     for d in (stale_build, stale_trash / "entry", young_build):
         d.mkdir(parents=True)
         (d / "engine.plan").write_bytes(b"partial")

@@ -153,7 +153,7 @@ def test_concurrent_processes_build_a_key_exactly_once(tmp_path, child, start_wi
     assert {r["content"] for r in results} == {f"built by {builder}"}
     assert max(r["waited"] for r in results if r["hit"]) > 0.5
     assert cache.validate("engine", PARTS) is None
-    assert list((root / "tmp").iterdir()) == []
+    assert list((root / ".pytest-trt-tmp").iterdir()) == []
     # A corrupt entry is reported once, by the process that replaced it.
     warned = [w for r in results for w in r["warnings"]]
     corrupt = [e for e in cache.events() if e["event"] == "corrupt"]
@@ -173,7 +173,7 @@ def test_builder_killed_mid_build_leaves_nothing_usable(tmp_path, child, recwarn
     proc = child("hang", root)
     wait_for(lambda: any(child.sync.glob("building-*")), "the child to start building")
     partial = Path(next(child.sync.glob("building-*")).read_text())
-    assert partial.parent == root / "tmp" and (partial / "engine.plan").read_bytes() == b"partial"
+    assert partial.parent == root / ".pytest-trt-tmp" and (partial / "engine.plan").read_bytes() == b"partial"
     assert not (root / "engine" / KEY).exists()
 
     # While the builder lives: its temp dir is not garbage even when "stale", and others wait.
@@ -196,7 +196,7 @@ def test_builder_killed_mid_build_leaves_nothing_usable(tmp_path, child, recwarn
     assert [e["pid"] for e in cache.events() if e["event"] == "build"] == [os.getpid()]
     assert partial.exists()  # younger than stale_seconds: left for now ...
     ArtifactCache(root, stale_seconds=0)  # ... and collected once stale, its builder being dead
-    assert list((root / "tmp").iterdir()) == []
+    assert list((root / ".pytest-trt-tmp").iterdir()) == []
     assert cache.get_or_build("engine", PARTS, build).cache_hit
 
 
@@ -214,7 +214,7 @@ def test_keyboard_interrupt_inside_build_stores_nothing(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         cache.get_or_build("engine", PARTS, interrupted)
     assert not (root / "engine" / KEY).exists()
-    assert list((root / "tmp").iterdir()) == []
+    assert list((root / ".pytest-trt-tmp").iterdir()) == []
     # The lock is free for another process (not merely re-entrant in this one).
     probe = subprocess.run(
         [
@@ -243,7 +243,7 @@ def test_sigint_to_a_building_process_cleans_up(tmp_path, child):
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 3, err  # the KeyboardInterrupt reached the caller unchanged
     assert json.loads(out)["interrupted"] is True
-    assert not partial.exists() and list((root / "tmp").iterdir()) == []
+    assert not partial.exists() and list((root / ".pytest-trt-tmp").iterdir()) == []
     assert not (root / "engine" / KEY).exists()
     cache = ArtifactCache(root, lock_timeout=5)
     assert not cache.get_or_build(
