@@ -20,18 +20,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import runstate
 from . import settings as _settings
 from .backends.base import Backend, register_backend, unregister_backend
+from .core import runstate
 from .errors import PytestTrtError, UsageError
 from .session import TrtSession
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .report_records import Record
+    from .core.records import Record
 
 #: the run's TrtSession on ``config.stash`` (absent while the plugin is inert)
 SESSION_KEY = pytest.StashKey[TrtSession]()
-#: a test item's records (:mod:`pytest_trt.report_records`), in the order the test made them
+#: a test item's records (:mod:`pytest_trt.core.records`), in the order the test made them
 RECORDS_KEY = pytest.StashKey["list[Record]"]()
 
 

@@ -31,14 +31,14 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from . import runstate
-from .environment import dist_version, gpus
+from .core import runstate
+from .core.environment import dist_version, gpus
+from .core.lazy import lazy_import
+from .core.records import BaselineFallbackRecord
 from .errors import InputError, MissingDependency, ModelError, ProviderFallbackWarning, UsageError
-from .lazy import lazy_import
 from .model import Model, load_model
 from .onnx_typing import infer_types
 from .plan import check_as_written
-from .report_records import BaselineFallbackRecord
 from .upcast import fp32_reference_model, needs_upcast
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,7 +50,7 @@ else:
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 
-# Run-wide memo tables (pytest_trt.runstate): one per pytest session, reset() outside pytest.
+# Run-wide memo tables (pytest_trt.core.runstate): one per pytest session, reset() outside pytest.
 _SESSIONS_TABLE = "baseline.sessions"  # (key, provider) -> InferenceSession, LRU
 _MAX_SESSIONS = 16
 _PLACEMENTS_TABLE = "baseline.placements"  # (model sha256, feeds digest) -> node placement
@@ -231,7 +231,7 @@ def node_placement(session, model_proto, feeds: dict) -> dict:
 
 
 #: where a CUDA baseline's CPU fallback is reported besides the warning: ``sink(record)`` with a
-#: :class:`~pytest_trt.report_records.BaselineFallbackRecord` (model, provider "cuda", nodes).
+#: :class:`~pytest_trt.core.records.BaselineFallbackRecord` (model, provider "cuda", nodes).
 #: The pytest plugin sets it around each test phase (the record reaches the JSON report and the
 #: terminal summary); unset elsewhere (the CLI: the warning alone).
 FALLBACK_SINK: contextvars.ContextVar = contextvars.ContextVar("pytest_trt_fallback_sink", default=None)
@@ -258,7 +258,7 @@ def warn_placement(placement: dict, label: str, *, model: str | None = None) -> 
 def cached_session(key: str, make_bytes, *, provider: str = "cpu", label: str = "model") -> Any:
     """Reuse ONNX Runtime sessions within a run (creating one costs more than a small run).
 
-    The sessions live in the run state (:mod:`pytest_trt.runstate`): one pytest session's
+    The sessions live in the run state (:mod:`pytest_trt.core.runstate`): one pytest session's
     ONNX Runtime sessions are not seen by the next, and at most 16 are kept (least recently
     used go first).
     """

@@ -26,7 +26,8 @@ import pytest
 from .backends.base import get_backend
 from .baseline import normalize_baseline, reference_label, reference_model
 from .compare import CompareResult, compare_outputs, default_tolerances
-from .dtypes import normalize_precision
+from .core.dtypes import normalize_precision
+from .core.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
 from .errors import AccuracyError, PrecisionError, UsageError
 from .inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
 from .layerwise import locate_divergence
@@ -35,7 +36,6 @@ from .parser_check import require
 from .policy import PrecisionPolicy, Rule
 from .report.plots import failing_output_figures, layerwise_record
 from .report.rows import network_scopes
-from .report_records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
 from .suggest import suggest_fp32_islands
 from .verify import assert_precision
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 
 from .activation import RECORDS_KEY, activate, current_session, item_records
-from .dtypes import normalize_precision
+from .core.dtypes import normalize_precision
+from .core.records import ParserRecord
 from .errors import BackendUnavailable, PytestTrtError, UsageError
 from .policy import PrecisionPolicy
-from .report_records import ParserRecord
 
 
 def _session(config):

@@ -66,7 +66,7 @@ def pytest_trt_report_test(config: pytest.Config, entry: dict, records: list) ->
 
     ``entry`` is the test's entry of ``tests`` (see :mod:`pytest_trt.report.json_report`);
     ``records`` are the records the test produced in their JSON form (dicts with a ``kind``,
-    :meth:`pytest_trt.report_records.Record.to_json`). Add keys under a
+    :meth:`pytest_trt.core.records.Record.to_json`). Add keys under a
     name of your own (e.g. ``entry["myplugin"] = {...}``); values must be JSON-serializable.
     Called on the process that writes the report (the pytest-xdist controller), once per trt
     test, only when ``--trt-report`` is given.

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dtypes import PRECISIONS
+from .core.dtypes import PRECISIONS
 
 __all__ = [
     "EngineLayer",

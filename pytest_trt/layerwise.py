@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .baseline import fp32_intermediates
-from .jsonsafe import json_number
+from .core.jsonsafe import json_number
 from .scopes import scope_pattern
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import onnx
 
-from .dtypes import ELEM_DOUBLE, FLOAT_ELEM_TYPES, PRECISION_OF_ELEM
+from .core.dtypes import ELEM_DOUBLE, FLOAT_ELEM_TYPES, PRECISION_OF_ELEM
 from .errors import ModelError
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -32,7 +32,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from .environment import module_available
+from .core.environment import module_available
 from .errors import BackendUnavailable, BuildError, UsageError
 from .network_rule import HIGHER, LOWER, MEANING, judge, worst
 

@@ -14,16 +14,17 @@ import json
 
 import pytest
 
-from . import hookspec, runstate, xdist_gpus
+from . import hookspec, xdist_gpus
 from . import settings as _settings
 from ._version import __version__
 from .activation import RECORDS_KEY, SESSION_KEY, activate, current_session, forget_backends, item_records
 from .backends.base import select_backend
+from .core import runstate
+from .core.records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
 from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
 from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
 from .items import is_trt_item  # the one definition of a trt test
 from .report.outcomes import classify, junit_outcome_properties
-from .report_records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
 
 RESULTS_KEY = pytest.StashKey[list]()
 #: header lines still to show (a session activated by collection shows them after "collected N items")
@@ -137,7 +138,7 @@ def pytest_report_collectionfinish(config, start_path, items):
 def header_lines(session, config=None) -> list[str]:
     """Everything needed to reproduce a result: backend and why, precision, versions, GPU, cache;
     then the lines of plugins' ``pytest_trt_report_header`` hooks (with ``config``)."""
-    from . import environment  # load path: imported once in use
+    from .core import environment  # load path: imported once in use
 
     s = session.settings
     versions = dict(environment.library_versions())
@@ -385,7 +386,7 @@ def pytest_testnodedown(node, error):
 
 def pytest_unconfigure(config):
     """Forget the backends plugins registered for this run and the run's memo tables
-    (:mod:`pytest_trt.runstate`): an in-process pytester run must not leak them into the next."""
+    (:mod:`pytest_trt.core.runstate`): an in-process pytester run must not leak them into the next."""
     session = current_session(config)
     if session is not None:
         forget_backends(session.plugin_backends)

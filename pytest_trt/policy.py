@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from .dtypes import FP32, LOW_PRECISIONS, normalize_precision
+from .core.dtypes import FP32, LOW_PRECISIONS, normalize_precision
 from .errors import UsageError
 from .precision_rules import OP_PREFIX, Rule, parse_rule, validate_pattern
 

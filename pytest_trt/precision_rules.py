@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .dtypes import normalize_precision
+from .core.dtypes import normalize_precision
 from .errors import PatternError, UsageError
 
 OP_PREFIX = "op:"

@@ -58,7 +58,7 @@ from onnx import helper, numpy_helper
 from .backends.base import BuildConfig, get_backend
 from .baseline import reference_outputs
 from .cache import ArtifactCache
-from .dtypes import ELEM_FLOAT
+from .core.dtypes import ELEM_FLOAT
 from .errors import ModelError, UsageError
 from .layernorm_graph import LayerNormInstance, constant_value, find_layernorms
 from .model import load_model

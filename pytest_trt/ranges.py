@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .baseline import fp32_intermediates, reference_model
-from .dtypes import BF16, FP16
+from .core.dtypes import BF16, FP16
 
 if TYPE_CHECKING:  # pragma: no cover
     from .plan import PrecisionPlan

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .backends.base import Backend, BuildConfig, Engine, select_backend
+from .core.records import EngineRecord
 from .errors import UsageError
 from .parser_check import check_parser, require
-from .report_records import EngineRecord
 from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -68,7 +68,7 @@ class TrtSession:
     worker_cache_stats: list = field(default_factory=list)
     #: --trt-gpus: xdist worker id -> its CUDA_VISIBLE_DEVICES entry (set on the controller)
     gpu_assignment: dict[str, str] | None = None
-    #: this run's memo tables (:mod:`pytest_trt.runstate`), installed as current by the plugin
+    #: this run's memo tables (:mod:`pytest_trt.core.runstate`), installed as current by the plugin
     state: Any = None
     #: the run state that was current before this session's (restored at pytest_unconfigure)
     previous_state: Any = None
@@ -238,7 +238,7 @@ class TrtSession:
         """The GPU this process's engines run on, as every engine and accuracy record names it.
 
         ``{"name", "uuid", "cuda_visible_devices", "worker"}``: the first GPU CUDA exposes to this
-        process (:func:`pytest_trt.environment.gpus`, from ``nvidia-smi`` through
+        process (:func:`pytest_trt.core.environment.gpus`, from ``nvidia-smi`` through
         ``CUDA_VISIBLE_DEVICES``), so under pytest-xdist with ``--trt-gpus`` the worker's assigned
         GPU; ``uuid`` null where nvidia-smi gave none; ``worker`` the xdist worker id or null.
         None for the ``emulate`` backend (CPU) and where no GPU is visible.
@@ -249,7 +249,7 @@ class TrtSession:
         with self._lock:
             if not self._gpu_known:
                 # load path: imported once in use (and looked up at call time: tests replace environment.gpus)
-                from . import environment
+                from .core import environment
 
                 found = environment.gpus()
                 self._gpu_record = None if not found else {
@@ -276,7 +276,7 @@ class TrtSession:
         """``--trt-engine-memory`` in bytes; default half the first GPU's memory; None: no GPU known."""
         if self.settings.engine_memory_bytes is not None:
             return self.settings.engine_memory_bytes
-        from . import environment  # load path: imported once in use
+        from .core import environment  # load path: imported once in use
 
         found = environment.gpus()
         try:

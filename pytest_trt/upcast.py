@@ -62,8 +62,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from . import runstate
-from .dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, FLOAT_ELEM_TYPES
+from .core import runstate
+from .core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, FLOAT_ELEM_TYPES
 from .model import Model, load_model
 from .onnx_typing import infer_types
 from .realize.graph_names import all_tensor_names, rename_outer_refs
@@ -76,7 +76,7 @@ NOTES_KEY = "pytest_trt.upcast.notes"
 REFERENCE_KEY = "pytest_trt.reference"
 
 _LOW = (ELEM_FLOAT16, ELEM_BFLOAT16)
-# Run-wide memo tables (pytest_trt.runstate): one per pytest session, reset() outside pytest.
+# Run-wide memo tables (pytest_trt.core.runstate): one per pytest session, reset() outside pytest.
 _MODELS_TABLE = "upcast.reference_models"  # (sha256, remove_qdq, version) -> Model, LRU
 _MAX_MODELS = 8
 _NEEDS_TABLE = "upcast.needs_upcast"  # sha256 -> bool

@@ -96,7 +96,7 @@ from .collapse import (
     myelin_region,
     shorten,
 )
-from .dtypes import FP32, normalize_precision
+from .core.dtypes import FP32, normalize_precision
 from .errors import PatternError, PrecisionError, UsageError
 from .layers import EVIDENCE, LayerReport, evidence_text
 from .policy import Rule, validate_pattern

@@ -62,7 +62,11 @@ def _json(value: Any, mask_keys: bool, key: str = "") -> Any:
         return {k: _json(v, mask_keys, k) for k, v in value.items()}
     if isinstance(value, list):
         return [_json(v, mask_keys, key) for v in value]
-    if key and _TIME_KEYS.match(key) and (isinstance(value, (int, float, str)) and not isinstance(value, bool)):
+    if (
+        key
+        and _TIME_KEYS.match(key)
+        and (isinstance(value, (int, float, str)) and not isinstance(value, bool))
+    ):
         return "<TIME>" if isinstance(value, str) else "<SECONDS>"
     if key and _PID_KEYS.match(key) and isinstance(value, int) and not isinstance(value, bool):
         return "<PID>"

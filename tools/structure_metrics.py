@@ -172,7 +172,7 @@ def _mutable_globals(modules) -> list[str]:
 
 #: module-level state that is allowed, with the reason
 ALLOWED_STATE = {
-    "pytest_trt.runstate._current": "the one documented home of run-wide state (install/restore/reset)",
+    "pytest_trt.core.runstate._current": "the one documented home of run-wide state (install/restore/reset)",
     "pytest_trt.backends.trt_logger._LOGGERS": "TensorRT keeps the first logger it is given: one per module per process",
     "pytest_trt.backends.base._FACTORIES": "backend registrations (process configuration; plugin backends are "
                                            "registered per session and removed at pytest_unconfigure)",
@@ -191,7 +191,7 @@ def _check(result: dict, max_lines: int) -> int:
     problems = []
     problems += [f"import cycle: {' <-> '.join(c)}" for c in result["cycles"]]
     problems += [f"private cross-import: {p}" for p in result["private_cross_imports"]]
-    problems += [f"module-level mutable state: {g} (use pytest_trt.runstate)"
+    problems += [f"module-level mutable state: {g} (use pytest_trt.core.runstate)"
                  for g in result["module_level_mutable_state"] if g not in ALLOWED_STATE]
     problems += [f"module over {max_lines} lines: {m} ({n})"
                  for m, n in result["over_max_lines"].items() if n > max_lines * 1.1]

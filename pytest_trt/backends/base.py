@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import runstate
+from ..core import runstate
 from ..errors import BackendUnavailable, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -203,7 +203,7 @@ BUILTIN_BACKENDS: dict[str, tuple[str, str]] = {
 #: for a session ends with it; outside pytest, :func:`register_backend` is the API and lasts
 #: until :func:`unregister_backend`. A registered name replaces a built-in one of the same
 #: name. Backend *instances* are memos of the run (:func:`get_backend`, in
-#: :mod:`pytest_trt.runstate`), not kept here.
+#: :mod:`pytest_trt.core.runstate`), not kept here.
 _FACTORIES: dict[str, Any] = {}
 #: the runstate table of backend instances: name -> Backend
 INSTANCES_TABLE = "backends.instances"
@@ -248,7 +248,7 @@ def _choices() -> str:
 
 def get_backend(name: str) -> Backend:
     """The backend instance for a concrete name (``emulate``, ``tensorrt``, ``tensorrt-rtx`` or a
-    registered one); one instance per name and run (:mod:`pytest_trt.runstate`)."""
+    registered one); one instance per name and run (:mod:`pytest_trt.core.runstate`)."""
     instances = _instances()
     if name not in instances:
         factory = _FACTORIES.get(name)

@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from .. import environment, realize  # module references: looked up when called, as before the split
+from .. import realize  # module references: looked up when called, as before the split
 from ..baseline import cached_session, float_tensor_names, onnxruntime_version, run_session, with_outputs
-from ..environment import dist_version
+from ..core import environment
+from ..core.environment import dist_version
 from ..layers import LayerReport
 from .base import Backend, BuildConfig, BuildInfo, Engine
 

@@ -58,9 +58,9 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import runstate
+from ..core import runstate
+from ..core.environment import gpus, tensorrt_unavailable_reason
 from ..debug_tensors import expected_tensors, map_debug_names
-from ..environment import gpus, tensorrt_unavailable_reason
 from ..errors import BackendUnavailable, BuildError, UnsupportedGpu
 from ..layers import LayerReport
 from ..network_rule import weak_typing_failures
@@ -105,7 +105,7 @@ GLUE_VERSION = 2
 def cuda_driver_version() -> str | None:
     """The CUDA version the driver supports, from the ``nvidia-smi`` header ("CUDA Version: 13.0").
 
-    Asked once per run (:mod:`pytest_trt.runstate`, table ``tensorrt.cuda_driver_version``).
+    Asked once per run (:mod:`pytest_trt.core.runstate`, table ``tensorrt.cuda_driver_version``).
     """
     table: dict[str, str | None] = runstate.current().table("tensorrt.cuda_driver_version")
     if "version" not in table:

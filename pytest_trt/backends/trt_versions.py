@@ -13,7 +13,7 @@ import importlib
 import re
 from typing import Any
 
-from ..environment import dist_version, library_versions, module_available
+from ..core.environment import dist_version, library_versions, module_available
 from ..errors import BackendUnavailable
 
 __all__ = [
@@ -56,7 +56,7 @@ UNFUSED_DEBUG_MIN = (10, 12)
 def import_module(backend: str) -> Any:
     """Import ``tensorrt`` or ``tensorrt_rtx``; every failure is :class:`BackendUnavailable`.
 
-    Not :func:`pytest_trt.lazy.lazy_import`: the module to import depends on the backend
+    Not :func:`pytest_trt.core.lazy.lazy_import`: the module to import depends on the backend
     (``MODULES``), and a failure must become the exact skip/usage reason below, not
     ``MissingDependency``.
 

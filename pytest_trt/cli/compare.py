@@ -7,8 +7,8 @@ from typing import Any
 from ..baseline import reference_label, reference_model
 from ..case import DETAILS_MAX_ELEMENTS
 from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..core.jsonsafe import json_number
 from ..errors import BackendUnavailable
-from ..jsonsafe import json_number
 from ..parser_check import require
 from ..ranges import range_message, range_overflows
 from ..report.summary import tolerance_ratio

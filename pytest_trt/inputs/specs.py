@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from onnx import helper
 
+from ..core.lazy import lazy_import
 from ..errors import InputError
-from ..lazy import lazy_import
 from ..model import Model, load_model
 
 if TYPE_CHECKING:

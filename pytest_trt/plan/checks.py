@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..dtypes import FLOAT_ELEM_TYPES, elem_type_name
+from ..core.dtypes import FLOAT_ELEM_TYPES, elem_type_name
 from ..errors import ModelError
 from ..onnx_typing import (
     ELEM_OF_TYPE_STR,

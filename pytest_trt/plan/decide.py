@@ -10,7 +10,7 @@ that precision at the model's opset (:func:`precision_gap`).
 
 from __future__ import annotations
 
-from ..dtypes import FP32, LOW_PRECISIONS
+from ..core.dtypes import FP32, LOW_PRECISIONS
 from ..errors import ModelError
 from ..onnx_typing import (
     ELEM_OF_TYPE_STR,

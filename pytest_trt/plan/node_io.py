@@ -15,7 +15,7 @@ from typing import Any
 
 import onnx
 
-from ..dtypes import ELEM_OF_PRECISION, PRECISION_OF_ELEM
+from ..core.dtypes import ELEM_OF_PRECISION, PRECISION_OF_ELEM
 from ..onnx_typing import (
     ELEM_OF_TYPE_STR,
     TYPE_STR_OF_PRECISION,

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..dtypes import FP32, LOW_PRECISIONS, PRECISIONS
+from ..core.dtypes import FP32, LOW_PRECISIONS, PRECISIONS
 from ..errors import ModelError, PatternError, PrecisionError
 from ..precision_rules import Rule, closest, no_match_message, validate_pattern
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..dtypes import FP32, LOW_PRECISIONS, PRECISION_OF_ELEM
+from ..core.dtypes import FP32, LOW_PRECISIONS, PRECISION_OF_ELEM
 from ..errors import ModelError, PatternError
 from ..onnx_typing import GraphContext, domain_of, graph_context
 from ..precision_rules import Rule, match_rules, no_match_message

@@ -11,7 +11,7 @@ from __future__ import annotations
 import onnx
 from onnx import numpy_helper
 
-from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16
+from ..core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16
 from .strong import tensor_to_fp32
 
 #: the low float element types an attribute can pick

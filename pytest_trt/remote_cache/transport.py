@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cache import CacheStats
+from ..core.lazy import lazy_import
 from ..errors import UsageError
-from ..lazy import lazy_import
 from .layout import EXTRA_HINT
 from .signing import RejectedEntry
 

@@ -168,7 +168,7 @@ applied ``10 ** ((min_snr_db - snr_db) / 10)``. ``"inf"`` for NaN/Inf mismatches
 or misshapen outputs; null when the figures were not computed. The error grid views the output as
 rows = leading dims flattened (row-major) by columns = last dim, max-pooled in blocks.
 
-Records (what rides on each test report: :mod:`pytest_trt.report_records`, one dataclass per kind)
+Records (what rides on each test report: :mod:`pytest_trt.core.records`, one dataclass per kind)
 -------------------------------------------------------------------------------------------------
 A test's records travel from an xdist worker to the controller as their JSON forms
 (``Record.to_json()``: ``{"kind", <fields>}``, optional fields left out while unset) and are
@@ -205,10 +205,10 @@ from typing import Any
 
 import pytest
 
-from .. import environment
 from .._version import __version__
+from ..core import environment
+from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
 from ..remote_cache import CacheStats
-from ..report_records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
 from .outcomes import verdict_text
 from .rows import (
     accuracy_rows,

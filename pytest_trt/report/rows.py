@@ -2,8 +2,8 @@
 
 ``results`` is what the plugin's ``ResultsCollector`` gathered on the controller: one
 ``{"nodeid", "outcome", "records": [...]}`` per trt test, the records being the typed
-records of :mod:`pytest_trt.report_records` (a record's JSON form is read with
-:func:`~pytest_trt.report_records.as_record`). The functions here turn them into rows: one
+records of :mod:`pytest_trt.core.records` (a record's JSON form is read with
+:func:`~pytest_trt.core.records.as_record`). The functions here turn them into rows: one
 per output of every accuracy check, per precision check, per parser check, and the engine
 and baseline-fallback figures; the terminal summary, the JUnit properties, the JSON and the
 HTML report all read these rows.
@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from ..report_records import (
+from ..core.records import (
     AccuracyRecord,
     BaselineFallbackRecord,
     EngineRecord,

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..dtypes import LOW_PRECISIONS
+from ..core.dtypes import LOW_PRECISIONS
 from ..policy import Rule
 from ..scopes import escape_glob, scope_of
 

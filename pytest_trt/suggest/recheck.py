@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.jsonsafe import json_number
 from ..errors import UsageError
-from ..jsonsafe import json_number
 
 __all__ = ["MIN_RECHECK_SEEDS", "InputSet", "accuracy_record", "input_sets", "permuted_feeds"]
 

@@ -21,7 +21,7 @@ import numpy as np
 from ..backends.base import BuildConfig, get_backend
 from ..baseline import fp32_baseline, fp32_intermediates
 from ..compare import compare_outputs, default_tolerances
-from ..dtypes import LOW_PRECISIONS
+from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
 from ..flops import node_flops
 from ..layerwise import Divergence, locate_divergence

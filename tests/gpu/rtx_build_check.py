@@ -145,10 +145,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("POLYGRAPHY_USE_TENSORRT_RTX", "1")
 
-    from pytest_trt import environment
     from pytest_trt.backends.base import get_backend
     from pytest_trt.backends.trt_compat import import_module
     from pytest_trt.cache import ArtifactCache
+    from pytest_trt.core import environment
 
     backend = get_backend("tensorrt-rtx")
     reason = backend.unavailable_reason()

@@ -34,7 +34,7 @@ _spec.loader.exec_module(_fake)
 FAKE = _fake.make_fake_tensorrt("10.8.0", myelin_prefix={LN + "/"!r}, myelin_ignores_hints=False)
 sys.modules["tensorrt"] = FAKE
 
-from pytest_trt import environment
+from pytest_trt.core import environment
 from pytest_trt.backends import tensorrt as trt_backend
 from pytest_trt.backends import trt_compat
 

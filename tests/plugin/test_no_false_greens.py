@@ -255,7 +255,7 @@ def test_weak(trt):
 """)
     from pytest_trt.backends.emulate import EmulateBackend
 
-    # the class, not an instance: backend instances are memos of each run (pytest_trt.runstate)
+    # the class, not an instance: backend instances are memos of each run (pytest_trt.core.runstate)
     monkeypatch.setattr(EmulateBackend, "supports",
                         lambda self, plan, config: "TensorRT 11 has no weak typing (removed in 11.0; use strong typing)"
                         if config.typing == "weak" else None)

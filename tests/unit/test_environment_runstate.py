@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from pytest_trt import environment, runstate
+from pytest_trt.core import environment, runstate
 
 SMI = """#!/bin/sh
 echo x >> "$(dirname "$0")/calls"

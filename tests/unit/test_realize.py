@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from pytest_trt.dtypes import ELEM_OF_PRECISION
+from pytest_trt.core.dtypes import ELEM_OF_PRECISION
 from pytest_trt.model import load_model
 from pytest_trt.plan import UnsupportedPrecisionError
 from pytest_trt.policy import PrecisionPolicy, Rule

@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from pytest_trt.report.condense import condense_records
-from pytest_trt.report_records import (
+from pytest_trt.core.records import (
     RECORD_TYPES,
     AccuracyRecord,
     BaselineFallbackRecord,
@@ -19,6 +18,7 @@ from pytest_trt.report_records import (
     as_record,
     record_from_json,
 )
+from pytest_trt.report.condense import condense_records
 
 ENGINE = EngineRecord(model="m.onnx", policy="fp16", backend="emulate", cache_hit=False, build_seconds=0.5, key="k",
                       gpu=None)

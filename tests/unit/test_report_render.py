@@ -430,7 +430,8 @@ def test_parse_gpus():
 
 
 def test_visible_devices_honour_cuda_visible_devices(monkeypatch):
-    from pytest_trt import environment, xdist_gpus
+    from pytest_trt import xdist_gpus
+    from pytest_trt.core import environment
 
     three = (environment.GpuInfo("G", "9.0", "1"),) * 3
     monkeypatch.setattr(environment, "gpus", lambda: three)

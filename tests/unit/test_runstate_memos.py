@@ -12,8 +12,8 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper
 
-from pytest_trt import runstate
 from pytest_trt.baseline import cached_session, reference_model
+from pytest_trt.core import runstate
 from pytest_trt.model import load_model
 from pytest_trt.upcast import fp32_reference_model, needs_upcast
 

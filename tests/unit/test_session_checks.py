@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt import runstate
 from pytest_trt.backends import tensorrt as trt_backend
 from pytest_trt.backends import trt_compat
+from pytest_trt.core import runstate
 from pytest_trt.errors import UsageError
 from pytest_trt.session import TrtSession
 from pytest_trt.settings import Settings

@@ -121,7 +121,7 @@ def test_unavailable_reasons_without_the_library(backend, module, reason):
 
 
 def test_no_cuda_device(monkeypatch):
-    from pytest_trt import environment
+    from pytest_trt.core import environment
 
     monkeypatch.setattr(environment, "module_available", lambda name: True)
     monkeypatch.setattr(environment, "gpus", lambda: ())
@@ -752,7 +752,7 @@ def test_session_releases_least_recently_used_engines(use_fake, model, tmp_path,
 
 
 def test_engine_memory_option_and_default(monkeypatch, tmp_path):
-    from pytest_trt import environment
+    from pytest_trt.core import environment
     from pytest_trt.session import TrtSession
     from pytest_trt.settings import Settings, parse_size
 

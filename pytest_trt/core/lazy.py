@@ -33,7 +33,7 @@ import threading
 import types
 from typing import Any
 
-from .errors import MissingDependency
+from ..errors import MissingDependency
 
 __all__ = ["LazyModule", "lazy_import", "is_importable"]
 

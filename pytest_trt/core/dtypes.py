@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .errors import UsageError
+from ..errors import UsageError
 from .lazy import lazy_import
 
 if TYPE_CHECKING:  # pragma: no cover

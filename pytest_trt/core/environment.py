@@ -2,9 +2,9 @@
 
 Detection uses ``importlib.util.find_spec`` and package metadata, and ``nvidia-smi``
 for the GPU, so the report header can be written without importing TensorRT or
-ONNX Runtime. What was found is remembered for the run (:mod:`pytest_trt.runstate` tables
+ONNX Runtime. What was found is remembered for the run (:mod:`pytest_trt.core.runstate` tables
 ``environment.dist_versions``, ``environment.library_versions``, ``environment.gpus``), so a
-new pytest session (or :func:`pytest_trt.runstate.reset`) looks again.
+new pytest session (or :func:`pytest_trt.core.runstate.reset`) looks again.
 """
 
 from __future__ import annotations
