@@ -59,7 +59,7 @@ def rtx_build_fn(path: Path):
     import tensorrt_rtx as trt
 
     from pytest_trt.errors import PatternError
-    from pytest_trt.model import load_model
+    from pytest_trt.model.load import load_model
     from pytest_trt.policy import PrecisionPolicy
     from pytest_trt.realize import realize_strong
 

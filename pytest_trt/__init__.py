@@ -18,8 +18,8 @@ from ._version import __version__
 _LAZY = {
     "PrecisionPolicy": "pytest_trt.policy",
     "PrecisionPlan": "pytest_trt.plan",
-    "load_model": "pytest_trt.model",
-    "Model": "pytest_trt.model",
+    "load_model": "pytest_trt.model.load",
+    "Model": "pytest_trt.model.load",
     "assert_close": "pytest_trt.compare",
     "compare_outputs": "pytest_trt.compare",
     "default_tolerances": "pytest_trt.compare",

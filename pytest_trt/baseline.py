@@ -36,8 +36,8 @@ from .core.environment import dist_version, gpus
 from .core.lazy import lazy_import
 from .core.records import BaselineFallbackRecord
 from .errors import InputError, MissingDependency, ModelError, ProviderFallbackWarning, UsageError
-from .model import Model, load_model
-from .onnx_typing import infer_types
+from .model.load import Model, load_model
+from .model.onnx_typing import infer_types
 from .plan import check_as_written
 from .upcast import fp32_reference_model, needs_upcast
 

@@ -34,7 +34,7 @@ def _elements(shape: Shape) -> int:
 
 
 def node_flops(model: Any, shapes: dict[str, tuple[int, ...]]) -> dict[str, int]:
-    """``{node name: estimated FLOPs}`` for every node of ``model`` (a :class:`~pytest_trt.model.Model`).
+    """``{node name: estimated FLOPs}`` for every node of ``model`` (a :class:`~pytest_trt.model.load.Model`).
 
     ``shapes``: ``{tensor name: shape}`` of one run (feeds, initializers, intermediates).
     """

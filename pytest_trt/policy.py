@@ -190,7 +190,7 @@ class PrecisionPolicy:
         return replace(self, rules=self.rules + _as_rules(tuple(rules)))
 
     def resolve(self, model: Any) -> PrecisionPlan:
-        """Resolve against ``model`` (a :class:`~pytest_trt.model.Model`, path or ModelProto).
+        """Resolve against ``model`` (a :class:`~pytest_trt.model.load.Model`, path or ModelProto).
 
         Raises :class:`PatternError` for a pattern that matches no node and
         :class:`~pytest_trt.errors.ModelError` for a plan the model cannot carry. An
@@ -199,7 +199,7 @@ class PrecisionPolicy:
         """
         # Function-level on purpose (plugin load path): the plugin parses options with this
         # module, which must not import onnx; model and plan do. plan does not import policy.
-        from .model import load_model
+        from .model.load import load_model
         from .plan import resolve_plan
 
         return resolve_plan(load_model(model), self)

@@ -61,7 +61,7 @@ from .cache import ArtifactCache
 from .core.dtypes import ELEM_FLOAT
 from .errors import ModelError, UsageError
 from .layernorm_graph import LayerNormInstance, constant_value, find_layernorms
-from .model import load_model
+from .model.load import load_model
 from .policy import PrecisionPolicy, Rule
 
 if TYPE_CHECKING:  # pragma: no cover

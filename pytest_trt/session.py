@@ -23,7 +23,7 @@ from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cache import ArtifactCache
-    from .model import Model
+    from .model.load import Model
     from .plan import PrecisionPlan
     from .policy import PrecisionPolicy
 
@@ -187,7 +187,7 @@ class TrtSession:
 
     # -- pipeline steps, memoized per process ---------------------------------------
     def model(self, source) -> Model:
-        from .model import Model, load_model  # load path: imported once in use
+        from .model.load import Model, load_model  # load path: imported once in use
 
         if isinstance(source, Model):
             return source

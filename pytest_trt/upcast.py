@@ -64,8 +64,8 @@ from onnx import helper, numpy_helper
 
 from .core import runstate
 from .core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, FLOAT_ELEM_TYPES
-from .model import Model, load_model
-from .onnx_typing import infer_types
+from .model.load import Model, load_model
+from .model.onnx_typing import infer_types
 from .realize.graph_names import all_tensor_names, rename_outer_refs
 from .realize.strong import REALIZATION_KEY, tensor_to_fp32
 from .realize.widen import widen_attribute_types, widened_tensor
@@ -138,7 +138,7 @@ def upcast_to_fp32(model, *, remove_qdq: bool = True) -> onnx.ModelProto:
 
 
 def fp32_reference_model(model, *, remove_qdq: bool = True) -> Model:
-    """The upcast model as a :class:`~pytest_trt.model.Model` (the model itself when
+    """The upcast model as a :class:`~pytest_trt.model.load.Model` (the model itself when
     nothing needs upcasting), memoized per model hash."""
     model = load_model(model)
     key = (model.sha256, remove_qdq, UPCAST_VERSION)

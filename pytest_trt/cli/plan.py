@@ -8,7 +8,7 @@ from pathlib import Path
 import onnx
 
 from ..errors import UsageError
-from ..model import load_model
+from ..model.load import load_model
 from ..parser_check import require
 from ..plan import PrecisionPlan
 from ..realize import realize_strong

@@ -12,7 +12,7 @@ inference does not make), :mod:`~pytest_trt.plan.decide` (compute or fixed, and 
 precision), :mod:`~pytest_trt.plan.node_io` (what each node reads and writes, where Casts
 go), :mod:`~pytest_trt.plan.resolve` (the stages end to end) and
 :mod:`~pytest_trt.plan.records` (the plan and its records). ONNX type inference and schema
-queries are :mod:`pytest_trt.onnx_typing`; the rule syntax is
+queries are :mod:`pytest_trt.model.onnx_typing`; the rule syntax is
 :mod:`pytest_trt.precision_rules`.
 
 Typing rules (the realizations rely on them; see ``docs/DESIGN.md``):

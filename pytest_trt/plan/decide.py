@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..core.dtypes import FP32, LOW_PRECISIONS
 from ..errors import ModelError
-from ..onnx_typing import (
+from ..model.onnx_typing import (
     ELEM_OF_TYPE_STR,
     TYPE_STR_OF_PRECISION,
     GraphContext,

@@ -16,7 +16,7 @@ from typing import Any
 import onnx
 
 from ..core.dtypes import ELEM_OF_PRECISION, PRECISION_OF_ELEM
-from ..onnx_typing import (
+from ..model.onnx_typing import (
     ELEM_OF_TYPE_STR,
     TYPE_STR_OF_PRECISION,
     GraphContext,

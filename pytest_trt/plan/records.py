@@ -19,7 +19,7 @@ from ..errors import ModelError, PatternError, PrecisionError
 from ..precision_rules import Rule, closest, no_match_message, validate_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import Model
+    from ..model.load import Model
 
 # Bump when the typing rules or a realization change what gets built: the plan
 # fingerprint is part of engine cache keys.
@@ -45,7 +45,7 @@ class NodeDecision:
     """What the plan decided for one node.
 
     Attributes:
-        name: node name (unique after :func:`~pytest_trt.model.load_model`).
+        name: node name (unique after :func:`~pytest_trt.model.load.load_model`).
         op_type: ONNX op type.
         precision: ``fp32``/``fp16``/``bf16`` for compute nodes, None for fixed nodes.
         rule: what decided: ``default``, a rule ``PATTERN=PRECISION``, or
@@ -147,7 +147,7 @@ class PolicyView(Protocol):
 
 @dataclass(eq=False)
 class PrecisionPlan:
-    """A :class:`~pytest_trt.policy.PrecisionPolicy` resolved against a :class:`~pytest_trt.model.Model`.
+    """A :class:`~pytest_trt.policy.PrecisionPolicy` resolved against a :class:`~pytest_trt.model.load.Model`.
 
     Build it with ``policy.resolve(model)``. Attributes:
 

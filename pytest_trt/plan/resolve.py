@@ -1,7 +1,7 @@
 """Resolution: a policy and a model in, a :class:`~pytest_trt.plan.PrecisionPlan` out.
 
 :func:`resolve_plan` runs the pipeline's first stage end to end: type the model
-(:mod:`pytest_trt.onnx_typing`), check it (:mod:`pytest_trt.plan.checks`), match the
+(:mod:`pytest_trt.model.onnx_typing`), check it (:mod:`pytest_trt.plan.checks`), match the
 policy's rules to nodes (:mod:`pytest_trt.precision_rules`), decide each node
 (:mod:`pytest_trt.plan.decide`), type each node (:mod:`pytest_trt.plan.node_io`) and
 assemble the plan with its notes and ``expect_fp32`` failures. :func:`resolve_as_is`
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.dtypes import FP32, LOW_PRECISIONS, PRECISION_OF_ELEM
 from ..errors import ModelError, PatternError
-from ..onnx_typing import GraphContext, domain_of, graph_context
+from ..model.onnx_typing import GraphContext, domain_of, graph_context
 from ..precision_rules import Rule, match_rules, no_match_message
 from .checks import check_bindings, check_quantization
 from .decide import check_supported, decide, fixed_reason, written_precision
@@ -32,7 +32,7 @@ from .records import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import Model
+    from ..model.load import Model
 
 
 def resolve_plan(model: Model, policy: PolicyView) -> PrecisionPlan:

@@ -25,7 +25,7 @@ from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
 from ..flops import node_flops
 from ..layerwise import Divergence, locate_divergence
-from ..model import load_model
+from ..model.load import load_model
 from ..policy import PrecisionPolicy, Rule
 from .groups import (
     GRADUAL_KIND_ORDER,
@@ -58,7 +58,7 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
     """Search the smallest set of FP32 islands (keep_fp32 patterns) with which ``model`` passes.
 
     Args:
-        model: a :class:`~pytest_trt.model.Model`, path or ModelProto.
+        model: a :class:`~pytest_trt.model.load.Model`, path or ModelProto.
         policy: the :class:`~pytest_trt.policy.PrecisionPolicy` to start from (or a precision
             name such as ``"fp16"``); suggested patterns are added to its ``keep_fp32``.
         feeds: input feeds (the search is only as good as they are: use the inputs that fail).

@@ -115,7 +115,7 @@ def test_data_dependent_output_shape(tensorrt_backend, engine_cache):
     import numpy as np
     from onnx import TensorProto, helper
 
-    from pytest_trt.model import load_model
+    from pytest_trt.model.load import load_model
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("NonZero", ["r"], ["idx"], name="nz")],

@@ -18,7 +18,7 @@ from pathlib import Path
 import onnx
 from report_schema import assert_valid_report
 
-from pytest_trt import testing_models as tm
+from pytest_trt.model import testing_models as tm
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "unit" / "fake_tensorrt.py"

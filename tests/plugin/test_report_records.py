@@ -199,7 +199,7 @@ def test_each_record_names_the_gpu_of_its_xdist_worker(pytester, monkeypatch):
 
     import onnx
 
-    from pytest_trt import testing_models as tm
+    from pytest_trt.model import testing_models as tm
 
     smi = pytester.path / "bin" / "nvidia-smi"
     smi.parent.mkdir()

@@ -46,7 +46,7 @@ def _preimport() -> None:
 
 _preimport()
 
-from pytest_trt.testing_models import decomposed_layernorm_block, graph_model  # noqa: E402
+from pytest_trt.model.testing_models import decomposed_layernorm_block, graph_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"

@@ -45,7 +45,7 @@ from pytest_trt.errors import (
     UsageError,
 )
 from pytest_trt.inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
-from pytest_trt.model import load_model
+from pytest_trt.model.load import load_model
 from pytest_trt.policy import PrecisionPolicy, parse_rule
 
 REPO = Path(__file__).resolve().parents[2]

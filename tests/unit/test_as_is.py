@@ -29,10 +29,10 @@ from pytest_trt.baseline import normalize_baseline, reference_label, reference_m
 from pytest_trt.compare import compare_outputs
 from pytest_trt.errors import ModelError, PatternError, PrecisionError, UsageError
 from pytest_trt.layers import LayerReport
-from pytest_trt.model import load_model
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import export_feeds, graph_model
 from pytest_trt.plan import AS_WRITTEN
 from pytest_trt.realize import realize_emulation, realize_strong
-from pytest_trt.testing_models import export_feeds, graph_model
 from pytest_trt.upcast import needs_upcast, upcast_notes, upcast_to_fp32
 
 ort = pytest.importorskip("onnxruntime")
@@ -263,7 +263,7 @@ def test_upcast_qdq_removes_fake_quant_or_keeps_it(qdq):
 
 
 def test_fp32_model_is_its_own_reference():
-    from pytest_trt.testing_models import decomposed_layernorm_block
+    from pytest_trt.model.testing_models import decomposed_layernorm_block
 
     model = load_model(decomposed_layernorm_block())
     assert not needs_upcast(model)

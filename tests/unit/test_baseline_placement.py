@@ -8,7 +8,7 @@ import pytest
 from pytest_trt.baseline import make_session, node_placement, warn_placement
 from pytest_trt.errors import ProviderFallbackWarning
 from pytest_trt.inputs import make_feeds
-from pytest_trt.model import load_model
+from pytest_trt.model.load import load_model
 
 ENCODER = Path(__file__).resolve().parents[2] / "example_suite" / "models" / "encoder_opset14.onnx"
 

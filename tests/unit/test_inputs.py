@@ -40,7 +40,7 @@ from pytest_trt.inputs import (
     save_feeds,
     symbolic_dims,
 )
-from pytest_trt.model import load_model
+from pytest_trt.model.load import load_model
 
 REPO = Path(__file__).resolve().parents[2]
 VOCAB = 50

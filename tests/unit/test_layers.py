@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt import testing_models as tm
 from pytest_trt.inspector import dtype_from_text, inspector_schema, split_tensor_entry
 from pytest_trt.layers import (
     STRONG_TYPING_CONSISTENT,
@@ -20,7 +19,8 @@ from pytest_trt.layers import (
     parse_layers,
     parse_metadata,
 )
-from pytest_trt.model import load_model
+from pytest_trt.model import testing_models as tm
+from pytest_trt.model.load import load_model
 from pytest_trt.policy import PrecisionPolicy
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "inspector"

@@ -206,7 +206,7 @@ def test_low_precision_and_mixing_is_refused():
 
 
 def test_as_is_is_stored_and_resolved_from_the_model():
-    from pytest_trt.testing_models import layernorm17_block
+    from pytest_trt.model.testing_models import layernorm17_block
 
     policy = PrecisionPolicy(as_is=True, expect_fp32=["op:LayerNormalization"])
     assert policy.to_json()["as_is"] is True

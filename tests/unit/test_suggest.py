@@ -14,10 +14,10 @@ from pytest_trt.baseline import fp32_baseline
 from pytest_trt.cache import ArtifactCache
 from pytest_trt.compare import compare_outputs
 from pytest_trt.inputs import make_feeds
-from pytest_trt.model import load_model
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import export_feeds
 from pytest_trt.policy import PrecisionPolicy
 from pytest_trt.suggest import candidate_groups, compress_groups, escape_glob, scope_of, suggest_fp32_islands
-from pytest_trt.testing_models import export_feeds
 
 ROOT = Path(__file__).resolve().parents[2]
 ENCODER14 = ROOT / "example_suite" / "models" / "encoder_opset14.onnx"

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_trt import testing_models as tm
 from pytest_trt.backends import tensorrt as trt_backend
 from pytest_trt.backends import trt_build, trt_compat, trt_versions
 from pytest_trt.backends.base import BuildConfig, get_backend
@@ -33,7 +32,8 @@ from pytest_trt.backends.trt_compat import TrtCompat
 from pytest_trt.cache import ArtifactCache
 from pytest_trt.errors import BackendUnavailable, BuildError, InputError
 from pytest_trt.layers import LayerReport
-from pytest_trt.model import load_model
+from pytest_trt.model import testing_models as tm
+from pytest_trt.model.load import load_model
 from pytest_trt.policy import PrecisionPolicy
 
 # Loaded by path (not "import fake_tensorrt") so the import mode and any tests/__init__.py do not matter.

@@ -39,7 +39,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from .errors import UsageError
+from ..errors import UsageError
 
 FLOAT, INT64, BOOL = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 VOCAB_KEY = "pytest_trt.testing.vocab_size"
@@ -435,7 +435,7 @@ def export_feeds(model, *, seed: int = 0) -> dict[str, np.ndarray]:
     others -> 2). Float inputs standard normal; int64 ``*mask*`` inputs all ones; other
     int64 inputs token ids below 100 (the tiny exports' vocabularies are larger).
 
-    ``model`` is a :class:`pytest_trt.model.Model`.
+    ``model`` is a :class:`pytest_trt.model.load.Model`.
     """
     rng = np.random.default_rng(seed)
     feeds = {}

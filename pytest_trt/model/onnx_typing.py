@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import onnx
 
-from .core.dtypes import ELEM_DOUBLE, FLOAT_ELEM_TYPES, PRECISION_OF_ELEM
-from .errors import ModelError
+from ..core.dtypes import ELEM_DOUBLE, FLOAT_ELEM_TYPES, PRECISION_OF_ELEM
+from ..errors import ModelError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .model import Model
+    from .load import Model
 
 #: ONNX type strings of the float tensor types -> element type.
 ELEM_OF_TYPE_STR = {"tensor(float)": 1, "tensor(float16)": 10, "tensor(double)": 11, "tensor(bfloat16)": 16}

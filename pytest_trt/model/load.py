@@ -16,7 +16,7 @@ from typing import Any
 import onnx
 from onnx.external_data_helper import load_external_data_for_model, uses_external_data
 
-from .errors import ModelError
+from ..errors import ModelError
 
 
 @dataclass(eq=False)
