@@ -51,7 +51,7 @@ from pytest_trt.compare import (  # noqa: E402
 )
 from pytest_trt.inputs import make_feeds  # noqa: E402
 from pytest_trt.model.load import load_model  # noqa: E402
-from pytest_trt.policy import PrecisionPolicy  # noqa: E402
+from pytest_trt.plan.policy import PrecisionPolicy  # noqa: E402
 from pytest_trt.realize import realize_emulation  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "calibration"

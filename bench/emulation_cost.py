@@ -33,7 +33,7 @@ from _machine import machine  # noqa: E402  (bench/ is run as scripts)
 from pytest_trt.baseline import make_session  # noqa: E402
 from pytest_trt.inputs import make_feeds  # noqa: E402
 from pytest_trt.model.load import load_model  # noqa: E402
-from pytest_trt.policy import PrecisionPolicy  # noqa: E402
+from pytest_trt.plan.policy import PrecisionPolicy  # noqa: E402
 from pytest_trt.realize import realize_emulation  # noqa: E402
 
 MODELS = ROOT / "example_suite" / "models"

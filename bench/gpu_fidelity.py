@@ -53,7 +53,7 @@ from pytest_trt.baseline import (  # noqa: E402
 from pytest_trt.compare import compare_outputs  # noqa: E402
 from pytest_trt.inputs import make_feeds  # noqa: E402
 from pytest_trt.model.load import load_model  # noqa: E402
-from pytest_trt.policy import PrecisionPolicy  # noqa: E402
+from pytest_trt.plan.policy import PrecisionPolicy  # noqa: E402
 from pytest_trt.realize import realize_emulation, realize_strong  # noqa: E402
 
 SUITE = ROOT / "example_suite" / "models"

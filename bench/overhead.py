@@ -157,7 +157,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     from pytest_trt.model.load import load_model
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.plan.policy import PrecisionPolicy
     from pytest_trt.realize import realize_emulation
 
     print(machine())

@@ -60,7 +60,7 @@ def rtx_build_fn(path: Path):
 
     from pytest_trt.errors import PatternError
     from pytest_trt.model.load import load_model
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.plan.policy import PrecisionPolicy
     from pytest_trt.realize import realize_strong
 
     model = load_model(path)

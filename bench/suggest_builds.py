@@ -43,7 +43,7 @@ from pytest_trt.cache import ArtifactCache  # noqa: E402
 from pytest_trt.inputs import make_feeds  # noqa: E402
 from pytest_trt.model.load import load_model  # noqa: E402
 from pytest_trt.model.testing_models import sample_feeds  # noqa: E402
-from pytest_trt.policy import PrecisionPolicy  # noqa: E402
+from pytest_trt.plan.policy import PrecisionPolicy  # noqa: E402
 from pytest_trt.suggest import suggest_fp32_islands  # noqa: E402
 
 HIDDEN, SEQ = 64, 8

@@ -16,7 +16,7 @@ import importlib
 from ._version import __version__
 
 _LAZY = {
-    "PrecisionPolicy": "pytest_trt.policy",
+    "PrecisionPolicy": "pytest_trt.plan.policy",
     "PrecisionPlan": "pytest_trt.plan",
     "load_model": "pytest_trt.model.load",
     "Model": "pytest_trt.model.load",

@@ -33,7 +33,7 @@ from .inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_f
 from .layerwise import locate_divergence
 from .marker import MARKER_KEYS, marker_kwargs, validate_options
 from .parser_check import require
-from .policy import PrecisionPolicy, Rule
+from .plan.policy import PrecisionPolicy, Rule
 from .report.plots import failing_output_figures, layerwise_record
 from .report.rows import network_scopes
 from .suggest import suggest_fp32_islands

@@ -15,7 +15,7 @@ from .activation import RECORDS_KEY, activate, current_session, item_records
 from .core.dtypes import normalize_precision
 from .core.records import ParserRecord
 from .errors import BackendUnavailable, PytestTrtError, UsageError
-from .policy import PrecisionPolicy
+from .plan.policy import PrecisionPolicy
 
 
 def _session(config):

@@ -62,7 +62,7 @@ from .core.dtypes import ELEM_FLOAT
 from .errors import ModelError, UsageError
 from .layernorm_graph import LayerNormInstance, constant_value, find_layernorms
 from .model.load import load_model
-from .policy import PrecisionPolicy, Rule
+from .plan.policy import PrecisionPolicy, Rule
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backends.base import Engine

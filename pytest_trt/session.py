@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .cache import ArtifactCache
     from .model.load import Model
     from .plan import PrecisionPlan
-    from .policy import PrecisionPolicy
+    from .plan.policy import PrecisionPolicy
 
 
 @dataclass

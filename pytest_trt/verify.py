@@ -99,7 +99,7 @@ from .collapse import (
 from .core.dtypes import FP32, normalize_precision
 from .errors import PatternError, PrecisionError, UsageError
 from .layers import EVIDENCE, LayerReport, evidence_text
-from .policy import Rule, validate_pattern
+from .plan.policy import Rule, validate_pattern
 from .probes import DEFAULT_TOLERANCE, ProbeResult, probe_precision
 
 if TYPE_CHECKING:  # pragma: no cover

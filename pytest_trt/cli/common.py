@@ -18,7 +18,7 @@ from ..errors import UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
 from ..parser_check import PARSER_CHECK_CHOICES, check_parser
 from ..parser_check import require as require_parser_check
-from ..policy import PrecisionPolicy
+from ..plan.policy import PrecisionPolicy
 from ..session import TrtSession
 from ..settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
 

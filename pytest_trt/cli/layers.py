@@ -20,7 +20,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import PrecisionError
-from ..policy import parse_rule
+from ..plan.policy import parse_rule
 from ..verify import assert_precision
 from .common import (
     add_engine_flags,

@@ -25,7 +25,6 @@ from ..model.onnx_typing import (
     primary_type_var,
     qualified,
 )
-from ..precision_rules import Rule
 from .records import (
     COMPUTE,
     FIXED,
@@ -35,6 +34,7 @@ from .records import (
     PolicyView,
     UnsupportedPrecisionError,
 )
+from .rules import Rule
 
 #: Ops whose schema allows FP16/BF16 but whose ONNX function body does not type-check in
 #: them (a FLOAT Constant inside): ``check_model(full_check=True)`` rejects the lowered node.

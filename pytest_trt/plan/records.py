@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.dtypes import FP32, LOW_PRECISIONS, PRECISIONS
 from ..errors import ModelError, PatternError, PrecisionError
-from ..precision_rules import Rule, closest, no_match_message, validate_pattern
+from .rules import Rule, closest, no_match_message, validate_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model.load import Model
@@ -123,7 +123,7 @@ class UnsupportedPrecisionError(ModelError):
 
 
 class PolicyView(Protocol):
-    """What a plan reads of its :class:`~pytest_trt.policy.PrecisionPolicy` (the type of
+    """What a plan reads of its :class:`~pytest_trt.plan.policy.PrecisionPolicy` (the type of
     :attr:`PrecisionPlan.policy`). A protocol, so that the plan does not import the policy
     module: ``PrecisionPolicy.resolve`` imports the plan."""
 
@@ -147,7 +147,7 @@ class PolicyView(Protocol):
 
 @dataclass(eq=False)
 class PrecisionPlan:
-    """A :class:`~pytest_trt.policy.PrecisionPolicy` resolved against a :class:`~pytest_trt.model.load.Model`.
+    """A :class:`~pytest_trt.plan.policy.PrecisionPolicy` resolved against a :class:`~pytest_trt.model.load.Model`.
 
     Build it with ``policy.resolve(model)``. Attributes:
 

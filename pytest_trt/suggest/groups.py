@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.dtypes import LOW_PRECISIONS
-from ..policy import Rule
+from ..plan.policy import Rule
 from ..scopes import escape_glob, scope_of
 
 __all__ = [

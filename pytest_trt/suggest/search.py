@@ -26,7 +26,7 @@ from ..errors import UsageError
 from ..flops import node_flops
 from ..layerwise import Divergence, locate_divergence
 from ..model.load import load_model
-from ..policy import PrecisionPolicy, Rule
+from ..plan.policy import PrecisionPolicy, Rule
 from .groups import (
     GRADUAL_KIND_ORDER,
     KIND_ORDER,
@@ -59,7 +59,7 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
 
     Args:
         model: a :class:`~pytest_trt.model.load.Model`, path or ModelProto.
-        policy: the :class:`~pytest_trt.policy.PrecisionPolicy` to start from (or a precision
+        policy: the :class:`~pytest_trt.plan.policy.PrecisionPolicy` to start from (or a precision
             name such as ``"fp16"``); suggested patterns are added to its ``keep_fp32``.
         feeds: input feeds (the search is only as good as they are: use the inputs that fail).
         backend: a :class:`~pytest_trt.backends.base.Backend` or its name (``"emulate"``).

@@ -105,7 +105,7 @@ def run_case(trt, backend, cache, model_name, policy_kwargs, dims) -> dict:
     from pytest_trt.errors import BackendUnavailable
     from pytest_trt.inputs import make_feeds
     from pytest_trt.model.load import load_model
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     model = load_model(MODELS / model_name)
     policy = PrecisionPolicy(**policy_kwargs)

@@ -27,7 +27,7 @@ LAYERNORM = ("*/LayerNorm/*", "*/ln_*/*", "*/layernorm*/*", "op:LayerNormalizati
 
 
 def _keep(model) -> tuple[str, ...]:
-    from pytest_trt.policy import Rule
+    from pytest_trt.plan.policy import Rule
 
     nodes = list(model.graph.node)
     return tuple(p for p in LAYERNORM if any(Rule(p, "fp32").matches(n) for n in nodes))
@@ -49,7 +49,7 @@ def cache(tmp_path_factory):
 def test_every_realization_parses_and_builds(rtx, cache, source, precision, keep_ln):
     from pytest_trt.model.load import load_model
     from pytest_trt.parser_check import check_parser
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     model = load_model(source)
     keep = _keep(model) if keep_ln else ()
@@ -70,7 +70,7 @@ def test_every_realization_parses_and_builds(rtx, cache, source, precision, keep
 def test_as_is_models_parse_and_build(rtx, cache, source):
     from pytest_trt.model.load import load_model
     from pytest_trt.parser_check import check_parser
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     plan = PrecisionPolicy(default="fp32", as_is=True).resolve(load_model(source))
     check = check_parser(plan, cache=cache)
@@ -82,7 +82,7 @@ def test_the_result_is_cached_with_the_engine(rtx, tmp_path):
     from pytest_trt.cache import ArtifactCache
     from pytest_trt.model.load import load_model
     from pytest_trt.parser_check import check_parser
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     cache = ArtifactCache(tmp_path / "c")
     plan = PrecisionPolicy(default="bf16").resolve(load_model(EXAMPLE / "encoder_opset14.onnx"))
@@ -99,7 +99,7 @@ def test_gpt2_bf16_opset14_every_pow_as_planned(rtx):
     was planned BF16 and parsed FP32 until the realization typed Pow's exponent (branch i18)."""
     from pytest_trt.model.load import load_model
     from pytest_trt.parser_check import check_parser
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     plan = PrecisionPolicy(default="bf16").resolve(load_model(DATA / "gpt2_tiny_opset14.onnx"))
     check = check_parser(plan, build=False)

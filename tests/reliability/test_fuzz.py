@@ -36,7 +36,7 @@ from pytest_trt.errors import (
 )
 from pytest_trt.inputs import check_feeds, make_feeds, parse_input_shape, parse_val_range
 from pytest_trt.model.load import load_model
-from pytest_trt.policy import PrecisionPolicy, parse_rule
+from pytest_trt.plan.policy import PrecisionPolicy, parse_rule
 
 REPO = Path(__file__).resolve().parents[2]
 ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"

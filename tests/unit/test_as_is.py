@@ -479,7 +479,7 @@ def test_mixed_realization_of_a_real_export_reads_back_as_is(path):
     """A policy's strong realization IS a mixed model with Casts (what autocast tools emit).
     Read back as_is, it must plan every original node as the policy did, and its emulation
     must round exactly where the policy's emulation does (bitwise equal outputs)."""
-    from pytest_trt.policy import Rule
+    from pytest_trt.plan.policy import Rule
 
     model = load_model(path)
     keep = [p for p in _LN if any(Rule(p, "fp32").matches(n) for n in model.graph.node)]

@@ -21,7 +21,7 @@ from pytest_trt.layers import (
 )
 from pytest_trt.model import testing_models as tm
 from pytest_trt.model.load import load_model
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.plan.policy import PrecisionPolicy
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "inspector"
 LN = "/encoder/layer.0/attention/output/LayerNorm"

@@ -17,7 +17,7 @@ from pytest_trt.inputs import make_feeds
 from pytest_trt.layerwise import Divergence, compare_tensors, locate_divergence
 from pytest_trt.model.load import load_model
 from pytest_trt.model.testing_models import graph_model
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.plan.policy import PrecisionPolicy
 
 ROOT = Path(__file__).resolve().parents[2]
 ENCODER14 = ROOT / "example_suite" / "models" / "encoder_opset14.onnx"

@@ -21,7 +21,7 @@ from pytest_trt.model.testing_models import (
     shared_initializer_model,
 )
 from pytest_trt.plan import PrecisionPlan, UnsupportedPrecisionError
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.plan.policy import PrecisionPolicy
 
 F, F16, D, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.INT64
 LN = "/encoder/layer.0/attention/output/LayerNorm"

@@ -15,7 +15,7 @@ from pytest_trt.cache import ArtifactCache
 from pytest_trt.errors import PrecisionError, UsageError
 from pytest_trt.model import testing_models as tm
 from pytest_trt.model.load import load_model
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.plan.policy import PrecisionPolicy
 from pytest_trt.probes import (
     DEFAULT_TOLERANCE,
     FP16_MAX,

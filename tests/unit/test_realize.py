@@ -32,7 +32,7 @@ from pytest_trt.model.testing_models import (
     shared_initializer_model,
 )
 from pytest_trt.plan import UnsupportedPrecisionError
-from pytest_trt.policy import PrecisionPolicy, Rule
+from pytest_trt.plan.policy import PrecisionPolicy, Rule
 from pytest_trt.realize import realization_notes, realize_emulation, realize_strong, weak_hints
 from pytest_trt.realize.strong import BF16_MAX, bf16_bits_to_fp32, round_to, to_bf16_bits, to_fp16
 

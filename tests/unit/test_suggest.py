@@ -16,7 +16,7 @@ from pytest_trt.compare import compare_outputs
 from pytest_trt.inputs import make_feeds
 from pytest_trt.model.load import load_model
 from pytest_trt.model.testing_models import export_feeds
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.plan.policy import PrecisionPolicy
 from pytest_trt.suggest import candidate_groups, compress_groups, escape_glob, scope_of, suggest_fp32_islands
 
 ROOT = Path(__file__).resolve().parents[2]

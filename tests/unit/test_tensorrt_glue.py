@@ -34,7 +34,7 @@ from pytest_trt.errors import BackendUnavailable, BuildError, InputError
 from pytest_trt.layers import LayerReport
 from pytest_trt.model import testing_models as tm
 from pytest_trt.model.load import load_model
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.plan.policy import PrecisionPolicy
 
 # Loaded by path (not "import fake_tensorrt") so the import mode and any tests/__init__.py do not matter.
 _spec = importlib.util.spec_from_file_location("_pytest_trt_fake_tensorrt", Path(__file__).with_name("fake_tensorrt.py"))

@@ -20,7 +20,7 @@ from pytest_trt.errors import PatternError, PrecisionError, UsageError
 from pytest_trt.layers import LayerReport
 from pytest_trt.model import testing_models as tm
 from pytest_trt.model.load import load_model
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.plan.policy import PrecisionPolicy
 from pytest_trt.verify import (
     EMULATED_NOTE,
     MAX_LISTED,

@@ -2,7 +2,7 @@
 
 The lowest layer of the precision pipeline: a :class:`Rule` is ``PATTERN=PRECISION``, where
 the pattern is a shell glob over ONNX node names (``*/LayerNorm/*``) or ``op:TYPE`` over op
-types (``op:Softmax``). :mod:`pytest_trt.policy` orders rules into a policy;
+types (``op:Softmax``). :mod:`pytest_trt.plan.policy` orders rules into a policy;
 :mod:`pytest_trt.plan` matches them against a model's nodes (:func:`match_rules`) and
 says, when a pattern matches nothing, which names come closest (:func:`no_match_message`).
 
@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core.dtypes import normalize_precision
-from .errors import PatternError, UsageError
+from ..core.dtypes import normalize_precision
+from ..errors import PatternError, UsageError
 
 OP_PREFIX = "op:"
 # ONNX op types are identifiers (Softmax, LayerNormalization, com.microsoft ops too).

@@ -12,7 +12,7 @@ explicit rule::
 (every node -> precision, and which rule decided it). A pattern that matches no node
 of the model is an error there, never silently ignored.
 
-The pattern syntax and :class:`Rule` live in :mod:`pytest_trt.precision_rules` (re-exported
+The pattern syntax and :class:`Rule` live in :mod:`pytest_trt.plan.rules` (re-exported
 here). This module imports neither onnx nor numpy: the plugin parses options with it.
 """
 
@@ -22,12 +22,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from .core.dtypes import FP32, LOW_PRECISIONS, normalize_precision
-from .errors import UsageError
-from .precision_rules import OP_PREFIX, Rule, parse_rule, validate_pattern
+from ..core.dtypes import FP32, LOW_PRECISIONS, normalize_precision
+from ..errors import UsageError
+from .rules import OP_PREFIX, Rule, parse_rule, validate_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .plan import PrecisionPlan
+    from . import PrecisionPlan
 
 def _as_rule(item: Any, source: str) -> Rule:
     if isinstance(item, Rule):
@@ -199,8 +199,8 @@ class PrecisionPolicy:
         """
         # Function-level on purpose (plugin load path): the plugin parses options with this
         # module, which must not import onnx; model and plan do. plan does not import policy.
-        from .model.load import load_model
-        from .plan import resolve_plan
+        from ..model.load import load_model
+        from . import resolve_plan
 
         return resolve_plan(load_model(model), self)
 
