@@ -26,7 +26,7 @@ _LAZY = {
     "BuildConfig": "pytest_trt.backends.base",
     "get_backend": "pytest_trt.backends.base",
     "select_backend": "pytest_trt.backends.base",
-    "fp32_baseline": "pytest_trt.baseline",
+    "fp32_baseline": "pytest_trt.reference.baseline",
     "make_feeds": "pytest_trt.inputs",
     "load_feeds": "pytest_trt.inputs",
     "input_specs": "pytest_trt.inputs",

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pytest
 
 from .backends.base import get_backend
-from .baseline import normalize_baseline, reference_label, reference_model
 from .compare import CompareResult, compare_outputs, default_tolerances
 from .core.dtypes import normalize_precision
 from .core.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
@@ -34,6 +33,7 @@ from .layerwise import locate_divergence
 from .marker import MARKER_KEYS, marker_kwargs, validate_options
 from .parser_check import require
 from .plan.policy import PrecisionPolicy, Rule
+from .reference.baseline import normalize_baseline, reference_label, reference_model
 from .report.plots import failing_output_figures, layerwise_record
 from .report.rows import network_scopes
 from .suggest import suggest_fp32_islands
@@ -360,7 +360,7 @@ class TrtCase:
 
         ``"fp32"``: the model upcast to FP32 (Q/DQ removed), which for an FP32 source model
         is the model itself; ``"as-written"``: the model as written (fake-quant for Q/DQ).
-        See :mod:`pytest_trt.upcast` for which to use when.
+        See :mod:`pytest_trt.reference.upcast` for which to use when.
         """
         feeds = self._feeds_or_default(feeds)
         which = normalize_baseline(baseline if baseline is not None else self.options.get("baseline", "fp32"))

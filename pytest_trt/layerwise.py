@@ -1,7 +1,7 @@
 """Layerwise comparison: which node's error jumps first, and which nodes contribute most.
 
 Every float tensor of the engine (``engine.run_layerwise(feeds)``) is compared with the
-same tensor of the model run in FP32 by ONNX Runtime (:func:`~pytest_trt.baseline.fp32_intermediates`).
+same tensor of the model run in FP32 by ONNX Runtime (:func:`~pytest_trt.reference.baseline.fp32_intermediates`).
 Rows are in topological order, each with the node that produced the tensor.
 
 Per tensor (reference ``r``, engine value ``a``, elements finite on both sides)::
@@ -49,8 +49,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .baseline import fp32_intermediates
 from .core.jsonsafe import json_number
+from .reference.baseline import fp32_intermediates
 from .scopes import scope_pattern
 
 if TYPE_CHECKING:  # pragma: no cover

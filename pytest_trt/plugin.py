@@ -145,7 +145,7 @@ def header_lines(session, config=None) -> list[str]:
     # The running onnxruntime module's version, not a distribution's metadata (onnxruntime and
     # onnxruntime-gpu can both be installed; docs/VERIFIED.md). The plugin is in use here, so
     # importing onnxruntime is fine (the session's runtime check already did).
-    from .baseline import onnxruntime_version  # load path: imported once in use
+    from .reference.baseline import onnxruntime_version  # load path: imported once in use
 
     ort_version = onnxruntime_version()
     versions["onnxruntime"] = None if ort_version == "missing" else ort_version
@@ -291,12 +291,12 @@ def _junit_properties(records: list[Record]) -> list[tuple[str, str]]:
 class FallbackRecorder:
     """While a trt test runs (setup, call, teardown), a CUDA baseline whose float nodes fell back to
     ONNX Runtime's CPU provider adds a ``baseline_fallback`` record to the test's records (once per
-    model and node list), besides its ProviderFallbackWarning (:func:`pytest_trt.baseline.warn_placement`)."""
+    model and node list), besides its ProviderFallbackWarning (:func:`pytest_trt.reference.baseline.warn_placement`)."""
 
     def _around(self, item):
         if current_session(item.config) is None or not is_trt_item(item):
             return None
-        from .baseline import FALLBACK_SINK  # load path: imported once in use
+        from .reference.baseline import FALLBACK_SINK  # load path: imported once in use
 
         def sink(record: BaselineFallbackRecord) -> None:
             records = item_records(item)

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .baseline import fp32_intermediates, reference_model
 from .core.dtypes import BF16, FP16
+from .reference.baseline import fp32_intermediates, reference_model
 
 if TYPE_CHECKING:  # pragma: no cover
     from .plan import PrecisionPlan

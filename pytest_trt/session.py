@@ -113,7 +113,7 @@ class TrtSession:
         explicit backend that cannot run, ONNX Runtime missing or broken, a baseline provider
         that does not really run, a typing the TensorRT version lacks.
         """
-        from .baseline import check_runtime  # load path: imported once in use
+        from .reference.baseline import check_runtime  # load path: imported once in use
 
         if selected is None:
             selected = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
@@ -325,7 +325,7 @@ class TrtSession:
             thread.join()
 
     def baseline(self, model: Model, feeds: dict) -> dict:
-        from .baseline import fp32_baseline  # load path: imported once in use
+        from .reference.baseline import fp32_baseline  # load path: imported once in use
 
         return fp32_baseline(model, feeds, provider=self.settings.baseline_provider, cache=self.cache,
                              rebuild=self.settings.rebuild)

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..baseline import float_tensor_names
 from ..errors import BuildError
 from ..inspector import FLOAT_PRECISIONS, metadata_nodes
 from ..network_rule import HIGHER, judge
+from ..reference.baseline import float_tensor_names
 from .trt_compat import TrtCompat, dtype_name
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -7,7 +7,7 @@ the element type of each tensor, its inferred shape, the float constants, the
 outer-scope tensors control-flow subgraphs read). The schema queries (:func:`formal`,
 :func:`allowed_types`, :func:`is_type_var`, :func:`primary_type_var`, ...) say which
 types an op's inputs and outputs may take. The plan (:mod:`pytest_trt.plan`), the
-baseline's checks and the FP32 upcast (:mod:`pytest_trt.upcast`) build on them.
+baseline's checks and the FP32 upcast (:mod:`pytest_trt.reference.upcast`) build on them.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def engine_counts(results: Iterable[dict]) -> dict[str, Any]:
 def baseline_fallbacks(results: Iterable[dict]) -> list[dict[str, Any]]:
     """CUDA baselines whose float nodes ran on ONNX Runtime's CPU provider, one entry per model and
     node list: ``{"model", "provider", "nodes": [[name, op_type]], "tests": [nodeid, ...]}``
-    (records of kind ``baseline_fallback``, :func:`pytest_trt.baseline.warn_placement`)."""
+    (records of kind ``baseline_fallback``, :func:`pytest_trt.reference.baseline.warn_placement`)."""
     out: dict[tuple, dict[str, Any]] = {}
     for res, rec in records_of(results, BaselineFallbackRecord):
         key = (rec.model, json.dumps(rec.nodes))

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..backends.base import BuildConfig, get_backend
-from ..baseline import fp32_baseline, fp32_intermediates
 from ..compare import compare_outputs, default_tolerances
 from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
@@ -27,6 +26,7 @@ from ..flops import node_flops
 from ..layerwise import Divergence, locate_divergence
 from ..model.load import load_model
 from ..plan.policy import PrecisionPolicy, Rule
+from ..reference.baseline import fp32_baseline, fp32_intermediates
 from .groups import (
     GRADUAL_KIND_ORDER,
     KIND_ORDER,

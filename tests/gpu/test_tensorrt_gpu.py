@@ -16,10 +16,10 @@ from __future__ import annotations
 import pytest
 
 from pytest_trt.backends.base import BuildConfig
-from pytest_trt.baseline import fp32_baseline, fp32_intermediates
 from pytest_trt.compare import assert_close
 from pytest_trt.errors import BackendUnavailable
 from pytest_trt.plan.policy import PrecisionPolicy
+from pytest_trt.reference.baseline import fp32_baseline, fp32_intermediates
 
 pytestmark = pytest.mark.gpu
 

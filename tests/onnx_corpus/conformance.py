@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the corp
 from onnx_corpus import CorpusCase, iter_corpus  # noqa: E402
 
 from pytest_trt import PrecisionPolicy  # noqa: E402
-from pytest_trt.baseline import make_session, reference_model  # noqa: E402
 from pytest_trt.errors import ModelError  # noqa: E402
 from pytest_trt.model.load import load_model  # noqa: E402
 from pytest_trt.realize import realize_emulation, realize_strong  # noqa: E402
+from pytest_trt.reference.baseline import make_session, reference_model  # noqa: E402
 
 LOW = ("fp16", "bf16")
 

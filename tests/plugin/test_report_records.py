@@ -104,7 +104,7 @@ def test_verbose_engine_lines_reach_the_terminal_under_default_capture(pytester)
 
 FALLBACK = f'''
 import pytest
-from pytest_trt import baseline
+from pytest_trt.reference import baseline
 
 # FAKED placement result (what ONNX Runtime's profile says of a CUDA baseline, baseline.node_placement):
 # the real one needs a GPU. warn_placement is what fp32_baseline calls with it.

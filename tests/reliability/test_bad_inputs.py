@@ -31,7 +31,6 @@ import numpy as np
 import pytest
 
 from pytest_trt.backends.base import BuildConfig, get_backend, select_backend
-from pytest_trt.baseline import fp32_baseline
 from pytest_trt.case import marker_kwargs
 from pytest_trt.cli import main as cli_main
 from pytest_trt.compare import assert_close, compare_outputs
@@ -47,6 +46,7 @@ from pytest_trt.errors import (
 from pytest_trt.inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
 from pytest_trt.model.load import load_model
 from pytest_trt.plan.policy import PrecisionPolicy, parse_rule
+from pytest_trt.reference.baseline import fp32_baseline
 
 REPO = Path(__file__).resolve().parents[2]
 ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"

@@ -25,7 +25,6 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trt import PrecisionPolicy
 from pytest_trt.backends.base import BuildConfig, get_backend
-from pytest_trt.baseline import normalize_baseline, reference_label, reference_model, reference_outputs
 from pytest_trt.compare import compare_outputs
 from pytest_trt.errors import ModelError, PatternError, PrecisionError, UsageError
 from pytest_trt.layers import LayerReport
@@ -33,7 +32,13 @@ from pytest_trt.model.load import load_model
 from pytest_trt.model.testing_models import export_feeds, graph_model
 from pytest_trt.plan import AS_WRITTEN
 from pytest_trt.realize import realize_emulation, realize_strong
-from pytest_trt.upcast import needs_upcast, upcast_notes, upcast_to_fp32
+from pytest_trt.reference.baseline import (
+    normalize_baseline,
+    reference_label,
+    reference_model,
+    reference_outputs,
+)
+from pytest_trt.reference.upcast import needs_upcast, upcast_notes, upcast_to_fp32
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -162,9 +162,9 @@ def test_cuda_baselines_are_keyed_by_gpu_model_not_instance(machine, tmp_path):
     """A CUDA baseline is cached per GPU model (like engines): the same model under another
     CUDA_VISIBLE_DEVICES spelling is a hit, another model is a new entry. ONNX Runtime's CPU
     provider computes the values here (no GPU); the key is what is under test."""
-    from pytest_trt import baseline
     from pytest_trt.cache import ArtifactCache
     from pytest_trt.model.testing_models import decomposed_layernorm_block, sample_feeds
+    from pytest_trt.reference import baseline
 
     def cpu_session(key, make_bytes, *, provider="cpu", label="model"):
         return real_cached_session(key, make_bytes, provider="cpu", label=label)

@@ -10,13 +10,13 @@ import pytest
 
 import pytest_trt
 from pytest_trt.backends.base import BuildConfig, get_backend
-from pytest_trt.baseline import fp32_baseline
 from pytest_trt.cache import ArtifactCache
 from pytest_trt.compare import compare_outputs
 from pytest_trt.inputs import make_feeds
 from pytest_trt.model.load import load_model
 from pytest_trt.model.testing_models import export_feeds
 from pytest_trt.plan.policy import PrecisionPolicy
+from pytest_trt.reference.baseline import fp32_baseline
 from pytest_trt.suggest import candidate_groups, compress_groups, escape_glob, scope_of, suggest_fp32_islands
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -434,7 +434,7 @@ def test_run_returns_model_outputs_and_frees_memory(use_fake, plan, cache, relea
     feeds = tm.sample_feeds(plan.model.proto)
     out = engine.run(feeds)
     assert list(out) == ["output"] and out["output"].dtype == np.float32
-    from pytest_trt.baseline import make_session, run_session
+    from pytest_trt.reference.baseline import make_session, run_session
 
     expected = run_session(make_session(plan.model.serialized()), feeds)["output"]
     np.testing.assert_allclose(out["output"], expected, rtol=2e-2, atol=2e-2)
@@ -789,7 +789,7 @@ def test_models_over_the_protobuf_limit_are_parsed_from_a_file_with_external_dat
     assert engine.record["parsed_from_file"].startswith("external data")
     assert plan.model.proto.SerializeToString() == before  # the user's model was not modified
     feeds = tm.sample_feeds(plan.model.proto)
-    from pytest_trt.baseline import make_session, run_session
+    from pytest_trt.reference.baseline import make_session, run_session
 
     expected = run_session(make_session(plan.model.serialized()), feeds)["output"]
     np.testing.assert_allclose(engine.run(feeds)["output"], expected, rtol=2e-2, atol=2e-2)

@@ -49,7 +49,7 @@ Which to use when:
   measure the quantization loss against the unquantized network (tolerances in the
   range of the quantization error, typically 1e-2 relative or more).
 
-Both references are cached like the FP32 baseline (:mod:`pytest_trt.baseline`).
+Both references are cached like the FP32 baseline (:mod:`pytest_trt.reference.baseline`).
 """
 
 from __future__ import annotations
@@ -62,13 +62,13 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .core import runstate
-from .core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, FLOAT_ELEM_TYPES
-from .model.load import Model, load_model
-from .model.onnx_typing import infer_types
-from .realize.graph_names import all_tensor_names, rename_outer_refs
-from .realize.strong import REALIZATION_KEY, tensor_to_fp32
-from .realize.widen import widen_attribute_types, widened_tensor
+from ..core import runstate
+from ..core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, FLOAT_ELEM_TYPES
+from ..model.load import Model, load_model
+from ..model.onnx_typing import infer_types
+from ..realize.graph_names import all_tensor_names, rename_outer_refs
+from ..realize.strong import REALIZATION_KEY, tensor_to_fp32
+from ..realize.widen import widen_attribute_types, widened_tensor
 
 # Bump when the transformation changes (the upcast model's hash is its cache key anyway).
 UPCAST_VERSION = 1

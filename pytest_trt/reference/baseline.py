@@ -31,20 +31,20 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from .core import runstate
-from .core.environment import dist_version, gpus
-from .core.lazy import lazy_import
-from .core.records import BaselineFallbackRecord
-from .errors import InputError, MissingDependency, ModelError, ProviderFallbackWarning, UsageError
-from .model.load import Model, load_model
-from .model.onnx_typing import infer_types
-from .plan import check_as_written
+from ..core import runstate
+from ..core.environment import dist_version, gpus
+from ..core.lazy import lazy_import
+from ..core.records import BaselineFallbackRecord
+from ..errors import InputError, MissingDependency, ModelError, ProviderFallbackWarning, UsageError
+from ..model.load import Model, load_model
+from ..model.onnx_typing import infer_types
+from ..plan import check_as_written
 from .upcast import fp32_reference_model, needs_upcast
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnxruntime as ort
 
-    from .cache import ArtifactCache
+    from ..cache import ArtifactCache
 else:
     ort = lazy_import("onnxruntime", extra="cpu")
 
@@ -419,7 +419,7 @@ def fp32_intermediates(model: Model, feeds: dict, *, names=None, provider: str =
 # --------------------------------------------------------------------------------------
 #: Reference names, selectable per test (``@pytest.mark.trt(baseline=...)``) and in
 #: ``pytest-trt compare --baseline``. What each means and when to use which: see
-#: :mod:`pytest_trt.upcast`.
+#: :mod:`pytest_trt.reference.upcast`.
 BASELINES = ("fp32", "as-written")
 _BASELINE_ALIASES = {"fp32": "fp32", "float32": "fp32", "upcast": "fp32",
                      "as-written": "as-written", "as_written": "as-written", "aswritten": "as-written"}
