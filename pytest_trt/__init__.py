@@ -30,7 +30,7 @@ _LAZY = {
     "make_feeds": "pytest_trt.inputs",
     "load_feeds": "pytest_trt.inputs",
     "input_specs": "pytest_trt.inputs",
-    "LayerReport": "pytest_trt.layers",
+    "LayerReport": "pytest_trt.layers.report",
     "assert_precision": "pytest_trt.verify",
     "assert_no_collapse": "pytest_trt.verify",
     "probe_precision": "pytest_trt.verify",

@@ -397,7 +397,7 @@ class TrtCase:
             # small, JSON-able: error histogram + max-pooled error grid per failing output (HTML report)
             record.figures = failing_output_figures(actual, expected, result)
         self.records.append(record)
-        # weak typing: the planned-vs-ran rule (pytest_trt.network_rule) on the engine's layers
+        # weak typing: the planned-vs-ran rule (pytest_trt.layers.network_rule) on the engine's layers
         lowered: list[str] = getattr(engine, "typing_rule_failures", list)()
         if not result.passed:
             label = reference_label(self.model, which, self.session.settings.baseline_provider)

@@ -1,7 +1,7 @@
 """Myelin collapse: did the engine fold the network into a few opaque layers?
 
 :func:`assert_no_collapse` (documented with the other verifications in
-:mod:`pytest_trt.verify`, which re-exports it) reads a :class:`~pytest_trt.layers.LayerReport`
+:mod:`pytest_trt.verify`, which re-exports it) reads a :class:`~pytest_trt.layers.report.LayerReport`
 after the build: compute nodes against engine layers, and the share of the compute nodes the
 largest Myelin layer carries. Inside such layers per-node precision cannot be seen and
 weak-typing constraints are not honoured (NVIDIA/TensorRT #4157), so a collapsed engine makes
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import PrecisionError, UsageError
-from .layers import LayerReport
+from .layers.report import LayerReport
 
 __all__ = ["DEFAULT_MAX_MYELIN_SHARE", "DEFAULT_NODES_PER_LAYER", "CollapseCheck", "NotObservableWarning",
            "assert_no_collapse", "myelin_region", "shorten"]

@@ -10,7 +10,7 @@ What it does, per plan: the plan's strongly typed realization goes through the
 ``tensorrt-rtx`` backend's own build path (:meth:`TensorRTBackend._build_engine`: parser,
 strongly typed network, builder, artifact cache keyed by the TensorRT-RTX version), which
 records the parsed dtype of every planned node and judges planned vs parsed with the one
-rule of :mod:`pytest_trt.network_rule`:
+rule of :mod:`pytest_trt.layers.network_rule`:
 
 * a node planned FP32 (or FP16/BF16) parsed in a lower or different type: **failure**;
 * a node planned FP16/BF16 parsed FP32: a **promotion** ("TensorRT computes this in
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .core.environment import module_available
 from .errors import BackendUnavailable, BuildError, UsageError
-from .network_rule import HIGHER, LOWER, MEANING, judge, worst
+from .layers.network_rule import HIGHER, LOWER, MEANING, judge, worst
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backends.base import BuildConfig

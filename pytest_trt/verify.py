@@ -10,7 +10,7 @@
     it and the dtype seen, plus the remedy. On success a :class:`PrecisionCheck` is
     returned (per node: planned, observed, status, layer, Myelin), for tests and reports.
 
-    Per node (``method="inspect"``, the :class:`~pytest_trt.layers.LayerReport`):
+    Per node (``method="inspect"``, the :class:`~pytest_trt.layers.report.LayerReport`):
 
     * report status ``ok`` (the engine ran the node as planned): passes iff the plan's
       precision is the asserted one; otherwise it fails with cause ``plan`` (the policy
@@ -98,12 +98,12 @@ from .collapse import (
 )
 from .core.dtypes import FP32, normalize_precision
 from .errors import PatternError, PrecisionError, UsageError
-from .layers import EVIDENCE, LayerReport, evidence_text
+from .layers.report import EVIDENCE, LayerReport, evidence_text
 from .plan.policy import Rule, validate_pattern
 from .probes import DEFAULT_TOLERANCE, ProbeResult, probe_precision
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .layers import NodeObservation
+    from .layers.report import NodeObservation
     from .plan import NodeDecision, PrecisionPlan
 
 __all__ = [
@@ -541,7 +541,7 @@ def assert_precision(engine_or_report, pattern: str, precision: str, *, allow_un
 
     Args:
         engine_or_report: an engine (its ``layers()`` and ``plan`` are used) or a
-            :class:`~pytest_trt.layers.LayerReport` (pass ``plan=`` to resolve the pattern
+            :class:`~pytest_trt.layers.report.LayerReport` (pass ``plan=`` to resolve the pattern
             with the plan; without it the pattern is matched over the report's nodes).
         pattern: node-name glob or ``op:TYPE``.
         precision: ``fp32`` / ``fp16`` / ``bf16`` (aliases accepted).

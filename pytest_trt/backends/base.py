@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from ..cache import ArtifactCache
-    from ..layers import LayerReport
+    from ..layers.report import LayerReport
     from ..plan import PrecisionPlan
 
 #: the built-in choices of ``--trt-backend`` (plugins add more: :func:`backend_names`)

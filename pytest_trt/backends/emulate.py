@@ -26,7 +26,7 @@ import onnx
 from .. import realize  # module references: looked up when called, as before the split
 from ..core import environment
 from ..core.environment import dist_version
-from ..layers import LayerReport
+from ..layers.report import LayerReport
 from ..reference.baseline import (
     cached_session,
     float_tensor_names,

@@ -33,7 +33,7 @@ This module holds the backends and the engine object; the steps live beside it:
 :mod:`~pytest_trt.backends.trt_build` (one build: realize, parse, configure, build),
 :mod:`~pytest_trt.backends.trt_network` (the parsed network against the plan),
 :mod:`~pytest_trt.backends.trt_runner` (running an engine) and
-:mod:`pytest_trt.inspector` (the engine inspector's JSON). Names callers imported from here
+:mod:`pytest_trt.layers.inspector` (the engine inspector's JSON). Names callers imported from here
 before the split are re-exported.
 
 Verified where: with full TensorRT (10.x/11.x) NOT yet run (it cannot be installed on
@@ -62,8 +62,8 @@ from ..core import runstate
 from ..core.environment import gpus, tensorrt_unavailable_reason
 from ..debug_tensors import expected_tensors, map_debug_names
 from ..errors import BackendUnavailable, BuildError, UnsupportedGpu
-from ..layers import LayerReport
-from ..network_rule import weak_typing_failures
+from ..layers.network_rule import weak_typing_failures
+from ..layers.report import LayerReport
 from .base import Backend, BuildConfig, BuildInfo, Engine
 from .trt_build import ENGINE_FILE, EXTERNAL_DATA_THRESHOLD, RECORD_FILE, build_into
 from .trt_compat import (
@@ -185,7 +185,7 @@ class TensorRTEngine(Engine):
         return [DtypeMismatch(**{k: m[k] for k in fields if k in m}) for m in self.record.get("network_mismatches", [])]
 
     def typing_rule_failures(self) -> list[str]:
-        """Weak typing: :func:`pytest_trt.network_rule.weak_typing_failures` on this engine's
+        """Weak typing: :func:`pytest_trt.layers.network_rule.weak_typing_failures` on this engine's
         layer report (strong typing was judged on the parsed network at build time: [])."""
         if self.typing != "weak":
             return []

@@ -24,7 +24,7 @@ from filelock import FileLock
 
 from .. import realize  # a module reference: the realization is looked up at build time (tests replace it)
 from ..errors import BackendUnavailable, BuildError, PytestTrtError
-from ..network_rule import LOWER
+from ..layers.network_rule import LOWER
 from .base import BuildConfig
 from .trt_compat import TrtCompat, get_logger, log
 from .trt_network import (

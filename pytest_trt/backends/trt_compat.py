@@ -6,7 +6,7 @@ Everything version-dependent that pytest-trt's TensorRT glue relies on lives her
 and :mod:`~pytest_trt.backends.trt_logger` (the capturing logger), each fact with the
 source it was read from; every name of those is re-exported here. The rest of the glue
 (``tensorrt.py`` and its ``trt_*`` modules) asks these modules and never tests versions
-itself. The inspector's JSON is parsed by :mod:`pytest_trt.inspector`, which needs no
+itself. The inspector's JSON is parsed by :mod:`pytest_trt.layers.inspector`, which needs no
 TensorRT at all.
 
 What is verified where (keep this list honest):
@@ -62,7 +62,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..inspector import (
+from ..layers.inspector import (
     FLOAT_PRECISIONS,
     METADATA_SEPARATORS,
     ONNX_LAYER_PREFIX,
@@ -90,7 +90,7 @@ from .trt_versions import (
 )
 
 #: This module's own names and, re-exported, the facts of the modules it was split into
-#: (``trt_versions``, ``trt_logger``, ``pytest_trt.inspector``): every name callers imported
+#: (``trt_versions``, ``trt_logger``, ``pytest_trt.layers.inspector``): every name callers imported
 #: from here before still imports.
 __all__ = [
     "CAPABILITIES", "FLOAT_PRECISIONS", "LIBRARY_NAMES", "METADATA_SEPARATORS", "MODULES", "ONNX_LAYER_PREFIX",

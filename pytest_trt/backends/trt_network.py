@@ -3,10 +3,10 @@
 Between parsing and building, the glue of the ``tensorrt`` backends reads the network that
 TensorRT's ONNX parser made of the plan's realization: under strong typing every planned
 compute node's layers must output the planned dtypes (:func:`check_network_dtypes`, judged
-by the one rule of :mod:`pytest_trt.network_rule`; a lowered node is a
+by the one rule of :mod:`pytest_trt.layers.network_rule`; a lowered node is a
 :class:`LoweredPrecisionError`); under weak typing the plan's hints are set on the layers
 carrying each node (:func:`apply_weak_hints`). A layer carries a node when its name is the
-node's or its ``ILayer.metadata`` names it (:func:`pytest_trt.inspector.metadata_nodes`).
+node's or its ``ILayer.metadata`` names it (:func:`pytest_trt.layers.inspector.metadata_nodes`).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BuildError
-from ..inspector import FLOAT_PRECISIONS, metadata_nodes
-from ..network_rule import HIGHER, judge
+from ..layers.inspector import FLOAT_PRECISIONS, metadata_nodes
+from ..layers.network_rule import HIGHER, judge
 from ..reference.baseline import float_tensor_names
 from .trt_compat import TrtCompat, dtype_name
 
@@ -53,7 +53,7 @@ def _layer_node(layer, known) -> str | None:
 class DtypeMismatch:
     """A network layer output whose dtype differs from the plan.
 
-    ``verdict`` is :func:`pytest_trt.network_rule.judge` of planned vs actual: ``lower``
+    ``verdict`` is :func:`pytest_trt.layers.network_rule.judge` of planned vs actual: ``lower``
     (a failure) or ``higher`` (TensorRT computes it in higher precision than planned).
     """
 
@@ -139,7 +139,7 @@ def network_node_dtypes(network, plan: PrecisionPlan) -> dict[str, str]:
 
 class LoweredPrecisionError(BuildError):
     """Strong typing: a node planned FP32 was parsed in lower precision (the one rule,
-    :mod:`pytest_trt.network_rule`). ``mismatches`` are the offending layer outputs."""
+    :mod:`pytest_trt.layers.network_rule`). ``mismatches`` are the offending layer outputs."""
 
     def __init__(self, message: str, mismatches: list[DtypeMismatch], nodes: dict[str, str] | None = None):
         super().__init__(message)

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core.lazy import lazy_import
 from ..errors import BackendUnavailable, BuildError, InputError
-from ..inspector import FLOAT_PRECISIONS
+from ..layers.inspector import FLOAT_PRECISIONS
 from ..realize.strong import bf16_bits_to_fp32, to_bf16_bits
 from .trt_compat import TrtCompat, dtype_name, get_logger
 

@@ -1,6 +1,6 @@
 """Tier ``trt_parser``: every plan of the example suite's models and of the real torch.onnx
 exports, FP16 and BF16, with and without LayerNorm kept FP32, parsed AND built by
-TensorRT-RTX with 0 failures of the planned-vs-parsed rule (pytest_trt.network_rule).
+TensorRT-RTX with 0 failures of the planned-vs-parsed rule (pytest_trt.layers.network_rule).
 
 Promotions (planned FP16/BF16, parsed FP32) are allowed and printed; run with ``-s`` to see them.
 """

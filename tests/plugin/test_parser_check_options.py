@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from pytest_trt.network_rule import HIGHER, LOWER, OK, judge, worst
+from pytest_trt.layers.network_rule import HIGHER, LOWER, OK, judge, worst
 
 MISSING = """
 import pytest_trt.parser_check as pc

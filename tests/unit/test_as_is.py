@@ -27,7 +27,7 @@ from pytest_trt import PrecisionPolicy
 from pytest_trt.backends.base import BuildConfig, get_backend
 from pytest_trt.compare import compare_outputs
 from pytest_trt.errors import ModelError, PatternError, PrecisionError, UsageError
-from pytest_trt.layers import LayerReport
+from pytest_trt.layers.report import LayerReport
 from pytest_trt.model.load import load_model
 from pytest_trt.model.testing_models import export_feeds, graph_model
 from pytest_trt.plan import AS_WRITTEN

@@ -31,7 +31,7 @@ from pytest_trt.backends.tensorrt import (
 from pytest_trt.backends.trt_compat import TrtCompat
 from pytest_trt.cache import ArtifactCache
 from pytest_trt.errors import BackendUnavailable, BuildError, InputError
-from pytest_trt.layers import LayerReport
+from pytest_trt.layers.report import LayerReport
 from pytest_trt.model import testing_models as tm
 from pytest_trt.model.load import load_model
 from pytest_trt.plan.policy import PrecisionPolicy
@@ -146,7 +146,7 @@ def test_import_errors_become_backend_unavailable(monkeypatch):
 
 
 def test_import_does_not_import_tensorrt():
-    code = ("import sys, pytest_trt.backends.tensorrt, pytest_trt.layers; "
+    code = ("import sys, pytest_trt.backends.tensorrt, pytest_trt.layers.report; "
             "print(any(m in sys.modules for m in ('tensorrt', 'tensorrt_rtx', 'onnxruntime', 'polygraphy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
@@ -530,7 +530,7 @@ def test_probe_is_evidence_never_a_pass_under_weak_typing(use_fake, plan, cache,
         assert pow_.status == "unverifiable" and pow_.probe.endswith("behaves like fp32")  # ... as evidence only
         assert check.counts()["pass"] == (0 if method == "probe" else 1)
 
-# -- the planned-vs-parsed rule on every strongly typed build (pytest_trt.network_rule) ----
+# -- the planned-vs-parsed rule on every strongly typed build (pytest_trt.layers.network_rule) ----
 def _realize_all_fp16(monkeypatch):
     """Alter the strongly typed realization on purpose: nodes planned FP32 reach the parser in FP16."""
     import pytest_trt.realize as realize

@@ -7,7 +7,7 @@ did the engine run it in the planned precision? Sources:
   (``IEngineInspector.get_engine_information(LayerInformationFormat.JSON)`` of an engine
   built with ``ProfilingVerbosity.DETAILED``). Both schemas are parsed: TensorRT 10.x
   (``"Format/Datatype"`` per tensor, top-level ``Bindings``) and 11.x (format and data
-  type split, top-level ``I/O Tensors``); the parsing is :mod:`pytest_trt.inspector`.
+  type split, top-level ``I/O Tensors``); the parsing is :mod:`pytest_trt.layers.inspector`.
 * :meth:`LayerReport.from_network` -- a TensorRT network before building (layer output
   dtypes of a strongly typed network; used where no engine can be loaded).
 * :meth:`LayerReport.from_emulation` -- the ``emulate`` backend: emulated = planned by
@@ -72,7 +72,7 @@ from .inspector import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .plan import NodeDecision, PrecisionPlan
+    from ..plan import NodeDecision, PrecisionPlan
 
 __all__ = [
     "EngineLayer",

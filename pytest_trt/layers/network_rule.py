@@ -62,7 +62,7 @@ def worst(verdicts: Iterable[str]) -> str:
 
 
 def weak_typing_failures(report) -> list[str]:
-    """Weak typing: the rule on the *engine's* layer report (a :class:`~pytest_trt.layers.LayerReport`).
+    """Weak typing: the rule on the *engine's* layer report (a :class:`~pytest_trt.layers.report.LayerReport`).
 
     A node whose layer report status is ``mismatch`` (its own output, or a layer carrying only
     nodes planned like it, has another dtype) and whose observed type is lower than planned:

@@ -7,7 +7,7 @@ its boundary tensors (:class:`TensorInfo`, dtype normalized to ``fp32``/``fp16``
 ONNX nodes its ``Metadata`` names. Both schemas are read: TensorRT 10.x (one
 ``"Format/Datatype"`` string per tensor, top-level ``Bindings``) and 11.x (format and data
 type split, top-level ``I/O Tensors``). The TensorRT backend (names of layers in build logs,
-debug tensors) and the domain (:class:`~pytest_trt.layers.LayerReport`, which judges every
+debug tensors) and the domain (:class:`~pytest_trt.layers.report.LayerReport`, which judges every
 plan node against these records) both read the engine through this module; it knows the
 JSON, not the TensorRT API.
 
@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core.dtypes import PRECISIONS
+from ..core.dtypes import PRECISIONS
 
 __all__ = [
     "EngineLayer",
