@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import pytest
 
 from .backends.base import get_backend
+from .backends.tensorrt.parser_check import require
 from .compare import CompareResult, compare_outputs, default_tolerances
 from .core.dtypes import normalize_precision
 from .core.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
@@ -31,7 +32,6 @@ from .errors import AccuracyError, PrecisionError, UsageError
 from .inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
 from .layerwise import locate_divergence
 from .marker import MARKER_KEYS, marker_kwargs, validate_options
-from .parser_check import require
 from .plan.policy import PrecisionPolicy, Rule
 from .reference.baseline import normalize_baseline, reference_label, reference_model
 from .report.plots import failing_output_figures, layerwise_record
@@ -292,12 +292,12 @@ class TrtCase:
 
     def check_parser(self, which: str = "tensorrt-rtx"):
         """Parse and build this case's plan with TensorRT-RTX's real parser (CPU or GPU) and judge
-        every node, planned vs parsed (see :mod:`pytest_trt.parser_check`).
+        every node, planned vs parsed (see :mod:`pytest_trt.backends.tensorrt.parser_check`).
 
         Raises :class:`~pytest_trt.errors.PrecisionError` when a node planned FP32 was parsed in
         lower precision, or the realization is rejected; promotions to FP32 are reported, never
         failed. UsageError when TensorRT-RTX is not installed. Returns the
-        :class:`~pytest_trt.parser_check.ParserCheck`. Independent of ``--trt-backend``: it
+        :class:`~pytest_trt.backends.tensorrt.parser_check.ParserCheck`. Independent of ``--trt-backend``: it
         adds a verdict, it does not run the model.
         """
         require(which, "trt.check_parser()")

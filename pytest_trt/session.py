@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .backends.base import Backend, BuildConfig, Engine, select_backend
+from .backends.tensorrt.parser_check import check_parser, require
 from .core.records import EngineRecord
 from .errors import UsageError
-from .parser_check import check_parser, require
 from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -123,7 +123,7 @@ class TrtSession:
                       source="--trt-baseline-provider" if provider_source == "default" else provider_source)
         if backend.name in ("tensorrt", "tensorrt-rtx") and settings.typing != "auto":
             # load path: imported once in use
-            from .backends.trt_compat import installed_version, version_typing_reason
+            from .backends.tensorrt.compat import installed_version, version_typing_reason
 
             why = version_typing_reason(backend.name, installed_version(backend.name), settings.typing)
             if why:
@@ -261,7 +261,7 @@ class TrtSession:
             return None if self._gpu_record is None else dict(self._gpu_record)
 
     def parser_check(self, plan: PrecisionPlan, config: BuildConfig, which: str | None = None):
-        """The plan parsed and built by TensorRT-RTX (:func:`pytest_trt.parser_check.check_parser`),
+        """The plan parsed and built by TensorRT-RTX (:func:`pytest_trt.backends.tensorrt.parser_check.check_parser`),
         once per plan and config in this process, through the artifact cache."""
         which = which or (self.settings.parser_check if self.settings.parser_check != "off" else "tensorrt-rtx")
         key = (which, plan.model.sha256, plan.fingerprint(), config.fingerprint())

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .backends.base import BACKEND_CHOICES, TYPING_CHOICES
+from .backends.tensorrt.parser_check import PARSER_CHECK_CHOICES
 from .errors import UsageError
-from .parser_check import PARSER_CHECK_CHOICES
 
 DEFAULT_CACHE_DIRNAME = ".trt-cache"
 

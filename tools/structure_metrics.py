@@ -173,7 +173,7 @@ def _mutable_globals(modules) -> list[str]:
 #: module-level state that is allowed, with the reason
 ALLOWED_STATE = {
     "pytest_trt.core.runstate._current": "the one documented home of run-wide state (install/restore/reset)",
-    "pytest_trt.backends.trt_logger._LOGGERS": "TensorRT keeps the first logger it is given: one per module per process",
+    "pytest_trt.backends.tensorrt.logger._LOGGERS": "TensorRT keeps the first logger it is given: one per module per process",
     "pytest_trt.backends.base._FACTORIES": "backend registrations (process configuration; plugin backends are "
                                            "registered per session and removed at pytest_unconfigure)",
 }

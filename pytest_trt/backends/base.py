@@ -193,8 +193,8 @@ class Backend(ABC):
 #: importlib, so this module never imports the concrete backends, which import it), and
 #: naming one (or registering another backend) imports nothing heavy
 BUILTIN_BACKENDS: dict[str, tuple[str, str]] = {
-    "tensorrt": ("pytest_trt.backends.tensorrt", "TensorRTBackend"),
-    "tensorrt-rtx": ("pytest_trt.backends.tensorrt", "TensorRTRTXBackend"),
+    "tensorrt": ("pytest_trt.backends.tensorrt.backend", "TensorRTBackend"),
+    "tensorrt-rtx": ("pytest_trt.backends.tensorrt.backend", "TensorRTRTXBackend"),
     "emulate": ("pytest_trt.backends.emulate", "EmulateBackend"),
 }
 #: The backend registry: process configuration, like pytest's own plugin registrations. A

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.base import BACKEND_CHOICES, TYPING_CHOICES, BuildConfig
+from ..backends.tensorrt.parser_check import PARSER_CHECK_CHOICES, check_parser
+from ..backends.tensorrt.parser_check import require as require_parser_check
 from ..errors import UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
-from ..parser_check import PARSER_CHECK_CHOICES, check_parser
-from ..parser_check import require as require_parser_check
 from ..plan.policy import PrecisionPolicy
 from ..session import TrtSession
 from ..settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings

@@ -121,7 +121,7 @@ class ParserRecord(Record):
 
     @classmethod
     def from_check(cls, check: Any, *, explicit: bool | None = None) -> ParserRecord:
-        """The record of a :class:`~pytest_trt.parser_check.ParserCheck`."""
+        """The record of a :class:`~pytest_trt.backends.tensorrt.parser_check.ParserCheck`."""
         return cls(**check.to_json(), message=check.message(), explicit=explicit)
 
 

@@ -49,8 +49,8 @@ CASES = [
 
 def network_check(trt, plan) -> dict:
     """Parse the strong realization with TensorRT-RTX and compare layer dtypes with the plan."""
-    from pytest_trt.backends.tensorrt import check_network_dtypes
-    from pytest_trt.backends.trt_compat import dtype_name, get_logger
+    from pytest_trt.backends.tensorrt.backend import check_network_dtypes
+    from pytest_trt.backends.tensorrt.compat import dtype_name, get_logger
     from pytest_trt.realize import realize_strong
 
     logger = get_logger(trt)
@@ -146,7 +146,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("POLYGRAPHY_USE_TENSORRT_RTX", "1")
 
     from pytest_trt.backends.base import get_backend
-    from pytest_trt.backends.trt_compat import import_module
+    from pytest_trt.backends.tensorrt.compat import import_module
     from pytest_trt.cache import ArtifactCache
     from pytest_trt.core import environment
 

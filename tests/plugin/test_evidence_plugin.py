@@ -35,8 +35,8 @@ FAKE = _fake.make_fake_tensorrt("10.8.0", myelin_prefix={LN + "/"!r}, myelin_ign
 sys.modules["tensorrt"] = FAKE
 
 from pytest_trt.core import environment
-from pytest_trt.backends import tensorrt as trt_backend
-from pytest_trt.backends import trt_compat
+from pytest_trt.backends.tensorrt import backend as trt_backend
+from pytest_trt.backends.tensorrt import compat as trt_compat
 
 GPU = {{"gpu": "NVIDIA Fake 4090", "compute_capability": "8.9", "driver": "580.00", "cuda": "13.0"}}
 trt_backend.tensorrt_unavailable_reason = lambda module="tensorrt": None

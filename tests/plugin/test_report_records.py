@@ -173,8 +173,8 @@ _fake = sys.modules.setdefault("_pytest_trt_fake_tensorrt", importlib.util.modul
 _spec.loader.exec_module(_fake)
 sys.modules["tensorrt"] = _fake.make_fake_tensorrt("10.13.3.9")
 
-from pytest_trt.backends import tensorrt as trt_backend
-from pytest_trt.backends import trt_compat
+from pytest_trt.backends.tensorrt import backend as trt_backend
+from pytest_trt.backends.tensorrt import compat as trt_compat
 
 trt_backend.tensorrt_unavailable_reason = lambda module="tensorrt": None
 trt_backend.CudaMemory = _fake.HostMemory  # the fake's host memory stands in for CUDA

@@ -286,7 +286,7 @@ def test_api_differences_between_versions(surfaces, static, recorded):
 
 def test_strong_typing_from_10_0(surfaces):
     """Settles the strong-typing minimum: STRONGLY_TYPED is in the real 10.0.1 bindings."""
-    from pytest_trt.backends.trt_compat import STRONG_TYPING_MIN
+    from pytest_trt.backends.tensorrt.compat import STRONG_TYPING_MIN
 
     oldest = surfaces["trt-10.0.1"]
     assert "STRONGLY_TYPED" in oldest["classes"]["NetworkDefinitionCreationFlag"]["values"]

@@ -449,7 +449,7 @@ def test_good_per_axis_qdq_is_accepted_and_dequantized():
 
 # -- TensorRT refuses weak typing for as-is plans; the CLI ------------------------------------
 def test_tensorrt_supports_refuses_weak_typing_for_as_is(monkeypatch, mixed_plan, mixed):
-    from pytest_trt.backends import tensorrt as trt_backend
+    from pytest_trt.backends.tensorrt import backend as trt_backend
 
     monkeypatch.setattr(trt_backend, "installed_version", lambda backend: "10.8.0")
     backend = trt_backend.TensorRTBackend()

@@ -13,7 +13,7 @@ import stat
 import pytest
 
 from pytest_trt import xdist_gpus
-from pytest_trt.backends import tensorrt as trt_backend
+from pytest_trt.backends.tensorrt import backend as trt_backend
 from pytest_trt.core import environment, runstate
 
 H100 = "GPU-1f0e2c44-5b6a-4c1d-9e8f-0a1b2c3d4e5f"

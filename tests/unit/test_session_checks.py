@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.backends import tensorrt as trt_backend
-from pytest_trt.backends import trt_compat
+from pytest_trt.backends.tensorrt import backend as trt_backend
+from pytest_trt.backends.tensorrt import compat as trt_compat
 from pytest_trt.core import runstate
 from pytest_trt.errors import UsageError
 from pytest_trt.session import TrtSession

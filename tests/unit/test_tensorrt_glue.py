@@ -18,17 +18,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_trt.backends import tensorrt as trt_backend
-from pytest_trt.backends import trt_build, trt_compat, trt_versions
 from pytest_trt.backends.base import BuildConfig, get_backend
-from pytest_trt.backends.tensorrt import (
+from pytest_trt.backends.tensorrt import backend as trt_backend
+from pytest_trt.backends.tensorrt import build as trt_build
+from pytest_trt.backends.tensorrt import compat as trt_compat
+from pytest_trt.backends.tensorrt import versions as trt_versions
+from pytest_trt.backends.tensorrt.backend import (
     TensorRTBackend,
     TensorRTRTXBackend,
     apply_weak_hints,
     check_network_dtypes,
     node_from_log,
 )
-from pytest_trt.backends.trt_compat import TrtCompat
+from pytest_trt.backends.tensorrt.compat import TrtCompat
 from pytest_trt.cache import ArtifactCache
 from pytest_trt.errors import BackendUnavailable, BuildError, InputError
 from pytest_trt.layers.report import LayerReport
@@ -146,7 +148,7 @@ def test_import_errors_become_backend_unavailable(monkeypatch):
 
 
 def test_import_does_not_import_tensorrt():
-    code = ("import sys, pytest_trt.backends.tensorrt, pytest_trt.layers.report; "
+    code = ("import sys, pytest_trt.backends.tensorrt.backend, pytest_trt.layers.report; "
             "print(any(m in sys.modules for m in ('tensorrt', 'tensorrt_rtx', 'onnxruntime', 'polygraphy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"

@@ -32,15 +32,15 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from .core.environment import module_available
-from .errors import BackendUnavailable, BuildError, UsageError
-from .layers.network_rule import HIGHER, LOWER, MEANING, judge, worst
+from ...core.environment import module_available
+from ...errors import BackendUnavailable, BuildError, UsageError
+from ...layers.network_rule import HIGHER, LOWER, MEANING, judge, worst
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backends.base import BuildConfig
-    from .backends.tensorrt import TensorRTBackend
-    from .cache import ArtifactCache
-    from .plan import PrecisionPlan
+    from ...cache import ArtifactCache
+    from ...plan import PrecisionPlan
+    from ..base import BuildConfig
+    from .backend import TensorRTBackend
 
 # This module is in the plugin's load path (settings imports PARSER_CHECK_CHOICES): the
 # backends, realization and TensorRT glue it drives are imported inside the functions that
@@ -56,7 +56,7 @@ def unavailable_reason(which: str = "tensorrt-rtx") -> str | None:
     """None when TensorRT-RTX's parser can run here (CPU or GPU), else why not (no import when missing)."""
     if not module_available("tensorrt_rtx"):
         return "TensorRT-RTX not installed"
-    from .backends.base import get_backend  # (load path: see the top of the module)
+    from ..base import get_backend  # (load path: see the top of the module)
 
     try:
         cast("TensorRTBackend", get_backend(which)).compat()  # (the tensorrt-rtx backend)
@@ -169,7 +169,7 @@ def _node_table(plan: PrecisionPlan, parsed: dict[str, str], mismatches) -> dict
 
 def source_parse_error(plan: PrecisionPlan, compat) -> str | None:
     """None when TensorRT-RTX parses the *source* model (as written, strongly typed), else its message."""
-    from .backends.trt_compat import get_logger  # (load path: see the top of the module)
+    from .compat import get_logger  # (load path: see the top of the module)
 
     trt = compat.trt
     logger = get_logger(trt)
@@ -188,9 +188,9 @@ def source_parse_error(plan: PrecisionPlan, compat) -> str | None:
 def _parse_only(plan: PrecisionPlan, compat):
     """Parse the strongly typed realization (no build): ``(node dtypes, mismatches)`` or a BuildError."""
     # (load path: see the top of the module)
-    from .backends.tensorrt import check_network_dtypes, network_node_dtypes
-    from .backends.trt_compat import get_logger
-    from .realize import realize_strong
+    from ...realize import realize_strong
+    from .backend import check_network_dtypes, network_node_dtypes
+    from .compat import get_logger
 
     trt = compat.trt
     logger = get_logger(trt)
@@ -218,8 +218,8 @@ def check_parser(plan: PrecisionPlan, config: BuildConfig | None = None, *, cach
     >>> check.passed, [p["node"] for p in check.promotions]  # doctest: +SKIP
     """
     # (load path: see the top of the module)
-    from .backends.base import BuildConfig, get_backend
-    from .backends.tensorrt import LoweredPrecisionError
+    from ..base import BuildConfig, get_backend
+    from .backend import LoweredPrecisionError
 
     require(which, "parser check")
     backend = cast("TensorRTBackend", get_backend(which))  # (the tensorrt-rtx backend)

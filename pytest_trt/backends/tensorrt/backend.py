@@ -27,12 +27,12 @@ could not live in one process; its TensorRT logger is global and prints rather t
 returning the messages a :class:`BuildError` must quote; and its ``CreateConfig(fp16=True)``
 raises on TensorRT 11 / RTX. Polygraphy's CUDA wrapper (``polygraphy.cuda``, plain ctypes
 over ``libcudart``) provides device memory for running. Every version difference is in
-:mod:`pytest_trt.backends.trt_compat`.
+:mod:`pytest_trt.backends.tensorrt.compat`.
 
 This module holds the backends and the engine object; the steps live beside it:
-:mod:`~pytest_trt.backends.trt_build` (one build: realize, parse, configure, build),
-:mod:`~pytest_trt.backends.trt_network` (the parsed network against the plan),
-:mod:`~pytest_trt.backends.trt_runner` (running an engine) and
+:mod:`~pytest_trt.backends.tensorrt.build` (one build: realize, parse, configure, build),
+:mod:`~pytest_trt.backends.tensorrt.network` (the parsed network against the plan),
+:mod:`~pytest_trt.backends.tensorrt.runner` (running an engine) and
 :mod:`pytest_trt.layers.inspector` (the engine inspector's JSON). Names callers imported from here
 before the split are re-exported.
 
@@ -42,7 +42,7 @@ the development machines): unit tests cover this glue against a fake module
 runner with TensorRT must pass. With TensorRT-RTX 1.7.1.116 on an H200 (2026-11-22) the
 build path ran for real: strongly typed build, network dtype check, cache write and hit,
 parser error -> BuildError, and deserialization on compute capability 9.0 ->
-BackendUnavailable (details in :mod:`~pytest_trt.backends.trt_compat`). Running,
+BackendUnavailable (details in :mod:`~pytest_trt.backends.tensorrt.compat`). Running,
 the inspector and debug tensors have not run on any real TensorRT.
 """
 
@@ -58,15 +58,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core import runstate
-from ..core.environment import gpus, tensorrt_unavailable_reason
-from ..debug_tensors import expected_tensors, map_debug_names
-from ..errors import BackendUnavailable, BuildError, UnsupportedGpu
-from ..layers.network_rule import weak_typing_failures
-from ..layers.report import LayerReport
-from .base import Backend, BuildConfig, BuildInfo, Engine
-from .trt_build import ENGINE_FILE, EXTERNAL_DATA_THRESHOLD, RECORD_FILE, build_into
-from .trt_compat import (
+from ...core import runstate
+from ...core.environment import gpus, tensorrt_unavailable_reason
+from ...errors import BackendUnavailable, BuildError, UnsupportedGpu
+from ...layers.network_rule import weak_typing_failures
+from ...layers.report import LayerReport
+from ..base import Backend, BuildConfig, BuildInfo, Engine
+from .build import ENGINE_FILE, EXTERNAL_DATA_THRESHOLD, RECORD_FILE, build_into
+from .compat import (
     LIBRARY_NAMES,
     MODULES,
     TrtCompat,
@@ -75,7 +74,8 @@ from .trt_compat import (
     version_resolve_typing,
     version_typing_reason,
 )
-from .trt_network import (
+from .debug_tensors import expected_tensors, map_debug_names
+from .network import (
     DtypeMismatch,
     LoweredPrecisionError,
     WeakHintResult,
@@ -86,11 +86,11 @@ from .trt_network import (
     network_node_dtypes,
     node_from_log,
 )
-from .trt_runner import CudaMemory, DebugCollector, execute, to_float32
+from .runner import CudaMemory, DebugCollector, execute, to_float32
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..cache import ArtifactCache
-    from ..plan import PrecisionPlan
+    from ...cache import ArtifactCache
+    from ...plan import PrecisionPlan
 
 TIMING_CACHE_DIR = "timing-cache"
 #: Bump when the way engines are built changes, so old cache entries are not reused.
@@ -318,7 +318,7 @@ class TensorRTEngine(Engine):
 
         With debug tensors (10.12+, 11.x, RTX): the engine under test runs once with both debug
         switches on; the tensors arrive under TensorRT's internal names and are named through
-        the layer report (:mod:`pytest_trt.debug_tensors`); those that cannot be mapped are kept
+        the layer report (:mod:`pytest_trt.backends.tensorrt.debug_tensors`); those that cannot be mapped are kept
         in :attr:`unmapped_debug_tensors`, never compared. ONNX tensors at a layer boundary of
         the engine that were not emitted make the capture partial: they come from the probe
         build, and the note says so. Without debug tensors: the probe build for everything.

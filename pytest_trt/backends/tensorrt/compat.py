@@ -2,8 +2,8 @@
 
 Everything version-dependent that pytest-trt's TensorRT glue relies on lives here (the
 :class:`TrtCompat` adapter over one imported module) and in the two modules split off it,
-:mod:`~pytest_trt.backends.trt_versions` (versions and data types without TensorRT's API)
-and :mod:`~pytest_trt.backends.trt_logger` (the capturing logger), each fact with the
+:mod:`~pytest_trt.backends.tensorrt.versions` (versions and data types without TensorRT's API)
+and :mod:`~pytest_trt.backends.tensorrt.logger` (the capturing logger), each fact with the
 source it was read from; every name of those is re-exported here. The rest of the glue
 (``tensorrt.py`` and its ``trt_*`` modules) asks these modules and never tests versions
 itself. The inspector's JSON is parsed by :mod:`pytest_trt.layers.inspector`, which needs no
@@ -28,7 +28,7 @@ What is verified where (keep this list honest):
   ``ILayer.precision``; ``ILayer.metadata``, ``IDebugListener`` and
   ``mark_unfused_tensors_as_debug_tensors`` present), the ``ILogger`` subclass, parsing
   the strongly typed realization, :meth:`TrtCompat.configure`, ``build_serialized_network``
-  to bytes, :func:`~pytest_trt.backends.tensorrt.check_network_dtypes` (no mismatch on
+  to bytes, :func:`~pytest_trt.backends.tensorrt.backend.check_network_dtypes` (no mismatch on
   decomposed and ``LayerNormalization`` LayerNorm models; every node layer carries
   ``[ONNX Layer: <node>]``; ONNX ``Constant`` nodes become CONSTANT layers named after
   their output, with empty metadata, like ``ONNXTRT_Broadcast*`` helpers), caching, the
@@ -62,7 +62,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..layers.inspector import (
+from ...layers.inspector import (
     FLOAT_PRECISIONS,
     METADATA_SEPARATORS,
     ONNX_LAYER_PREFIX,
@@ -71,8 +71,8 @@ from ..layers.inspector import (
     inspector_schema,
     split_tensor_entry,
 )
-from .trt_logger import SEVERITIES, LogRecord, get_logger, log
-from .trt_versions import (
+from .logger import SEVERITIES, LogRecord, get_logger, log
+from .versions import (
     LIBRARY_NAMES,
     MODULES,
     STRONG_TYPING_MIN,

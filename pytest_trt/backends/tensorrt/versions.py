@@ -1,6 +1,6 @@
 """TensorRT versions and data types, known without calling TensorRT's API.
 
-The facts of :mod:`pytest_trt.backends.trt_compat` that need no imported TensorRT module
+The facts of :mod:`pytest_trt.backends.tensorrt.compat` that need no imported TensorRT module
 (or only its enums): which Python module a backend imports, the version thresholds of strong
 typing and unfused debug tensors, the version installed (from package metadata), the typing
 checks that skip reasons and the report header need, and the ``trt.DataType`` <-> precision
@@ -13,8 +13,8 @@ import importlib
 import re
 from typing import Any
 
-from ..core.environment import dist_version, library_versions, module_available
-from ..errors import BackendUnavailable
+from ...core.environment import dist_version, library_versions, module_available
+from ...errors import BackendUnavailable
 
 __all__ = [
     "LIBRARY_NAMES",

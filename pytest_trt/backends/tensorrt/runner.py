@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..core.lazy import lazy_import
-from ..errors import BackendUnavailable, BuildError, InputError
-from ..layers.inspector import FLOAT_PRECISIONS
-from ..realize.strong import bf16_bits_to_fp32, to_bf16_bits
-from .trt_compat import TrtCompat, dtype_name, get_logger
+from ...core.lazy import lazy_import
+from ...errors import BackendUnavailable, BuildError, InputError
+from ...layers.inspector import FLOAT_PRECISIONS
+from ...realize.strong import bf16_bits_to_fp32, to_bf16_bits
+from .compat import TrtCompat, dtype_name, get_logger
 
 if TYPE_CHECKING:  # pragma: no cover
     from polygraphy import cuda

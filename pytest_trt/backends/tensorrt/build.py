@@ -3,7 +3,7 @@
 The build step of the ``tensorrt`` backends, run by the artifact cache into a temporary
 directory (:func:`build_into` writes ``engine.plan`` and ``build.json``). Strong typing parses
 the plan's strongly typed realization and checks the parsed network against the plan
-(:mod:`~pytest_trt.backends.trt_network`); weak typing parses the original model and sets the
+(:mod:`~pytest_trt.backends.tensorrt.network`); weak typing parses the original model and sets the
 plan's hints. A shared timing cache per TensorRT version and GPU speeds up rebuilds. Any
 failure is a :class:`~pytest_trt.errors.BuildError` quoting TensorRT's own messages, with the
 stage and, where TensorRT names one, the node (:func:`build_error_message`); nothing is cached.
@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 import onnx
 from filelock import FileLock
 
-from .. import realize  # a module reference: the realization is looked up at build time (tests replace it)
-from ..errors import BackendUnavailable, BuildError, PytestTrtError
-from ..layers.network_rule import LOWER
-from .base import BuildConfig
-from .trt_compat import TrtCompat, get_logger, log
-from .trt_network import (
+from ... import realize  # a module reference: the realization is looked up at build time (tests replace it)
+from ...errors import BackendUnavailable, BuildError, PytestTrtError
+from ...layers.network_rule import LOWER
+from ..base import BuildConfig
+from .compat import TrtCompat, get_logger, log
+from .network import (
     LoweredPrecisionError,
     apply_weak_hints,
     check_network_dtypes,
@@ -39,7 +39,7 @@ from .trt_network import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..plan import PrecisionPlan
+    from ...plan import PrecisionPlan
 
 __all__ = ["ENGINE_FILE", "EXTERNAL_DATA_THRESHOLD", "RECORD_FILE", "build_error_message", "build_into",
            "parse_source"]

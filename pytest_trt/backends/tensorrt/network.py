@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BuildError
-from ..layers.inspector import FLOAT_PRECISIONS, metadata_nodes
-from ..layers.network_rule import HIGHER, judge
-from ..reference.baseline import float_tensor_names
-from .trt_compat import TrtCompat, dtype_name
+from ...errors import BuildError
+from ...layers.inspector import FLOAT_PRECISIONS, metadata_nodes
+from ...layers.network_rule import HIGHER, judge
+from ...reference.baseline import float_tensor_names
+from .compat import TrtCompat, dtype_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..plan import PrecisionPlan
+    from ...plan import PrecisionPlan
 
 __all__ = [
     "DtypeMismatch",
