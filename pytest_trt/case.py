@@ -37,7 +37,7 @@ from .reference.baseline import normalize_baseline, reference_label, reference_m
 from .report.plots import failing_output_figures, layerwise_record
 from .report.rows import network_scopes
 from .suggest import suggest_fp32_islands
-from .verify import assert_precision
+from .verify.precision import assert_precision
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backends.base import Engine

@@ -21,7 +21,7 @@ import sys
 
 from ..errors import PrecisionError
 from ..plan.policy import parse_rule
-from ..verify import assert_precision
+from ..verify.precision import assert_precision
 from .common import (
     add_engine_flags,
     add_input_flags,

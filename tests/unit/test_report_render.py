@@ -469,7 +469,7 @@ def test_svg_curve_leaves_gaps_for_tensors_the_engine_did_not_expose():
 
 def test_precision_check_records_of_verify_are_read_as_they_are():
     """verify.PrecisionCheck.to_json(): its nodes are the matched ones, statuses pass/fail/..."""
-    from pytest_trt.verify import NodeVerdict, PrecisionCheck
+    from pytest_trt.verify.precision import NodeVerdict, PrecisionCheck
 
     check = PrecisionCheck(
         pattern="*/LayerNorm/*", precision="fp32", method="inspect", model="enc.onnx", policy="fp16",

@@ -510,7 +510,7 @@ def test_rtx_unsupported_gpu_message_as_seen_on_h200():
 @pytest.mark.parametrize("typing", ["weak", "strong"])
 def test_probe_is_evidence_never_a_pass_under_weak_typing(use_fake, plan, cache, typing, monkeypatch):
     from pytest_trt.errors import PrecisionError
-    from pytest_trt.verify import assert_precision
+    from pytest_trt.verify.precision import assert_precision
 
     fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/", myelin_ignores_hints=False)
     # the probe builds the LayerNorm alone through backend.build: run it on host memory too

@@ -21,7 +21,7 @@ from pytest_trt.layers.report import LayerReport
 from pytest_trt.model import testing_models as tm
 from pytest_trt.model.load import load_model
 from pytest_trt.plan.policy import PrecisionPolicy
-from pytest_trt.verify import (
+from pytest_trt.verify.precision import (
     EMULATED_NOTE,
     MAX_LISTED,
     WEAK_TYPING_REMEDY,

@@ -55,18 +55,18 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .backends.base import BuildConfig, get_backend
-from .cache import ArtifactCache
-from .core.dtypes import ELEM_FLOAT
-from .errors import ModelError, UsageError
+from ..backends.base import BuildConfig, get_backend
+from ..cache import ArtifactCache
+from ..core.dtypes import ELEM_FLOAT
+from ..errors import ModelError, UsageError
+from ..model.load import load_model
+from ..plan.policy import PrecisionPolicy, Rule
+from ..reference.baseline import reference_outputs
 from .layernorm_graph import LayerNormInstance, constant_value, find_layernorms
-from .model.load import load_model
-from .plan.policy import PrecisionPolicy, Rule
-from .reference.baseline import reference_outputs
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backends.base import Engine
-    from .plan import PrecisionPlan
+    from ..backends.base import Engine
+    from ..plan import PrecisionPlan
 
 __all__ = [
     "DEFAULT_TOLERANCE",

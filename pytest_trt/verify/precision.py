@@ -33,7 +33,7 @@
     typing: typed in the network, boundary consistent". An inconsistent boundary (a
     planned FP32 node whose kernel outputs FP16) fails under either typing.
 
-    ``method="probe"`` runs numeric probes (:mod:`pytest_trt.probes`) on the LayerNorms
+    ``method="probe"`` runs numeric probes (:mod:`pytest_trt.verify.probes`) on the LayerNorms
     the pattern selects: the LayerNorm built alone with the same backend and plan
     precisions must *behave* like ``precision`` (fp32 vs fp16/bf16). A probe measures a
     **separate build**, fused differently from the engine under test, so its result is
@@ -77,7 +77,7 @@
     CPU run never reports a fusion check as done. Raising would fail every CPU run;
     skipping the test would hide the assertions after it.
 
-``probe_precision(engine, pattern)`` -> ``list[ProbeResult]``: see :mod:`pytest_trt.probes`.
+``probe_precision(engine, pattern)`` -> ``list[ProbeResult]``: see :mod:`pytest_trt.verify.probes`.
 """
 
 from __future__ import annotations
@@ -87,6 +87,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core.dtypes import FP32, normalize_precision
+from ..errors import PatternError, PrecisionError, UsageError
+from ..layers.report import EVIDENCE, LayerReport, evidence_text
+from ..plan.policy import Rule, validate_pattern
 from .collapse import (
     DEFAULT_MAX_MYELIN_SHARE,
     DEFAULT_NODES_PER_LAYER,
@@ -96,15 +100,11 @@ from .collapse import (
     myelin_region,
     shorten,
 )
-from .core.dtypes import FP32, normalize_precision
-from .errors import PatternError, PrecisionError, UsageError
-from .layers.report import EVIDENCE, LayerReport, evidence_text
-from .plan.policy import Rule, validate_pattern
 from .probes import DEFAULT_TOLERANCE, ProbeResult, probe_precision
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .layers.report import NodeObservation
-    from .plan import NodeDecision, PrecisionPlan
+    from ..layers.report import NodeObservation
+    from ..plan import NodeDecision, PrecisionPlan
 
 __all__ = [
     "CollapseCheck",
@@ -548,7 +548,7 @@ def assert_precision(engine_or_report, pattern: str, precision: str, *, allow_un
         allow_unverifiable: list unverifiable nodes as warnings instead of failing.
         method: ``inspect`` (layer report), ``probe`` (numeric LayerNorm probes) or ``both``.
         cache: artifact cache for the probe builds (default: the engine's own).
-        tolerance, seed: probe settings (see :mod:`pytest_trt.probes`).
+        tolerance, seed: probe settings (see :mod:`pytest_trt.verify.probes`).
 
     Returns:
         :class:`PrecisionCheck` (``.nodes``, ``.statuses``, ``.to_json()``).

@@ -1,7 +1,7 @@
 """Myelin collapse: did the engine fold the network into a few opaque layers?
 
 :func:`assert_no_collapse` (documented with the other verifications in
-:mod:`pytest_trt.verify`, which re-exports it) reads a :class:`~pytest_trt.layers.report.LayerReport`
+:mod:`pytest_trt.verify.precision`, which re-exports it) reads a :class:`~pytest_trt.layers.report.LayerReport`
 after the build: compute nodes against engine layers, and the share of the compute nodes the
 largest Myelin layer carries. Inside such layers per-node precision cannot be seen and
 weak-typing constraints are not honoured (NVIDIA/TensorRT #4157), so a collapsed engine makes
@@ -16,8 +16,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import PrecisionError, UsageError
-from .layers.report import LayerReport
+from ..errors import PrecisionError, UsageError
+from ..layers.report import LayerReport
 
 __all__ = ["DEFAULT_MAX_MYELIN_SHARE", "DEFAULT_NODES_PER_LAYER", "CollapseCheck", "NotObservableWarning",
            "assert_no_collapse", "myelin_region", "shorten"]
@@ -150,7 +150,7 @@ def assert_no_collapse(engine_or_report, *, min_layers: int | None = None,
                        max_myelin_share: float | None = None) -> CollapseCheck:
     """Fail (PrecisionError) when the engine folded the network into a few Myelin layers.
 
-    See :mod:`pytest_trt.verify` for the defaults and the ``emulate`` decision.
+    See :mod:`pytest_trt.verify.precision` for the defaults and the ``emulate`` decision.
     """
     report = engine_or_report if isinstance(engine_or_report, LayerReport) else engine_or_report.layers()
     plan = getattr(engine_or_report, "plan", None)

@@ -1,6 +1,6 @@
 """Finding LayerNorms in an ONNX graph, in both forms an exporter writes.
 
-The probes (:mod:`pytest_trt.probes`) test a model's LayerNorms numerically, one at a time;
+The probes (:mod:`pytest_trt.verify.probes`) test a model's LayerNorms numerically, one at a time;
 this module finds them: ``LayerNormalization`` nodes over the last axis (opset >= 17
 exports), and the decomposed pattern torch writes for older opsets,
 ``(x - mean) / sqrt(mean((x - mean)^2) + eps)`` optionally followed by ``* gamma + beta``,
@@ -19,7 +19,7 @@ import numpy as np
 from onnx import helper, numpy_helper
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .plan import PrecisionPlan
+    from ..plan import PrecisionPlan
 
 __all__ = ["LayerNormInstance", "attribute", "constant_value", "find_layernorms"]
 
