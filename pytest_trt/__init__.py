@@ -39,7 +39,7 @@ _LAZY = {
     "NotObservableWarning": "pytest_trt.verify.precision",
     "CompareResult": "pytest_trt.compare",
     "CacheWarning": "pytest_trt.errors",
-    "locate_divergence": "pytest_trt.layerwise",
+    "locate_divergence": "pytest_trt.locate.divergence",
     "suggest_fp32_islands": "pytest_trt.suggest",
     "check_parser": "pytest_trt.backends.tensorrt.parser_check",
     "ParserCheck": "pytest_trt.backends.tensorrt.parser_check",

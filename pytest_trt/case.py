@@ -30,7 +30,7 @@ from .core.dtypes import normalize_precision
 from .core.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
 from .errors import AccuracyError, PrecisionError, UsageError
 from .inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
-from .layerwise import locate_divergence
+from .locate.divergence import locate_divergence
 from .marker import MARKER_KEYS, marker_kwargs, validate_options
 from .plan.policy import PrecisionPolicy, Rule
 from .reference.baseline import normalize_baseline, reference_label, reference_model

@@ -9,7 +9,7 @@ from ..case import DETAILS_MAX_ELEMENTS
 from ..compare import CompareResult, compare_outputs, default_tolerances
 from ..core.jsonsafe import json_number
 from ..errors import BackendUnavailable
-from ..ranges import range_message, range_overflows
+from ..locate.ranges import range_message, range_overflows
 from ..reference.baseline import reference_label, reference_model
 from ..report.summary import tolerance_ratio
 from .common import (

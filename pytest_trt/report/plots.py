@@ -368,7 +368,7 @@ def mismatch_marks(grid: dict, limit: int = 400) -> list[tuple[int, int]] | None
 
 def layerwise_record(divergence: Any, *, seed: int | None = None) -> LayerwiseRecord:
     """The compact :class:`~pytest_trt.core.records.LayerwiseRecord` of a
-    :class:`~pytest_trt.layerwise.Divergence` (or its ``to_json()``) for the reports.
+    :class:`~pytest_trt.locate.divergence.Divergence` (or its ``to_json()``) for the reports.
 
     Tensor rows ``{"tensor", "node", "op_type", "index", "precision", "compute", "available",
     "max_abs", "rel", "jump", "divergent", "nonfinite"}`` in topological order (a subset of

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.dtypes import LOW_PRECISIONS
+from ..locate.scopes import escape_glob, scope_of
 from ..plan.policy import Rule
-from ..scopes import escape_glob, scope_of
 
 __all__ = [
     "GRADUAL_KIND_ORDER",

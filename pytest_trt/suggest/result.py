@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..layerwise import fmt_error
+from ..locate.divergence import fmt_error
 from .groups import Group
 
 __all__ = ["Attempt", "Suggestion"]

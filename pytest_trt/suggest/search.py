@@ -23,7 +23,7 @@ from ..compare import compare_outputs, default_tolerances
 from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
 from ..flops import node_flops
-from ..layerwise import Divergence, locate_divergence
+from ..locate.divergence import Divergence, locate_divergence
 from ..model.load import load_model
 from ..plan.policy import PrecisionPolicy, Rule
 from ..reference.baseline import fp32_baseline, fp32_intermediates

@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 import pytest_trt
 from pytest_trt.backends.base import BuildConfig, get_backend
 from pytest_trt.inputs import make_feeds
-from pytest_trt.layerwise import Divergence, compare_tensors, locate_divergence
+from pytest_trt.locate.divergence import Divergence, compare_tensors, locate_divergence
 from pytest_trt.model.load import load_model
 from pytest_trt.model.testing_models import graph_model
 from pytest_trt.plan.policy import PrecisionPolicy

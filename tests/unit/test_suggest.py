@@ -277,7 +277,7 @@ def gpt2_outlier():
 def test_gpt2_answer_leaves_no_inf_inside(gpt2_outlier):
     # Before: the search proposed only ['/transformer/ln_f/*'] (outputs pass: the blocks' contributions
     # are small), while `locate` with that policy found Inf in four LayerNorm Pow nodes.
-    from pytest_trt.layerwise import locate_divergence
+    from pytest_trt.locate.divergence import locate_divergence
 
     feeds = export_feeds(gpt2_outlier, seed=0)
     old = get_backend("emulate").build(PrecisionPolicy("fp16", keep_fp32=["/transformer/ln_f/*"]).resolve(gpt2_outlier),

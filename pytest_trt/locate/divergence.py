@@ -49,12 +49,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .core.jsonsafe import json_number
-from .reference.baseline import fp32_intermediates
+from ..core.jsonsafe import json_number
+from ..reference.baseline import fp32_intermediates
 from .scopes import scope_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backends.base import Engine
+    from ..backends.base import Engine
 
 __all__ = [
     "DEFAULT_JUMP",

@@ -2,7 +2,7 @@
 
 Exported models name their nodes by module path (``/encoder/layer.0/attention/output/LayerNorm/Pow``).
 The FP32-fallback search (:mod:`pytest_trt.suggest`) and the layerwise comparison's advice
-(:mod:`pytest_trt.layerwise`) both turn such names into patterns a user pastes: a node's
+(:mod:`pytest_trt.locate.divergence`) both turn such names into patterns a user pastes: a node's
 scope (:func:`scope_of`), the glob of that scope (:func:`scope_pattern`), with the name's
 own glob characters escaped (:func:`escape_glob`).
 """

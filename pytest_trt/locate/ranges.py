@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .core.dtypes import BF16, FP16
-from .reference.baseline import fp32_intermediates, reference_model
+from ..core.dtypes import BF16, FP16
+from ..reference.baseline import fp32_intermediates, reference_model
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .plan import PrecisionPlan
+    from ..plan import PrecisionPlan
 
 #: largest finite value of each low precision
 RANGE = {FP16: 65504.0, BF16: 3.3895313892515355e38}
