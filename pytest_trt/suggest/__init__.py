@@ -67,7 +67,7 @@ answer, the result is ``passes-output-only`` and names those nodes. Re-checks ar
 the same engine, not builds.
 
 An answer that keeps more than half of the compute nodes in FP32 (by node count; a FLOPs
-estimate from :mod:`pytest_trt.flops` is reported beside it) is ``fp32-in-effect``: not a
+estimate from :mod:`pytest_trt.suggest.flops` is reported beside it) is ``fp32-in-effect``: not a
 low-precision engine, so not called found (``pytest-trt suggest`` exits 1).
 
 ``builds`` counts every engine built or loaded for the search: distinct plans, engines

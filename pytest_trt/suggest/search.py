@@ -22,11 +22,11 @@ from ..backends.base import BuildConfig, get_backend
 from ..compare import compare_outputs, default_tolerances
 from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
-from ..flops import node_flops
 from ..locate.divergence import Divergence, locate_divergence
 from ..model.load import load_model
 from ..plan.policy import PrecisionPolicy, Rule
 from ..reference.baseline import fp32_baseline, fp32_intermediates
+from .flops import node_flops
 from .groups import (
     GRADUAL_KIND_ORDER,
     KIND_ORDER,
