@@ -2,7 +2,7 @@
 
 The plugin (:mod:`pytest_trt.plugin`), the fixtures (:mod:`pytest_trt.fixtures`) and the
 GPU-per-worker hooks (:mod:`pytest_trt.xdist_gpus`) all need the run's
-:class:`~pytest_trt.session.TrtSession` and a test's records; this module owns the stash keys
+:class:`~pytest_trt.run.session.TrtSession` and a test's records; this module owns the stash keys
 they live under and :func:`activate`, which creates the session the first time the plugin is
 *in use* (shared/CONVENTIONS.md). The three import it and not each other, so there is no
 import cycle between them.
@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import settings as _settings
 from .backends.base import Backend, register_backend, unregister_backend
 from .core import runstate
 from .errors import PytestTrtError, UsageError
-from .session import TrtSession
+from .run import settings as _settings
+from .run.session import TrtSession
 
 if TYPE_CHECKING:  # pragma: no cover
     from .core.records import Record
@@ -51,7 +51,7 @@ def item_records(node: pytest.Item) -> list[Record]:
 
 def activate(config: pytest.Config, why: str) -> TrtSession:
     """Put the plugin in use (once): resolve the settings, select the backend, check that what
-    was asked for can be honoured. Returns the :class:`~pytest_trt.session.TrtSession`;
+    was asked for can be honoured. Returns the :class:`~pytest_trt.run.session.TrtSession`;
     raises ``pytest.UsageError`` naming the fix."""
     session = current_session(config)
     if session is not None:

@@ -41,7 +41,7 @@ from .verify.precision import assert_precision
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backends.base import Engine
-    from .session import BuildEvent, TrtSession
+    from .run.session import BuildEvent, TrtSession
 
 #: keys of a per-precision tolerance dict (``atol={"fp16": 1e-2, "bf16": 5e-2}``)
 PRECISION_KEYS = frozenset({"fp32", "fp16", "bf16"})

@@ -4,7 +4,7 @@
 * ``trt_engine``: the engine of the ``trt`` case (built once per content key, cached).
 * ``trt_build``: factory ``trt_build(model, policy=None, *, keep_fp32=(), precision=None, typing=None)``.
 * ``trt_baseline``: factory ``trt_baseline(model, feeds)`` -> FP32 ONNX Runtime outputs (cached).
-* ``trt_session``: the run-wide :class:`~pytest_trt.session.TrtSession`.
+* ``trt_session``: the run-wide :class:`~pytest_trt.run.session.TrtSession`.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ def pytest_trt_select_backend(config: pytest.Config, requested: str, source: str
 def pytest_trt_report_header(config: pytest.Config, session) -> list[str] | None:
     """Lines to add to pytest-trt's report header (shown after its own lines).
 
-    ``session`` is the run's :class:`~pytest_trt.session.TrtSession` (backend, settings).
+    ``session`` is the run's :class:`~pytest_trt.run.session.TrtSession` (backend, settings).
     """
 
 

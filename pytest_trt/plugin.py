@@ -5,7 +5,7 @@ The plugin is inert until it is *in use* (shared/CONVENTIONS.md): a ``--trt-*`` 
 test with the ``trt`` marker or a fixture whose name starts with ``trt``; known in
 ``pytest_collection_modifyitems``). Until then it imports nothing beyond pytest, runs no
 subprocess, selects no backend and prints nothing. From then on, anything asked for that
-cannot be honoured is a usage error (:meth:`~pytest_trt.session.TrtSession.create`).
+cannot be honoured is a usage error (:meth:`~pytest_trt.run.session.TrtSession.create`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import json
 import pytest
 
 from . import hookspec, xdist_gpus
-from . import settings as _settings
 from ._version import __version__
 from .activation import RECORDS_KEY, SESSION_KEY, activate, current_session, forget_backends, item_records
 from .backends.base import select_backend
@@ -25,6 +24,7 @@ from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGp
 from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
 from .items import is_trt_item  # the one definition of a trt test
 from .report.outcomes import classify, junit_outcome_properties
+from .run import settings as _settings
 
 RESULTS_KEY = pytest.StashKey[list]()
 #: header lines still to show (a session activated by collection shows them after "collected N items")

@@ -29,8 +29,8 @@ import os
 
 import pytest
 
-from . import settings as _settings
 from .activation import current_session
+from .run import settings as _settings
 
 ENV = "CUDA_VISIBLE_DEVICES"
 WORKERINPUT_KEY = "trt_gpu"

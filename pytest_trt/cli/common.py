@@ -19,8 +19,8 @@ from ..backends.tensorrt.parser_check import require as require_parser_check
 from ..errors import UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
 from ..plan.policy import PrecisionPolicy
-from ..session import TrtSession
-from ..settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
+from ..run.session import TrtSession
+from ..run.settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
 
 
 def add_model_and_policy(p) -> None:

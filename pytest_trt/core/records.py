@@ -82,7 +82,7 @@ def _optional(f: dataclasses.Field) -> bool:
 
 @dataclass(kw_only=True)
 class EngineRecord(Record):
-    """An engine a test used (:class:`~pytest_trt.session.BuildEvent`), built or loaded."""
+    """An engine a test used (:class:`~pytest_trt.run.session.BuildEvent`), built or loaded."""
 
     kind: ClassVar[str] = "engine"
     model: str

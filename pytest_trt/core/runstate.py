@@ -5,7 +5,7 @@ checked models, TensorRT loggers, backend instances, what ``nvidia-smi`` said) l
 :class:`RunState`. Exactly one is *current*:
 
 * the pytest plugin makes a fresh one when a session is put in use (it is kept on the
-  :class:`~pytest_trt.session.TrtSession` as ``state``) and discards it at
+  :class:`~pytest_trt.run.session.TrtSession` as ``state``) and discards it at
   ``pytest_unconfigure``, so nothing a session memoised is seen by the next one, also when
   several sessions run in one process (pytester's in-process runs);
 * the ``pytest-trt`` console script and library callers outside pytest use the process's

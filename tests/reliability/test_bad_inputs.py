@@ -101,8 +101,8 @@ _SESSIONS: dict = {}
 def _marker_check(models, **kwargs):
     """What the `trt` fixture does for ``@pytest.mark.trt(model=<layernorm>, **kwargs)`` + ``trt.check()``."""
     from pytest_trt.case import TrtCase
-    from pytest_trt.session import TrtSession
-    from pytest_trt.settings import Settings
+    from pytest_trt.run.session import TrtSession
+    from pytest_trt.run.settings import Settings
 
     if "session" not in _SESSIONS:
         _SESSIONS["session"] = TrtSession.create(Settings(

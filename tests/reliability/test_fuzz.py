@@ -387,8 +387,8 @@ class _Item:
 
 @pytest.fixture(scope="module")
 def marker_world(tmp_path_factory, models):
-    from pytest_trt.session import TrtSession
-    from pytest_trt.settings import Settings
+    from pytest_trt.run.session import TrtSession
+    from pytest_trt.run.settings import Settings
 
     root = tmp_path_factory.mktemp("marker-fuzz")
     np.savez(root / "feeds.npz", **make_feeds(load_model(models.layernorm)))

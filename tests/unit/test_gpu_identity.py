@@ -131,8 +131,8 @@ def test_every_record_names_the_gpu_its_process_runs_on(machine):
     from types import SimpleNamespace
 
     from pytest_trt.report.json_report import entry_of_test
-    from pytest_trt.session import BuildEvent, TrtSession
-    from pytest_trt.settings import Settings
+    from pytest_trt.run.session import BuildEvent, TrtSession
+    from pytest_trt.run.settings import Settings
 
     def worker(worker_id, token, backend="tensorrt"):
         machine.setenv("CUDA_VISIBLE_DEVICES", token)

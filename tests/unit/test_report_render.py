@@ -17,7 +17,7 @@ import pytest
 
 from pytest_trt.compare import compare_outputs
 from pytest_trt.report import html_report, json_report, plots, summary
-from pytest_trt.settings import Settings
+from pytest_trt.run.settings import Settings
 
 # --------------------------------------------------------------------------------------
 # hand-made records

@@ -14,8 +14,8 @@ from pytest_trt.backends.tensorrt import backend as trt_backend
 from pytest_trt.backends.tensorrt import compat as trt_compat
 from pytest_trt.core import runstate
 from pytest_trt.errors import UsageError
-from pytest_trt.session import TrtSession
-from pytest_trt.settings import Settings
+from pytest_trt.run.session import TrtSession
+from pytest_trt.run.settings import Settings
 
 _spec = importlib.util.spec_from_file_location("_pytest_trt_fake_tensorrt", Path(__file__).with_name("fake_tensorrt.py"))
 fake_tensorrt = sys.modules.setdefault("_pytest_trt_fake_tensorrt", importlib.util.module_from_spec(_spec))

@@ -590,8 +590,8 @@ def test_weak_typing_rule_fails_trt_check_after_the_accuracy_verdict(use_fake, p
     outputs within (generous) tolerance, then PrecisionError naming the nodes."""
     from pytest_trt.case import TrtCase
     from pytest_trt.errors import PrecisionError
-    from pytest_trt.session import TrtSession
-    from pytest_trt.settings import Settings
+    from pytest_trt.run.session import TrtSession
+    from pytest_trt.run.settings import Settings
 
     class Node:  # what TrtCase reads from a pytest item
         nodeid, path = "test_weak.py::test_weak", None
@@ -721,8 +721,8 @@ def test_the_profile_covering_the_feeds_is_selected(use_fake, cache, release):
 
 # -- engines released when the session no longer needs them ----------------------------------
 def test_session_releases_least_recently_used_engines(use_fake, model, tmp_path, release):
-    from pytest_trt.session import TrtSession
-    from pytest_trt.settings import Settings
+    from pytest_trt.run.session import TrtSession
+    from pytest_trt.run.settings import Settings
 
     fake, backend = use_fake(release[0], rtx=release[1])
     # each loaded engine holds its plan bytes + 1 MiB of context memory (the fake's device_memory_size*)
@@ -755,8 +755,8 @@ def test_session_releases_least_recently_used_engines(use_fake, model, tmp_path,
 
 def test_engine_memory_option_and_default(monkeypatch, tmp_path):
     from pytest_trt.core import environment
-    from pytest_trt.session import TrtSession
-    from pytest_trt.settings import Settings, parse_size
+    from pytest_trt.run.session import TrtSession
+    from pytest_trt.run.settings import Settings, parse_size
 
     session = TrtSession(settings=Settings(cache_dir=tmp_path), backend=None, backend_reason="")
     monkeypatch.setattr(environment, "gpus", lambda: (environment.GpuInfo("G", "9.0", "580", "81559 MiB"),))

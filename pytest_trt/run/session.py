@@ -15,17 +15,17 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .backends.base import Backend, BuildConfig, Engine, select_backend
-from .backends.tensorrt.parser_check import check_parser, require
-from .core.records import EngineRecord
-from .errors import UsageError
+from ..backends.base import Backend, BuildConfig, Engine, select_backend
+from ..backends.tensorrt.parser_check import check_parser, require
+from ..core.records import EngineRecord
+from ..errors import UsageError
 from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .cache import ArtifactCache
-    from .model.load import Model
-    from .plan import PrecisionPlan
-    from .plan.policy import PrecisionPolicy
+    from ..cache import ArtifactCache
+    from ..model.load import Model
+    from ..plan import PrecisionPlan
+    from ..plan.policy import PrecisionPolicy
 
 
 @dataclass
@@ -113,7 +113,7 @@ class TrtSession:
         explicit backend that cannot run, ONNX Runtime missing or broken, a baseline provider
         that does not really run, a typing the TensorRT version lacks.
         """
-        from .reference.baseline import check_runtime  # load path: imported once in use
+        from ..reference.baseline import check_runtime  # load path: imported once in use
 
         if selected is None:
             selected = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
@@ -123,7 +123,7 @@ class TrtSession:
                       source="--trt-baseline-provider" if provider_source == "default" else provider_source)
         if backend.name in ("tensorrt", "tensorrt-rtx") and settings.typing != "auto":
             # load path: imported once in use
-            from .backends.tensorrt.compat import installed_version, version_typing_reason
+            from ..backends.tensorrt.compat import installed_version, version_typing_reason
 
             why = version_typing_reason(backend.name, installed_version(backend.name), settings.typing)
             if why:
@@ -146,7 +146,7 @@ class TrtSession:
     @property
     def cache(self) -> ArtifactCache:
         """The artifact cache, created on first use (a run without engine tests creates no directory)."""
-        from .cache import ArtifactCache  # load path: imported once in use
+        from ..cache import ArtifactCache  # load path: imported once in use
 
         with self._lock:
             if self._cache is None:
@@ -166,7 +166,7 @@ class TrtSession:
             return None
         with self._lock:
             if self._remote is None:
-                from .remote_cache import ENV_AUTH, ENV_KEY, RemoteTier  # load path: imported once in use
+                from ..remote_cache import ENV_AUTH, ENV_KEY, RemoteTier  # load path: imported once in use
 
                 key = os.environ.get(ENV_KEY) or None
                 self._remote = RemoteTier(self.settings.remote_cache, mode=self.settings.remote_cache_mode,
@@ -176,7 +176,7 @@ class TrtSession:
 
     def cache_stats(self):
         """This process's :class:`~pytest_trt.remote_cache.CacheStats` plus those merged from xdist workers."""
-        from .remote_cache import CacheStats  # load path: imported once in use
+        from ..remote_cache import CacheStats  # load path: imported once in use
 
         total = CacheStats()
         if self._cache is not None:
@@ -187,7 +187,7 @@ class TrtSession:
 
     # -- pipeline steps, memoized per process ---------------------------------------
     def model(self, source) -> Model:
-        from .model.load import Model, load_model  # load path: imported once in use
+        from ..model.load import Model, load_model  # load path: imported once in use
 
         if isinstance(source, Model):
             return source
@@ -249,7 +249,7 @@ class TrtSession:
         with self._lock:
             if not self._gpu_known:
                 # load path: imported once in use (and looked up at call time: tests replace environment.gpus)
-                from .core import environment
+                from ..core import environment
 
                 found = environment.gpus()
                 self._gpu_record = None if not found else {
@@ -276,7 +276,7 @@ class TrtSession:
         """``--trt-engine-memory`` in bytes; default half the first GPU's memory; None: no GPU known."""
         if self.settings.engine_memory_bytes is not None:
             return self.settings.engine_memory_bytes
-        from .core import environment  # load path: imported once in use
+        from ..core import environment  # load path: imported once in use
 
         found = environment.gpus()
         try:
@@ -325,7 +325,7 @@ class TrtSession:
             thread.join()
 
     def baseline(self, model: Model, feeds: dict) -> dict:
-        from .reference.baseline import fp32_baseline  # load path: imported once in use
+        from ..reference.baseline import fp32_baseline  # load path: imported once in use
 
         return fp32_baseline(model, feeds, provider=self.settings.baseline_provider, cache=self.cache,
                              rebuild=self.settings.rebuild)
