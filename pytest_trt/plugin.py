@@ -14,15 +14,22 @@ import json
 
 import pytest
 
-from . import hookspec, xdist_gpus
 from ._version import __version__
-from .activation import RECORDS_KEY, SESSION_KEY, activate, current_session, forget_backends, item_records
 from .backends.base import select_backend
 from .core import runstate
 from .core.records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
 from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
-from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
-from .items import is_trt_item  # the one definition of a trt test
+from .glue import hookspec, xdist_gpus
+from .glue.activation import (
+    RECORDS_KEY,
+    SESSION_KEY,
+    activate,
+    current_session,
+    forget_backends,
+    item_records,
+)
+from .glue.fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
+from .glue.items import is_trt_item  # the one definition of a trt test
 from .report.outcomes import classify, junit_outcome_properties
 from .run import settings as _settings
 
@@ -49,7 +56,7 @@ MARKERS = (
 
 
 def pytest_addhooks(pluginmanager):
-    """pytest-trt's own hooks (:mod:`pytest_trt.hookspec`), for other plugins and conftests."""
+    """pytest-trt's own hooks (:mod:`pytest_trt.glue.hookspec`), for other plugins and conftests."""
     pluginmanager.add_hookspecs(hookspec)
 
 

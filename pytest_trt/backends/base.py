@@ -219,7 +219,7 @@ def register_backend(name: str, factory) -> None:
     ``factory`` is a :class:`Backend` subclass, a no-argument callable returning a Backend, or a
     Backend instance. The built-in backends stay available (they are looked up lazily, whatever
     was registered first); registering a built-in name replaces that backend. In a pytest plugin
-    or conftest, prefer the ``pytest_trt_backends`` hook (:mod:`pytest_trt.hookspec`).
+    or conftest, prefer the ``pytest_trt_backends`` hook (:mod:`pytest_trt.glue.hookspec`).
     """
     if not isinstance(name, str) or not name.strip() or name == "auto" or name != name.strip():
         raise UsageError(f"register_backend: invalid backend name {name!r}: a non-empty name without spaces "

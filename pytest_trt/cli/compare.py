@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends.tensorrt.parser_check import require
-from ..case import DETAILS_MAX_ELEMENTS
 from ..compare import CompareResult, compare_outputs, default_tolerances
 from ..core.jsonsafe import json_number
 from ..errors import BackendUnavailable
+from ..glue.case import DETAILS_MAX_ELEMENTS
 from ..locate.ranges import range_message, range_overflows
 from ..reference.baseline import reference_label, reference_model
 from ..report.summary import tolerance_ratio

@@ -1,6 +1,6 @@
 """Typed per-test records: what a trt test leaves behind for the reports.
 
-A trt test's checks append records to the test item (:func:`pytest_trt.activation.item_records`):
+A trt test's checks append records to the test item (:func:`pytest_trt.glue.activation.item_records`):
 an :class:`EngineRecord` per engine used, a :class:`ParserRecord` per parser check, an
 :class:`AccuracyRecord` per ``trt.check()``, a :class:`PrecisionRecord` per
 ``trt.assert_precision()``, a :class:`LayerwiseRecord` per layerwise comparison and a

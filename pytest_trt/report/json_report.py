@@ -351,7 +351,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
 
 
 def _extended(session, entry: dict[str, Any], res: dict) -> dict[str, Any]:
-    """The entry as plugins extend it (the ``pytest_trt_report_test`` hook, :mod:`pytest_trt.hookspec`)."""
+    """The entry as plugins extend it (the ``pytest_trt_report_test`` hook, :mod:`pytest_trt.glue.hookspec`)."""
     extend = getattr(session, "extend_test_entry", None)
     if extend is not None:  # hook implementations get the records' JSON forms (dicts with a "kind")
         extend(entry, [rec.to_json() for rec in result_records(res)])

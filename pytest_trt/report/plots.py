@@ -6,7 +6,7 @@ Two halves:
   ``expected`` arrays to small JSON-able data that rides on the test's ``accuracy``
   record (so it survives pytest-xdist and lands in ``--trt-report``): a histogram of
   ``log10 |actual - expected|`` and a max-pooled 2-D grid of where the error sits.
-  numpy only; called by :class:`~pytest_trt.case.TrtCase` when an output fails.
+  numpy only; called by :class:`~pytest_trt.glue.case.TrtCase` when an output fails.
 * ``*_png`` functions render that data with matplotlib as ``data:image/png;base64,...``
   URIs for the HTML report. matplotlib is the optional extra ``plots``
   (``pip install pytest-trt[plots]``); without it each returns None and the HTML report

@@ -2,7 +2,7 @@
 
 Every option is ``--trt-*`` with an ini twin ``trt_*``; precedence is
 marker kwargs > command line > ini > default (markers are applied per test by
-:mod:`pytest_trt.case`). The table below drives ``pytest_addoption`` and the help texts.
+:mod:`pytest_trt.glue.case`). The table below drives ``pytest_addoption`` and the help texts.
 """
 
 from __future__ import annotations

@@ -31,7 +31,6 @@ import numpy as np
 import pytest
 
 from pytest_trt.backends.base import BuildConfig, get_backend, select_backend
-from pytest_trt.case import marker_kwargs
 from pytest_trt.cli import main as cli_main
 from pytest_trt.compare import assert_close, compare_outputs
 from pytest_trt.errors import (
@@ -43,6 +42,7 @@ from pytest_trt.errors import (
     PytestTrtError,
     UsageError,
 )
+from pytest_trt.glue.case import marker_kwargs
 from pytest_trt.inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
 from pytest_trt.model.load import load_model
 from pytest_trt.plan.policy import PrecisionPolicy, parse_rule
@@ -100,7 +100,7 @@ _SESSIONS: dict = {}
 
 def _marker_check(models, **kwargs):
     """What the `trt` fixture does for ``@pytest.mark.trt(model=<layernorm>, **kwargs)`` + ``trt.check()``."""
-    from pytest_trt.case import TrtCase
+    from pytest_trt.glue.case import TrtCase
     from pytest_trt.run.session import TrtSession
     from pytest_trt.run.settings import Settings
 

@@ -436,7 +436,7 @@ _MARKER_VALUES = {
 @given(data=st.data())
 def test_any_marker_arguments_give_a_verdict_a_skip_or_a_clear_error(marker_world, data):
     """``@pytest.mark.trt(...)`` with fuzzed keywords, then ``trt.check()`` (what a test body does)."""
-    from pytest_trt.case import TrtCase
+    from pytest_trt.glue.case import TrtCase
 
     good, *others = marker_world["models"]
     model = data.draw(st.sampled_from([good] * 6 + others), label="model")  # mostly a model that runs

@@ -12,9 +12,9 @@ import stat
 
 import pytest
 
-from pytest_trt import xdist_gpus
 from pytest_trt.backends.tensorrt import backend as trt_backend
 from pytest_trt.core import environment, runstate
+from pytest_trt.glue import xdist_gpus
 
 H100 = "GPU-1f0e2c44-5b6a-4c1d-9e8f-0a1b2c3d4e5f"
 A100 = "GPU-9a8b7c6d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"

@@ -407,7 +407,7 @@ def test_html_of_an_empty_session():
 # --trt-gpus mapping
 # --------------------------------------------------------------------------------------
 def test_assign_devices():
-    from pytest_trt.xdist_gpus import assign_devices
+    from pytest_trt.glue.xdist_gpus import assign_devices
 
     assert assign_devices(["gw0", "gw1"], ["0", "1", "2"], None) == {"gw0": "0", "gw1": "1"}
     assert assign_devices(["gw0", "gw1", "gw2", "gw3"], ["5", "7"], None) == {
@@ -421,7 +421,7 @@ def test_assign_devices():
 
 
 def test_parse_gpus():
-    from pytest_trt.xdist_gpus import parse_gpus
+    from pytest_trt.glue.xdist_gpus import parse_gpus
 
     assert parse_gpus("auto") is None and parse_gpus(" 2 ") == 2
     for bad in ("0", "-1", "two"):
@@ -430,8 +430,8 @@ def test_parse_gpus():
 
 
 def test_visible_devices_honour_cuda_visible_devices(monkeypatch):
-    from pytest_trt import xdist_gpus
     from pytest_trt.core import environment
+    from pytest_trt.glue import xdist_gpus
 
     three = (environment.GpuInfo("G", "9.0", "1"),) * 3
     monkeypatch.setattr(environment, "gpus", lambda: three)

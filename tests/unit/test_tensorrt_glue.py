@@ -588,8 +588,8 @@ def test_weak_typing_rule_on_the_engine_layers(use_fake, plan, tmp_path):
 def test_weak_typing_rule_fails_trt_check_after_the_accuracy_verdict(use_fake, plan, model, tmp_path):
     """trt.check() on a weakly typed engine whose Myelin region ran planned-FP32 nodes in FP16:
     outputs within (generous) tolerance, then PrecisionError naming the nodes."""
-    from pytest_trt.case import TrtCase
     from pytest_trt.errors import PrecisionError
+    from pytest_trt.glue.case import TrtCase
     from pytest_trt.run.session import TrtSession
     from pytest_trt.run.settings import Settings
 

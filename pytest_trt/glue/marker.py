@@ -3,7 +3,7 @@
 ``@pytest.mark.trt(model=..., precision=..., keep_fp32=[...], atol=..., ...)`` declares a trt
 test; :func:`marker_kwargs` merges every ``trt`` marker on a test (function over class over
 module, per keyword) and :func:`validate_options` turns a keyword of the wrong type into a
-usage error naming it, before :class:`~pytest_trt.case.TrtCase` builds anything from it.
+usage error naming it, before :class:`~pytest_trt.glue.case.TrtCase` builds anything from it.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any
 
-from .backends.base import backend_names
-from .errors import InputError, UsageError
-from .inputs import check_seed
+from ..backends.base import backend_names
+from ..errors import InputError, UsageError
+from ..inputs import check_seed
 
 #: every keyword the ``trt`` marker takes
 MARKER_KEYS = frozenset({

@@ -29,8 +29,8 @@ import os
 
 import pytest
 
+from ..run import settings as _settings
 from .activation import current_session
-from .run import settings as _settings
 
 ENV = "CUDA_VISIBLE_DEVICES"
 WORKERINPUT_KEY = "trt_gpu"
@@ -44,7 +44,7 @@ def visible_devices() -> list[str]:
     empty or ``-1``).
     """
     # load path: imported once in use (and looked up at call time: tests replace environment.gpus)
-    from .core import environment
+    from ..core import environment
 
     found = environment.gpus()
     if not found:
@@ -140,7 +140,7 @@ def configure(config) -> None:
         device = workerinput.get(WORKERINPUT_KEY)
         if device is not None:
             os.environ[ENV] = str(device)
-            from .core import environment  # load path: imported once in use
+            from ..core import environment  # load path: imported once in use
 
             environment.forget_gpus()  # this worker now sees one GPU
         return

@@ -1,6 +1,6 @@
 """pytest fixtures of pytest-trt.
 
-* ``trt``: a :class:`~pytest_trt.case.TrtCase` configured by the ``trt`` marker.
+* ``trt``: a :class:`~pytest_trt.glue.case.TrtCase` configured by the ``trt`` marker.
 * ``trt_engine``: the engine of the ``trt`` case (built once per content key, cached).
 * ``trt_build``: factory ``trt_build(model, policy=None, *, keep_fp32=(), precision=None, typing=None)``.
 * ``trt_baseline``: factory ``trt_baseline(model, feeds)`` -> FP32 ONNX Runtime outputs (cached).
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
+from ..core.dtypes import normalize_precision
+from ..core.records import ParserRecord
+from ..errors import BackendUnavailable, PytestTrtError, UsageError
+from ..plan.policy import PrecisionPolicy
 from .activation import RECORDS_KEY, activate, current_session, item_records
-from .core.dtypes import normalize_precision
-from .core.records import ParserRecord
-from .errors import BackendUnavailable, PytestTrtError, UsageError
-from .plan.policy import PrecisionPolicy
 
 
 def _session(config):

@@ -23,25 +23,25 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytest
 
-from .backends.base import get_backend
-from .backends.tensorrt.parser_check import require
-from .compare import CompareResult, compare_outputs, default_tolerances
-from .core.dtypes import normalize_precision
-from .core.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
-from .errors import AccuracyError, PrecisionError, UsageError
-from .inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
-from .locate.divergence import locate_divergence
+from ..backends.base import get_backend
+from ..backends.tensorrt.parser_check import require
+from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..core.dtypes import normalize_precision
+from ..core.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
+from ..errors import AccuracyError, PrecisionError, UsageError
+from ..inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
+from ..locate.divergence import locate_divergence
+from ..plan.policy import PrecisionPolicy, Rule
+from ..reference.baseline import normalize_baseline, reference_label, reference_model
+from ..report.plots import failing_output_figures, layerwise_record
+from ..report.rows import network_scopes
+from ..suggest import suggest_fp32_islands
+from ..verify.precision import assert_precision
 from .marker import MARKER_KEYS, marker_kwargs, validate_options
-from .plan.policy import PrecisionPolicy, Rule
-from .reference.baseline import normalize_baseline, reference_label, reference_model
-from .report.plots import failing_output_figures, layerwise_record
-from .report.rows import network_scopes
-from .suggest import suggest_fp32_islands
-from .verify.precision import assert_precision
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .backends.base import Engine
-    from .run.session import BuildEvent, TrtSession
+    from ..backends.base import Engine
+    from ..run.session import BuildEvent, TrtSession
 
 #: keys of a per-precision tolerance dict (``atol={"fp16": 1e-2, "bf16": 5e-2}``)
 PRECISION_KEYS = frozenset({"fp32", "fp16", "bf16"})

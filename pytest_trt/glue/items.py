@@ -1,7 +1,8 @@
-"""What a *trt test* is: the one definition, shared by the plugin and the reports.
+"""What a *trt test* is: the one definition, used by the plugin and the pytest glue.
 
 A tiny module with no imports, so the plugin can import it while inert (before any trt test
-is collected), and ``report/outcomes.py`` re-exports it without an import cycle.
+is collected). ``report/outcomes.py`` no longer re-exports it: a pipeline stage does not
+import the pytest glue (the layers contract in ``pyproject.toml``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Putting the plugin in use, and where a pytest run keeps pytest-trt's state.
 
-The plugin (:mod:`pytest_trt.plugin`), the fixtures (:mod:`pytest_trt.fixtures`) and the
-GPU-per-worker hooks (:mod:`pytest_trt.xdist_gpus`) all need the run's
+The plugin (:mod:`pytest_trt.plugin`), the fixtures (:mod:`pytest_trt.glue.fixtures`) and the
+GPU-per-worker hooks (:mod:`pytest_trt.glue.xdist_gpus`) all need the run's
 :class:`~pytest_trt.run.session.TrtSession` and a test's records; this module owns the stash keys
 they live under and :func:`activate`, which creates the session the first time the plugin is
 *in use* (shared/CONVENTIONS.md). The three import it and not each other, so there is no
@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .backends.base import Backend, register_backend, unregister_backend
-from .core import runstate
-from .errors import PytestTrtError, UsageError
-from .run import settings as _settings
-from .run.session import TrtSession
+from ..backends.base import Backend, register_backend, unregister_backend
+from ..core import runstate
+from ..errors import PytestTrtError, UsageError
+from ..run import settings as _settings
+from ..run.session import TrtSession
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .core.records import Record
+    from ..core.records import Record
 
 #: the run's TrtSession on ``config.stash`` (absent while the plugin is inert)
 SESSION_KEY = pytest.StashKey[TrtSession]()
