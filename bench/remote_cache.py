@@ -107,7 +107,7 @@ def traffic(server: Nginx, since: int) -> tuple[int, int]:
 
 def part1(rounds: int, tmp: Path) -> None:
     from pytest_trt.cache import ArtifactCache
-    from pytest_trt.remote_cache import RemoteTier, generate_keypair
+    from pytest_trt.cache.remote import RemoteTier, generate_keypair
 
     builds = [rtx_build_fn(p) for p in MODELS]
     keys = generate_keypair(tmp / "keys", "bench")
@@ -165,7 +165,7 @@ def part1(rounds: int, tmp: Path) -> None:
 
 
 def part2(tmp: Path) -> None:
-    from pytest_trt.remote_cache import generate_keypair
+    from pytest_trt.cache.remote import generate_keypair
 
     keys = generate_keypair(tmp / "keys2", "suite")
     server = Nginx(tmp / "nginx2")

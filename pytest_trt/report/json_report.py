@@ -206,9 +206,9 @@ from typing import Any
 import pytest
 
 from .._version import __version__
+from ..cache.remote import CacheStats
 from ..core import environment
 from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
-from ..remote_cache import CacheStats
 from .outcomes import verdict_text
 from .rows import (
     accuracy_rows,

@@ -158,7 +158,7 @@ class TrtSession:
 
     @property
     def remote(self):
-        """The :class:`~pytest_trt.remote_cache.RemoteTier` of ``--trt-remote-cache``, or None.
+        """The :class:`~pytest_trt.cache.remote.RemoteTier` of ``--trt-remote-cache``, or None.
 
         Created without any network access; the signing key comes from ``$PYTEST_TRT_REMOTE_CACHE_KEY``.
         """
@@ -166,7 +166,7 @@ class TrtSession:
             return None
         with self._lock:
             if self._remote is None:
-                from ..remote_cache import ENV_AUTH, ENV_KEY, RemoteTier  # load path: imported once in use
+                from ..cache.remote import ENV_AUTH, ENV_KEY, RemoteTier  # load path: imported once in use
 
                 key = os.environ.get(ENV_KEY) or None
                 self._remote = RemoteTier(self.settings.remote_cache, mode=self.settings.remote_cache_mode,
@@ -175,8 +175,8 @@ class TrtSession:
             return self._remote
 
     def cache_stats(self):
-        """This process's :class:`~pytest_trt.remote_cache.CacheStats` plus those merged from xdist workers."""
-        from ..remote_cache import CacheStats  # load path: imported once in use
+        """This process's :class:`~pytest_trt.cache.remote.CacheStats` plus those merged from xdist workers."""
+        from ..cache.remote import CacheStats  # load path: imported once in use
 
         total = CacheStats()
         if self._cache is not None:

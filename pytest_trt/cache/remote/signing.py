@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.lazy import lazy_import
-from ..errors import UsageError
+from ...core.lazy import lazy_import
+from ...errors import UsageError
 from .layout import ENV_KEY, EXTRA_HINT
 
 if TYPE_CHECKING:

@@ -50,15 +50,15 @@ Failures never fail a test: a remote that cannot be reached is reported once
 entry that fails verification is reported with the reason and built locally; an upload
 refused (full: HTTP 507, read-only: 403/405) is reported and uploads stop for the session.
 
-Modules: :mod:`~pytest_trt.remote_cache.layout` (names), :mod:`~pytest_trt.remote_cache.signing`
-(keys, signed manifests), :mod:`~pytest_trt.remote_cache.transport` (the remote filesystem),
-:mod:`~pytest_trt.remote_cache.tier` (:class:`RemoteTier`). Everything public is importable
-from ``pytest_trt.remote_cache``; :class:`CacheStats` lives in :mod:`pytest_trt.cache`.
+Modules: :mod:`~pytest_trt.cache.remote.layout` (names), :mod:`~pytest_trt.cache.remote.signing`
+(keys, signed manifests), :mod:`~pytest_trt.cache.remote.transport` (the remote filesystem),
+:mod:`~pytest_trt.cache.remote.tier` (:class:`RemoteTier`). Everything public is importable
+from ``pytest_trt.cache.remote``; :class:`CacheStats` lives in :mod:`pytest_trt.cache`.
 """
 
 from __future__ import annotations
 
-from ..cache import CacheStats
+from .. import CacheStats
 from .layout import (
     ENV_AUTH,
     ENV_KEY,

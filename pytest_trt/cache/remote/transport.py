@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cache import CacheStats
-from ..core.lazy import lazy_import
-from ..errors import UsageError
+from ...core.lazy import lazy_import
+from ...errors import UsageError
+from .. import CacheStats
 from .layout import EXTRA_HINT
 from .signing import RejectedEntry
 

@@ -2,7 +2,7 @@
 
 :class:`RemoteTier` sits behind an :class:`~pytest_trt.cache.ArtifactCache`. On a local miss
 :meth:`RemoteTier.fetch` looks up the published manifest of each trusted key in trust order,
-verifies it (:mod:`~pytest_trt.remote_cache.signing`) and downloads every file into the local
+verifies it (:mod:`~pytest_trt.cache.remote.signing`) and downloads every file into the local
 build directory, checking size and sha256; what fails is deleted before anything loads it.
 After a local build :meth:`RemoteTier.publish` uploads the sealed entry and publishes it if no
 entry is published yet (first manifest wins). Transport failures never fail a test: they warn
@@ -24,10 +24,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._version import __version__
-from ..cache import CacheStats, safe_relative_path, same_parts
-from ..cache.key import KEY_RE
-from ..errors import CacheWarning, UsageError
+from ..._version import __version__
+from ...errors import CacheWarning, UsageError
+from .. import CacheStats, safe_relative_path, same_parts
+from ..key import KEY_RE
 from .layout import ENV_KEY, ENV_TRUST, MANIFEST, MODES, PREFIX, published_name
 from .signing import (
     MAX_MANIFEST_BYTES,
