@@ -20,7 +20,7 @@ On-disk layout (``<root>`` is the directory given, e.g. ``--trt-cache-dir``)::
       .pytest-trt-probe-*          write probe at open (removed at once; by GC if killed)
       .pytest-trt-tmp/build-<key>-<pid>-<rnd>/  a build in progress (or one that was killed)
       .pytest-trt-tmp/trash-<key>-<pid>-<rnd>/  an entry being deleted
-      timing-cache/                TensorRT timing caches (backends/tensorrt.py)
+      timing-cache/                TensorRT timing caches (backends/tensorrt/)
       events.jsonl                 one JSON line per build/hit/corrupt/evict event
       events.1.jsonl               the previous events file, once events.jsonl passed 16 MiB
 

@@ -5,7 +5,7 @@ an :class:`EngineRecord` per engine used, a :class:`ParserRecord` per parser che
 :class:`AccuracyRecord` per ``trt.check()``, a :class:`PrecisionRecord` per
 ``trt.assert_precision()``, a :class:`LayerwiseRecord` per layerwise comparison and a
 :class:`BaselineFallbackRecord` per CUDA baseline whose float nodes ran on the CPU provider.
-Producers (``case.py``, ``fixtures.py``, ``baseline.warn_placement``, ``plots.layerwise_record``)
+Producers (``glue/case.py``, ``glue/fixtures.py``, ``baseline.warn_placement``, ``plots.layerwise_record``)
 build them; the reports (terminal summary, JUnit properties, JSON, HTML) read their attributes.
 
 Between processes (a pytest-xdist worker's test report -> the controller) a record travels as
@@ -160,7 +160,7 @@ class AccuracyRecord(Record):
 class PrecisionRecord(Record):
     """One ``trt.assert_precision(pattern, precision)``: its verdict and report.
 
-    ``report`` is a ``PrecisionCheck.to_json()`` (verify.py) or a ``LayerReport.to_json()``;
+    ``report`` is a ``PrecisionCheck.to_json()`` (verify/precision.py) or a ``LayerReport.to_json()``;
     ``network`` the whole planned network per scope (``report.rows.network_scopes``).
     ``passed`` unset: the verdict is the report's own.
     """

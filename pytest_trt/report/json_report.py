@@ -182,7 +182,7 @@ read back with ``record_from_json``, which rejects an unknown kind, a missing or
   "result": CompareResult.to_json(), "figures": {output: error_figures(...)}}`` (``figures`` only for
   failing float outputs)
 * ``PrecisionRecord`` ``{"kind": "precision", "pattern", "precision", "passed": bool (optional), "report":
-  PrecisionCheck.to_json(), "network": [scope rows]}`` (verify.py; a ``LayerReport.to_json()`` with every
+  PrecisionCheck.to_json(), "network": [scope rows]}`` (verify/precision.py; a ``LayerReport.to_json()`` with every
   node is read too, its statuses ``ok/mismatch/unverifiable/fixed``, the constrained nodes selected by the pattern)
 * ``LayerwiseRecord`` ``{"kind": "layerwise", "model", "backend", "policy", "seed", "note", "threshold", "jump",
   "found", "first": {tensor row} | null, "tensors": [{tensor row}, ...]}``: a layerwise comparison

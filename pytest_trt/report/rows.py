@@ -239,7 +239,7 @@ def precision_nodes(record: PrecisionRecord | Mapping[str, Any]) -> tuple[list[d
     """``(constrained, all)`` node observations of a precision record (or its JSON form), in plan
     (topological) order.
 
-    The record's ``report`` is a ``PrecisionCheck.to_json()`` (verify.py: its ``nodes``
+    The record's ``report`` is a ``PrecisionCheck.to_json()`` (verify/precision.py: its ``nodes``
     are exactly the nodes the pattern matched, resolved by the plan) or a
     ``LayerReport.to_json()`` (every node; then the constrained ones are the report's
     ``matched`` names when listed, else the pattern applied as the policy does: glob over

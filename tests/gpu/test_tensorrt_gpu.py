@@ -8,7 +8,7 @@ device", ...) where TensorRT or a GPU is missing. On a GPU runner::
 Until these pass on a real TensorRT 10.x / 11.x and TensorRT-RTX, the TensorRT backend
 is verified only against the fake in tests/unit/fake_tensorrt.py. A failure here with
 a message about the inspector schema, debug tensors or layer metadata most likely
-means a fact in ``pytest_trt/backends/trt_compat.py`` is wrong: fix it there.
+means a fact in ``pytest_trt/backends/tensorrt/compat.py`` is wrong: fix it there.
 """
 
 from __future__ import annotations

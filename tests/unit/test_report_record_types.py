@@ -1,4 +1,4 @@
-"""Typed report records (pytest_trt/report_records.py): their JSON form round-trips, and a JSON form
+"""Typed report records (pytest_trt/core/records.py): their JSON form round-trips, and a JSON form
 that drifted from the type (unknown kind, missing or unknown key) is an error, not missing data."""
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ NODES = [
 
 
 def layerwise_record():
-    """A real Divergence (layerwise.py's classes) turned into the compact record."""
+    """A real Divergence (locate/divergence.py's classes) turned into the compact record."""
     from pytest_trt.locate.divergence import Divergence, TensorError
 
     rows = [TensorError(f"{n}_output_0", n, op, i, precision=p, max_abs=v, rel=v / 10, available=avail,

@@ -5,7 +5,7 @@ Everything version-dependent that pytest-trt's TensorRT glue relies on lives her
 :mod:`~pytest_trt.backends.tensorrt.versions` (versions and data types without TensorRT's API)
 and :mod:`~pytest_trt.backends.tensorrt.logger` (the capturing logger), each fact with the
 source it was read from; every name of those is re-exported here. The rest of the glue
-(``tensorrt.py`` and its ``trt_*`` modules) asks these modules and never tests versions
+(``backend.py`` and the other modules of ``backends/tensorrt/``) asks these modules and never tests versions
 itself. The inspector's JSON is parsed by :mod:`pytest_trt.layers.inspector`, which needs no
 TensorRT at all.
 
@@ -18,7 +18,7 @@ What is verified where (keep this list honest):
 * **The API surface of every supported version IS checked** against the real Python
   bindings (10.0.1, 10.8.0.43, 10.12.0.36, 10.13.3.9, 10.16.1.11, 11.0.0.114, 11.4.0.106,
   TensorRT-RTX 1.7.1.116), imported on CPU against stub libraries by the ``trt_api`` tier
-  (``tests/trt_api``): every member this module, ``tensorrt.py`` and ``layers.py`` use
+  (``tests/trt_api``): every member this module, ``backend.py`` and ``layers/report.py`` use
   exists with a compatible call, or the capability check in :data:`CAPABILITIES` that
   guards it says False on that version.
 * **TensorRT-RTX 1.7.1.116, H200 (compute capability 9.0), driver 580, 2026-11-22: this
@@ -90,7 +90,7 @@ from .versions import (
 )
 
 #: This module's own names and, re-exported, the facts of the modules it was split into
-#: (``trt_versions``, ``trt_logger``, ``pytest_trt.layers.inspector``): every name callers imported
+#: (``versions``, ``logger``, ``pytest_trt.layers.inspector``): every name callers imported
 #: from here before still imports.
 __all__ = [
     "CAPABILITIES", "FLOAT_PRECISIONS", "LIBRARY_NAMES", "METADATA_SEPARATORS", "MODULES", "ONNX_LAYER_PREFIX",

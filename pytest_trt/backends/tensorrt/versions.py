@@ -4,7 +4,7 @@ The facts of :mod:`pytest_trt.backends.tensorrt.compat` that need no imported Te
 (or only its enums): which Python module a backend imports, the version thresholds of strong
 typing and unfused debug tensors, the version installed (from package metadata), the typing
 checks that skip reasons and the report header need, and the ``trt.DataType`` <-> precision
-tables. Sources are cited next to each fact; ``trt_compat`` re-exports every name here.
+tables. Sources are cited next to each fact; ``compat`` re-exports every name here.
 """
 
 from __future__ import annotations
