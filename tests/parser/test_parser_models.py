@@ -47,8 +47,7 @@ def cache(tmp_path_factory):
 
 @pytest.mark.parametrize("source, precision, keep_ln", CASES)
 def test_every_realization_parses_and_builds(rtx, cache, source, precision, keep_ln):
-    from pytest_trt.backends.tensorrt.backend.parser_check import check_parser
-
+    from pytest_trt.backends.tensorrt.parser_check import check_parser
     from pytest_trt.model.load import load_model
     from pytest_trt.plan.policy import PrecisionPolicy
 
@@ -69,8 +68,7 @@ def test_every_realization_parses_and_builds(rtx, cache, source, precision, keep
 
 @pytest.mark.parametrize("source", AS_IS, ids=lambda p: p.stem)
 def test_as_is_models_parse_and_build(rtx, cache, source):
-    from pytest_trt.backends.tensorrt.backend.parser_check import check_parser
-
+    from pytest_trt.backends.tensorrt.parser_check import check_parser
     from pytest_trt.model.load import load_model
     from pytest_trt.plan.policy import PrecisionPolicy
 
@@ -81,8 +79,7 @@ def test_as_is_models_parse_and_build(rtx, cache, source):
 
 def test_the_result_is_cached_with_the_engine(rtx, tmp_path):
     """Key: model, plan, TensorRT-RTX version, config; the second check is a cache hit."""
-    from pytest_trt.backends.tensorrt.backend.parser_check import check_parser
-
+    from pytest_trt.backends.tensorrt.parser_check import check_parser
     from pytest_trt.cache import ArtifactCache
     from pytest_trt.model.load import load_model
     from pytest_trt.plan.policy import PrecisionPolicy
@@ -100,8 +97,7 @@ def test_the_result_is_cached_with_the_engine(rtx, tmp_path):
 def test_gpt2_bf16_opset14_every_pow_as_planned(rtx):
     """Issue 16: every Pow of a GPT-2 BF16 export at opset 14 (the LayerNorms' and the GELU's)
     was planned BF16 and parsed FP32 until the realization typed Pow's exponent (branch i18)."""
-    from pytest_trt.backends.tensorrt.backend.parser_check import check_parser
-
+    from pytest_trt.backends.tensorrt.parser_check import check_parser
     from pytest_trt.model.load import load_model
     from pytest_trt.plan.policy import PrecisionPolicy
 

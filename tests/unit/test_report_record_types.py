@@ -62,7 +62,7 @@ def test_optional_keys_stay_optional():
 
 
 def test_parser_record_of_a_parser_check():
-    from pytest_trt.backends.tensorrt.backend.parser_check import ParserCheck
+    from pytest_trt.backends.tensorrt.parser_check import ParserCheck
 
     check = ParserCheck("encoder.onnx", "bf16", "TensorRT-RTX 1.7.1.116", "passed", nodes={}, build_seconds=0.5, key="k")
     rec = ParserRecord.from_check(check, explicit=True)
