@@ -12,6 +12,8 @@ outputs on generated inputs, in this process, then:
 * ``load_s``: wall time of ``InferenceSession(...)`` (read the graph and the external data,
   optimize, allocate);
 * ``run_s``: wall time of the one ``session.run``;
+* ``load_cpu_s``, ``run_cpu_s``: this process's user + system CPU seconds in each (on a loaded
+  machine wall time also counts waiting for a core; compare both);
 * ``peak_rss_bytes``: this process's peak resident set (``ru_maxrss``), which includes the Python
   interpreter, numpy and onnxruntime (``rss_before_load_bytes`` says how much of it that is).
 
@@ -48,6 +50,12 @@ def _rss_now() -> int:
     return 0
 
 
+def _cpu_s() -> float:
+    # user + system CPU seconds of this process: on a shared machine, wall time also counts waiting.
+    t = os.times()
+    return t.user + t.system
+
+
 def _peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
 
@@ -58,12 +66,15 @@ def _parse_shape(text: str) -> tuple[int, ...]:
     except ValueError:
         dims = ()
     if not dims or any(d <= 0 for d in dims):
-        raise SystemExit(f"plain_ort_run: --shapes: {text!r} is not a shape like 1x16")
+        raise ValueError(f"--shapes: {text!r} is not a shape like 1x16")
     return dims
 
 
 def make_feeds(inputs, shapes: list[str], max_id: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """Feeds for ``session.get_inputs()`` from ``--shapes`` (see the module docstring)."""
+    """Feeds for ``session.get_inputs()`` from ``--shapes`` (see the module docstring).
+
+    Raises ValueError naming the input or the ``--shapes`` value that cannot be honoured.
+    """
     names = [i.name for i in inputs]
     common: tuple[int, ...] | None = None
     per_input: dict[str, tuple[int, ...]] = {}
@@ -71,7 +82,7 @@ def make_feeds(inputs, shapes: list[str], max_id: int, seed: int = 0) -> dict[st
         if ":" in spec:
             name, _, shape = spec.rpartition(":")
             if name not in names:
-                raise SystemExit(f"plain_ort_run: --shapes names input {name!r}; the model's inputs are {names}")
+                raise ValueError(f"--shapes names input {name!r}; the model's inputs are {names}")
             per_input[name] = _parse_shape(shape)
         else:
             common = _parse_shape(spec)
@@ -82,7 +93,7 @@ def make_feeds(inputs, shapes: list[str], max_id: int, seed: int = 0) -> dict[st
         if shape is None:
             static = [d for d in inp.shape if isinstance(d, int)]
             if len(static) != len(inp.shape):
-                raise SystemExit(f"plain_ort_run: input {inp.name!r} has symbolic dims {inp.shape}: "
+                raise ValueError(f"input {inp.name!r} has symbolic dims {inp.shape}: "
                                  f"give --shapes {inp.name}:DxD or --shapes DxD")
             shape = tuple(static)
         if inp.type in _INT_TYPES:
@@ -94,7 +105,7 @@ def make_feeds(inputs, shapes: list[str], max_id: int, seed: int = 0) -> dict[st
         elif inp.type in _FLOAT_TYPES:
             feeds[inp.name] = rng.standard_normal(shape).astype(_FLOAT_TYPES[inp.type])
         else:
-            raise SystemExit(f"plain_ort_run: input {inp.name!r} has type {inp.type}, which this script does not generate")
+            raise ValueError(f"input {inp.name!r} has type {inp.type}, which this script does not generate")
     return feeds
 
 
@@ -109,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     args = ap.parse_args(argv)
     if not args.model.is_file():
-        raise SystemExit(f"plain_ort_run: {args.model} is not a file")
+        ap.error(f"{args.model} is not a file")
 
     import onnxruntime as ort
 
@@ -123,14 +134,17 @@ def main(argv: list[str] | None = None) -> int:
         "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
     }[args.opt_level]
     opts.intra_op_num_threads = args.threads
-    t0 = time.perf_counter()
+    c0, t0 = _cpu_s(), time.perf_counter()
     session = ort.InferenceSession(str(args.model), opts, providers=["CPUExecutionProvider"])
-    load_s = time.perf_counter() - t0
+    load_s, load_cpu_s = time.perf_counter() - t0, _cpu_s() - c0
     rss_after_load = _rss_now()
-    feeds = make_feeds(session.get_inputs(), args.shapes, args.max_id)
-    t1 = time.perf_counter()
+    try:
+        feeds = make_feeds(session.get_inputs(), args.shapes, args.max_id)
+    except ValueError as exc:
+        ap.error(str(exc))
+    c1, t1 = _cpu_s(), time.perf_counter()
     outputs = session.run(None, feeds)
-    run_s = time.perf_counter() - t1
+    run_s, run_cpu_s = time.perf_counter() - t1, _cpu_s() - c1
     data = args.model.with_name(args.model.name + ".data")
     result = {
         "model": str(args.model),
@@ -143,6 +157,9 @@ def main(argv: list[str] | None = None) -> int:
         "load_s": round(load_s, 3),
         "run_s": round(run_s, 3),
         "total_s": round(load_s + run_s, 3),
+        "load_cpu_s": round(load_cpu_s, 3),
+        "run_cpu_s": round(run_cpu_s, 3),
+        "load_average_1min": os.getloadavg()[0],
         "rss_before_load_bytes": rss_before,
         "rss_after_load_bytes": rss_after_load,
         "peak_rss_bytes": _peak_rss(),
@@ -155,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
         print(header)
         print(f"{args.model}: {result['model_bytes'] / 1e6:.1f} MB graph + {result['external_data_bytes'] / 1e9:.2f} GB "
               f"external data; opt level {args.opt_level}; inputs {result['inputs']}")
-        print(f"load {load_s:.2f} s, run {run_s:.2f} s, total {load_s + run_s:.2f} s; "
+        print(f"load {load_s:.2f} s ({load_cpu_s:.2f} s CPU), run {run_s:.2f} s ({run_cpu_s:.2f} s CPU), "
+              f"total {load_s + run_s:.2f} s; "
               f"peak RSS {result['peak_rss_bytes'] / 1e9:.2f} GB (before load {rss_before / 1e9:.2f} GB, "
               f"after load {rss_after_load / 1e9:.2f} GB); outputs {result['outputs']}, finite {result['finite']}")
     return 0
