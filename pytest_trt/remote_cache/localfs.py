@@ -117,14 +117,17 @@ def _folder(root: str, parts: list[str], *, create: bool):
 def _checked_parent(root: str, parts: list[str], *, create: bool) -> str:
     """(Without descriptor-relative calls) the folder ``root/parts[:-1]``, checked to be no link
     and to stay inside the root."""
-    folder = os.path.join(root, *parts[:-1])
     if create:
-        os.makedirs(folder, exist_ok=True)
-    here = root
-    for part in parts[:-1]:
+        os.makedirs(root, exist_ok=True)
+    folder = here = root
+    for part in parts[:-1]:  # (one at a time: never create anything behind a link)
         here = os.path.join(here, part)
+        if create and not os.path.lexists(here):
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(here, 0o777)
         if os.path.islink(here) or not os.path.isdir(here):
             raise UnsafeStorePath(here)
+        folder = here
     real_root = os.path.realpath(root)
     if os.path.commonpath([real_root, os.path.realpath(folder)]) != real_root:
         raise UnsafeStorePath(folder)

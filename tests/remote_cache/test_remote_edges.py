@@ -185,8 +185,14 @@ def test_a_planted_folder_does_not_switch_the_remote_off(tmp_path, keys):
     assert cache.get_or_build("engine", other, Build()).source == "remote", "the remote still serves other keys"
 
 
+@pytest.mark.parametrize("walk", ["dir_fd", "lstat"])
 @pytest.mark.parametrize("where", ["kind", "entry", "uploads"])
-def test_a_builder_never_writes_through_a_link_planted_in_the_store(tmp_path, keys, where):
+def test_a_builder_never_writes_through_a_link_planted_in_the_store(tmp_path, keys, where, walk, monkeypatch):
+    """``walk``: descriptor-relative calls (POSIX), or the lstat/realpath checks used without them (Windows)."""
+    if walk == "lstat":
+        from pytest_trt.remote_cache import localfs
+
+        monkeypatch.setattr(localfs, "_DIR_FD", False)
     shared, outside = tmp_path / "shared", tmp_path / "outside-the-store"
     shared.mkdir()
     outside.mkdir()
@@ -202,6 +208,18 @@ def test_a_builder_never_writes_through_a_link_planted_in_the_store(tmp_path, ke
     assert result.source == "built" and cache.validate("engine", PARTS) is None, "the local entry is intact"
     assert sorted(outside.rglob("*")) == [], "written outside the store"
     assert tier.stats.remote_uploads == 0 and tier.uploads_stopped
+
+
+@pytest.mark.parametrize("walk", ["dir_fd", "lstat"])
+def test_a_file_store_publishes_through_either_walk(tmp_path, keys, walk, monkeypatch):
+    from pytest_trt.remote_cache import localfs
+
+    monkeypatch.setattr(localfs, "_DIR_FD", walk == "dir_fd")
+    (tmp_path / "shared").mkdir()
+    url = f"file://{tmp_path / 'shared'}"
+    publish(tmp_path, url, keys)
+    result, build, _, warned = fetch_cold(tmp_path, url, keys)
+    assert result.source == "remote" and build.calls == 0 and warned == []
 
 
 # ---------------------------------------------------------------------- F4: the signing key
