@@ -51,6 +51,9 @@ def add_engine_flags(p) -> None:
     p.add_argument("--remote-cache-trust", action="append", default=[], metavar="KEY",
                    help="public key (.pub file or 'ed25519:...') whose signatures are accepted; repeatable "
                    "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST)")
+    p.add_argument("--remote-cache-timeout", type=number(minimum=0, exclusive=True), default=60.0, metavar="SECONDS",
+                   help="seconds one remote cache entry may take to arrive, plus 1 s per MiB of its files; a slower "
+                   "entry is built locally and the remote is not asked again (default: 60)")
 
 
 def number(*, minimum: float | None = None, exclusive: bool = False, allow_inf: bool = False, integer: bool = False):
@@ -199,7 +202,8 @@ def session_from_args(args):
         precision="fp16" if getattr(args, "fp16", False) else "bf16" if getattr(args, "bf16", False) else "fp32",
         backend=args.backend, typing=args.typing, cache_dir=Path(cache_dir).expanduser().resolve(),
         rebuild=args.rebuild, seed=getattr(args, "seed", 0),
-        remote_cache=remote[0], remote_cache_mode=remote[1], remote_cache_trust=remote[2], sources=sources,
+        remote_cache=remote[0], remote_cache_mode=remote[1], remote_cache_trust=remote[2],
+        remote_cache_timeout=args.remote_cache_timeout, sources=sources,
     )
     return TrtSession.create(settings, flag_prefix="--")
 

@@ -84,6 +84,9 @@ OPTIONS: tuple[Option, ...] = (
            "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST, comma-separated; a builder also trusts its own key). "
            "Write it --trt-remote-cache-trust=KEY.",
            "list", (), metavar="KEY", path=True),
+    Option("trt-remote-cache-timeout", "Seconds one remote cache entry may take to arrive, plus 1 s per MiB of its "
+           "files (a floor of 1 MiB/s); a slower entry is built locally and the remote is not asked again in the "
+           "session (default: 60).", "float", 60.0, metavar="SECONDS"),
     Option("trt-rebuild", "Ignore cached engines and baselines and rebuild them (default: off).", "bool", False),
     # the defaults named here are pytest_trt.compare's DEFAULT_TOLERANCES / DEFAULT_MIN_COSINE
     # (tests/plugin/test_options.py checks they agree; not imported: compare imports numpy)
@@ -150,7 +153,10 @@ def _convert(opt: Option, value, source: str):
                 raise ValueError("must be a non-negative number")
             if number == float("inf"):
                 raise ValueError("must be finite (an infinite tolerance switches the accuracy check off; "
-                                 "deselect such tests with -k/-m instead)")
+                                 "deselect such tests with -k/-m instead)" if opt.name in ("trt-atol", "trt-rtol")
+                                 else "must be finite")
+            if number == 0 and opt.name == "trt-remote-cache-timeout":
+                raise ValueError("must be more than 0 seconds")
             return number
         if opt.kind == "int":
             return int(value)
@@ -263,6 +269,8 @@ class Settings:
     remote_cache: str | None = None
     remote_cache_mode: str = "auto"
     remote_cache_trust: tuple = ()
+    #: --trt-remote-cache-timeout (the default is pytest_trt.cache.remote.layout.DEFAULT_TIMEOUT)
+    remote_cache_timeout: float = 60.0
     rebuild: bool = False
     atol: float | None = None
     rtol: float | None = None
@@ -332,6 +340,7 @@ def resolve_settings(config) -> Settings:
         remote_cache=remote[0],
         remote_cache_mode=remote[1],
         remote_cache_trust=remote[2],
+        remote_cache_timeout=float(values["trt_remote_cache_timeout"]),
         rebuild=bool(values["trt_rebuild"]),
         atol=values["trt_atol"],
         rtol=values["trt_rtol"],
