@@ -150,7 +150,8 @@ class TrtCase:
         nodes = list(self.model.graph.node)
         for pattern in self.session.settings.keep_fp32:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
-            if pattern not in keep and any(rule.matches(n) for n in nodes):
+            names = self.model.names
+            if pattern not in keep and any(rule.matches(n, names.get(n.name)) for n in nodes):
                 keep.append(pattern)
         kwargs: dict[str, Any] = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
         if expect:
@@ -511,10 +512,11 @@ class TrtCase:
         return report
 
     def _network_scopes(self) -> list[dict]:
-        """The whole planned network, compactly, for the HTML precision view: per scope (node name up
-        to its last ``/``), in graph order, ``{"scope", "nodes", "planned": {precision: count}}``."""
+        """The whole planned network, compactly, for the HTML precision view: per scope (canonical node
+        name up to its last ``/``), in graph order, ``{"scope", "module", "module_class", "nodes",
+        "planned": {precision: count}}``."""
         try:
-            return network_scopes(self.plan.nodes.values())
+            return network_scopes(self.plan.nodes.values(), self.plan.model.names)
         except Exception:  # a courtesy for the report; the check's own verdict stands
             return []
 

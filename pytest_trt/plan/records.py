@@ -20,6 +20,7 @@ from .rules import Rule, closest, no_match_message, validate_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model.load import Model
+    from ..model.names import NodeNames
 
 # Bump when the typing rules or a realization change what gets built: the plan
 # fingerprint is part of engine cache keys.
@@ -90,6 +91,7 @@ class ExpectationFailure:
         precision: the precision it computes in (``fp16``/``bf16``).
         pattern: the ``expect_fp32`` pattern that selected it.
         fix: what would make it FP32 (the Cast to insert, or the rule to add).
+        canonical: its canonical scoped name (:mod:`pytest_trt.model.names`), shown in the message.
     """
 
     node: str
@@ -97,13 +99,15 @@ class ExpectationFailure:
     precision: str
     pattern: str
     fix: str
+    canonical: str = ""
 
     def line(self) -> str:
-        return f"{self.node!r} ({self.op_type}) computes in {self.precision} [expect_fp32 {self.pattern!r}]: {self.fix}"
+        name = self.canonical or self.node
+        return f"{name!r} ({self.op_type}) computes in {self.precision} [expect_fp32 {self.pattern!r}]: {self.fix}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"node": self.node, "op_type": self.op_type, "precision": self.precision,
-                "pattern": self.pattern, "fix": self.fix}
+        return {"node": self.node, "canonical": self.canonical or self.node, "op_type": self.op_type,
+                "precision": self.precision, "pattern": self.pattern, "fix": self.fix}
 
 
 class UnsupportedPrecisionError(ModelError):
@@ -201,15 +205,22 @@ class PrecisionPlan:
                 f"{', '.join(map(repr, close)) or '(the graph has no nodes)'}"
             ) from None
 
+    @property
+    def names(self) -> NodeNames:
+        """The model's node names (canonical scoped name, module, classes): ``self.model.names``."""
+        return self.model.names
+
     def match(self, pattern: str) -> list[str]:
-        """Names of the nodes ``pattern`` selects, in graph order.
+        """Raw names of the nodes ``pattern`` selects (a glob over canonical or raw names,
+        ``class:GLOB``, ``op:TYPE``), in graph order.
 
         Raises :class:`PatternError` (with the closest names) when nothing matches.
         """
         rule = Rule(validate_pattern(pattern), FP32)
-        names = [d.name for d in self.nodes.values() if rule.matches(d)]
+        known = self.model.names
+        names = [d.name for d in self.nodes.values() if rule.matches(d, known.get(d.name))]
         if not names:
-            raise PatternError(no_match_message(rule, self.model.label, list(self.nodes.values())))
+            raise PatternError(no_match_message(rule, self.model.label, list(self.nodes.values()), known))
         return names
 
     @property
@@ -270,12 +281,15 @@ class PrecisionPlan:
         return hashlib.sha256(data).hexdigest()
 
     def to_json(self) -> dict[str, Any]:
-        """``{"model", "policy", "nodes": [{"name","op_type","precision","rule"}], "counts"}``
-        (plus ``notes`` and ``expectation_failures`` when there are any)."""
+        """``{"model", "policy", "nodes": [{"name", "canonical", "module", "module_class", "op_type",
+        "precision", "rule"}], "counts"}`` (plus ``notes`` and ``expectation_failures`` when there are
+        any). ``name`` is the raw ONNX node name; ``canonical``, ``module`` (dotted path, None when
+        unknown) and ``module_class`` (qualified, innermost) come from ``Model.names``."""
+        names = self.model.names
         data = {
             "model": self.model.label,
             "policy": self.policy.to_json(),
-            "nodes": [d.to_json() for d in self.nodes.values()],
+            "nodes": [{**d.to_json(), **names.info(d.name)} for d in self.nodes.values()],
             "counts": self.counts(),
         }
         if self.notes:

@@ -44,7 +44,7 @@ def resolve_plan(model: Model, policy: PolicyView) -> PrecisionPlan:
     ctx.check_types()
     check_quantization(ctx)
 
-    deciding = match_rules(policy.rules_in_order(), graph.node, model.label)
+    deciding = match_rules(policy.rules_in_order(), graph.node, model.label, model.names)
     decisions: dict[str, NodeDecision] = {}
     for node in graph.node:
         decisions[node.name] = decide(node, deciding.get(node.name), policy, ctx)
@@ -164,7 +164,8 @@ def _expectations(policy: PolicyView, decisions: dict[str, NodeDecision], node_i
         else:
             fix = (f"decided by rule {decision.rule!r}; keep it FP32 with keep_fp32=[{node.name!r}] "
                    f"(or a later rule '{node.name}=fp32')")
-        failures.append(ExpectationFailure(node.name, node.op_type, precision, selected[node.name][0], fix))
+        failures.append(ExpectationFailure(node.name, node.op_type, precision, selected[node.name][0], fix,
+                                           ctx.model.names.canonical(node.name)))
     return failures
 
 
@@ -173,14 +174,16 @@ def _expect_selection(policy: PolicyView, ctx: GraphContext) -> dict[str, list[s
     rules = tuple(Rule(p, FP32, source="expect_fp32") for p in policy.expect_fp32)
     selected: dict[str, list[str]] = {}
     matched = [False] * len(rules)
+    names = ctx.model.names
     for node in ctx.graph.node:
+        info = names.get(node.name)
         for index, rule in enumerate(rules):
-            if rule.matches(node):
+            if rule.matches(node, info):
                 matched[index] = True
                 selected.setdefault(node.name, []).append(rule.pattern)
     for index, rule in enumerate(rules):
         if not matched[index]:
-            raise PatternError(no_match_message(rule, ctx.model.label, list(ctx.graph.node)))
+            raise PatternError(no_match_message(rule, ctx.model.label, list(ctx.graph.node), names))
     return selected
 
 
