@@ -286,7 +286,7 @@ class LayerReport:
     def table(self, *, statuses=None, max_width: int = 60) -> str:
         """A readable text table, one row per node (optionally only some statuses)."""
         rows = [o for o in self.nodes.values() if statuses is None or o.status in statuses]
-        header = ("node", "op", "class", "planned", "observed", "status", "evidence", "layer")
+        header = ("node", "op", "planned", "observed", "status", "evidence", "layer", "class")
         body = [_table_row(o, max_width) for o in rows]
         widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
         lines = [self.headline()]
@@ -294,7 +294,7 @@ class LayerReport:
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         lines.append(fmt.format(*header))
         lines.append(fmt.format(*("-" * w for w in widths)))
-        lines.extend(fmt.format(*r) for r in body)
+        lines.extend(fmt.format(*r).rstrip() for r in body)
         details = [o for o in rows if o.detail and o.status != "fixed" and not self.emulated]
         if details:
             lines.append("")
@@ -332,8 +332,8 @@ def _table_row(o: NodeObservation, max_width: int) -> tuple[str, ...]:
     """One row of :meth:`LayerReport.table`."""
     layer = (o.layer or "-") + (" [myelin]" if o.myelin else "")
     cls = o.module_class.rpartition(".")[2] if o.module_class else "-"
-    return (_cut(o.label, max_width), o.op_type, cls, o.planned or "-", o.observed or "-", o.status,
-            o.evidence or "-", _cut(layer, max_width))
+    return (_cut(o.label, max_width), o.op_type, o.planned or "-", o.observed or "-", o.status,
+            o.evidence or "-", _cut(layer, max_width), cls)
 
 
 def evidence_text(counts: dict[str, int]) -> str:

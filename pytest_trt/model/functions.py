@@ -165,6 +165,7 @@ class _Inliner:
         return rename
 
     def _node_name(self, prefix: str, call_name: str, inner: str) -> str:
+        inner = inner.lstrip("/")  # a nested call's own scope ('/inner/Scale') continues the caller's
         for candidate in (prefix + inner, f"{call_name}/{inner}"):
             if candidate not in self.node_names:
                 self.node_names.add(candidate)
