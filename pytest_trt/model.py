@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_model, uses_external_data
 
 from .errors import ModelError
 
@@ -165,6 +165,7 @@ def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
     """Load the weights ``proto`` keeps in files next to ``path``; ModelError naming a missing one."""
     try:
         if any(uses_external_data(t) for t in proto.graph.initializer):
+            _check_external_extents(proto, path)
             load_external_data_for_model(proto, str(path.parent))
     except (FileNotFoundError, onnx.checker.ValidationError) as exc:
         # onnx raises ValidationError ("... should be stored in ..., but it is not regular file")
@@ -176,3 +177,31 @@ def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
         ) from exc
     except OSError as exc:
         raise ModelError(f"{path}: cannot read its external data: {exc}") from exc
+    except ValueError as exc:  # onnx's own checks: a negative or non-numeric offset/length, data past the end
+        raise ModelError(f"{path}: its external data is malformed: {exc}. Re-export the model "
+                         f"(onnx.save(..., save_as_external_data=True)).") from exc
+
+
+def _check_external_extents(proto: onnx.ModelProto, path: Path) -> None:
+    """ModelError when a tensor's external ``offset + length`` reaches past the end of its data file.
+
+    Checked from the file's size before anything is read, whatever the onnx version does: a
+    damaged or hostile ``length`` (2**62) must not become an allocation. Locations that are not a
+    regular file next to the model are left to onnx, which refuses them with its own message.
+    """
+    for tensor in proto.graph.initializer:
+        if not uses_external_data(tensor):
+            continue
+        info = ExternalDataInfo(tensor)
+        data_file = path.parent / info.location
+        try:
+            size = data_file.stat().st_size
+        except (OSError, ValueError):  # missing, unreadable, or a location with a NUL byte: onnx says which
+            continue
+        offset = info.offset or 0
+        end = offset + (info.length if info.length is not None else 0)
+        if offset > size or end > size:
+            raise ModelError(
+                f"{path}: tensor {tensor.name!r} declares external data at offset {offset} with length "
+                f"{info.length} in {info.location!r}, but that file holds {size} bytes: the data file is "
+                f"truncated or belongs to another export. Re-export the model, or keep its data file next to it.")

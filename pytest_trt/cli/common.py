@@ -53,10 +53,11 @@ def add_engine_flags(p) -> None:
                    "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST)")
 
 
-def number(*, minimum: float | None = None, exclusive: bool = False, allow_inf: bool = False, integer: bool = False):
+def number(*, minimum: float | None = None, exclusive: bool = False, allow_inf: bool = False, integer: bool = False,
+           maximum: int | None = None):
     """An argparse ``type``: a finite number (an int with ``integer``) at or above ``minimum``
-    (above it with ``exclusive``). argparse turns the message into ``argument --FLAG: ...`` with the
-    subcommand's usage, exit 2."""
+    (above it with ``exclusive``) and at most ``maximum``. argparse turns the message into
+    ``argument --FLAG: ...`` with the subcommand's usage, exit 2."""
 
     def parse(text: str):
         try:
@@ -69,6 +70,8 @@ def number(*, minimum: float | None = None, exclusive: bool = False, allow_inf: 
             raise argparse.ArgumentTypeError(f"must be finite, got {text}")
         if minimum is not None and (value < minimum or (exclusive and value == minimum)):
             raise argparse.ArgumentTypeError(f"must be {'>' if exclusive else '>='} {minimum:g}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {text}")
         return value
 
     parse.__name__ = "int" if integer else "number"

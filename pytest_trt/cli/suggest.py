@@ -17,7 +17,7 @@ from typing import Any
 
 from ..case import Feeds
 from ..errors import UsageError
-from ..suggest import MIN_RECHECK_SEEDS, suggest_fp32_islands
+from ..suggest import MAX_RECHECK_SEEDS, MIN_RECHECK_SEEDS, suggest_fp32_islands
 from .common import (
     add_engine_flags,
     add_input_flags,
@@ -52,8 +52,10 @@ def add_parser(sub: Any) -> None:
                    help="budget of builds, the first one included, >= 1 (default: 30)")
     p.add_argument("--threshold", type=number(minimum=0, exclusive=True), default=None,
                    help="relative-error threshold of the layerwise comparisons, > 0 (default: per precision)")
-    p.add_argument("--recheck-seeds", type=number(minimum=1, integer=True), default=3, metavar="N",
-                   help="re-check every answer on N more input seeds, --seed + 1 ... + N (at least 3; default: 3); "
+    p.add_argument("--recheck-seeds", type=number(minimum=1, integer=True, maximum=MAX_RECHECK_SEEDS), default=3,
+                   metavar="N",
+                   help=f"re-check every answer on N more input seeds, --seed + 1 ... + N (3 to {MAX_RECHECK_SEEDS}; "
+                        "default: 3); "
                         "generated like the inputs, or with --load-inputs the loaded values permuted by seed")
     p.set_defaults(run=run)
 

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ from pytest_trt.errors import (
 from pytest_trt.inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
 from pytest_trt.model import load_model
 from pytest_trt.policy import PrecisionPolicy, parse_rule
+from pytest_trt.suggest import suggest_fp32_islands
 
 REPO = Path(__file__).resolve().parents[2]
 ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
@@ -98,6 +100,36 @@ class _Node:
 _SESSIONS: dict = {}
 
 
+def _header_bomb_npz(models) -> Path:
+    """An .npz whose header declares 10**12 float32 elements over 16 bytes of data (audit F7)."""
+    path = models.root / "header_bomb.npz"
+    if not path.exists():
+        header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }".ljust(117) + b"\n"
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("X.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + b"\0" * 16)
+    return path
+
+
+def _huge_external_model(models) -> Path:
+    """The layernorm model with one weight stored externally, its ``length`` 2**62 over a 256-byte file (F7)."""
+    import onnx
+    from onnx import TensorProto
+
+    path = models.root / "ext_huge" / "model.onnx"
+    if not path.exists():
+        proto = onnx.load(models.layernorm)
+        weight = proto.graph.initializer[0]
+        weight.ClearField("raw_data")
+        weight.ClearField("float_data")
+        weight.data_location = TensorProto.EXTERNAL
+        for key, value in {"location": "w.bin", "offset": "0", "length": str(2**62)}.items():
+            weight.external_data.add(key=key, value=value)
+        path.parent.mkdir(exist_ok=True)
+        (path.parent / "w.bin").write_bytes(bytes(256))
+        onnx.save(proto, path)
+    return path
+
+
 def _marker_check(models, **kwargs):
     """What the `trt` fixture does for ``@pytest.mark.trt(model=<layernorm>, **kwargs)`` + ``trt.check()``."""
     from pytest_trt.case import TrtCase
@@ -141,6 +173,8 @@ API_ROWS = [
         ("truncated.onnx is not a valid ONNX model (protobuf parse failed", "it may be truncated")),
     Row("model-external-data-missing", lambda m: load_model(m.external), ModelError,
         ("model.onnx", "external data", "weights.bin")),
+    Row("model-external-data-length-past-the-file", lambda m: load_model(_huge_external_model(m)), ModelError,
+        ("model.onnx: tensor", "length 4611686018427387904", "'w.bin', but that file holds 256 bytes")),
     Row("model-fails-onnx-checker", lambda m: load_model(m.unchecked), ModelError,
         ("dangling_input.onnx fails onnx.checker:", "Fix or re-export the model")),
     Row("model-wrong-type", lambda m: load_model(42), ModelError,
@@ -219,6 +253,11 @@ API_ROWS = [
     Row("feeds-file-missing", lambda m: load_feeds(m.root / "nope.npz"), InputError, ("feeds file not found:",)),
     Row("feeds-file-not-npz", lambda m: load_feeds(m.garbage), InputError,
         ("not a readable .npz archive", "np.savez(path, **feeds)")),
+    Row("feeds-file-header-declares-a-terabyte", lambda m: load_feeds(_header_bomb_npz(m)), InputError,
+        ("header_bomb.npz: array 'X' declares shape (1000000000000,) of float32", "over the limit of 4 GiB")),
+    Row("recheck-seeds-too-many", lambda m: suggest_fp32_islands(m.layernorm, "fp16", make_feeds(m.layernorm),
+                                                                 backend="emulate", max_builds=1, recheck_seeds=range(101)),
+        UsageError, ("recheck_seeds: at most 100 seeds",)),
     Row("cli-val-range-malformed", lambda m: parse_val_range("x:[0;1]"), UsageError,
         ("--val-range 'x:[0;1]'", "a range has exactly 2 values")),
     Row("cli-input-shape-trtexec-spelling", lambda m: parse_input_shape("x:1x3x224x224"), UsageError,
@@ -361,6 +400,14 @@ CLI_ROWS = [
     CliRow("plan-truncated-model", lambda m: ["plan", str(m.truncated)], 2, ("truncated.onnx is not a valid ONNX",)),
     CliRow("plan-external-data-missing", lambda m: ["plan", str(m.external)], 2,
            ("pytest-trt plan: error: ", "weights.bin")),
+    CliRow("plan-external-data-length-past-the-file", lambda m: ["plan", str(_huge_external_model(m))], 2,
+           ("pytest-trt plan: error: ", "declares external data at offset 0 with length 4611686018427387904")),
+    CliRow("compare-feeds-file-header-declares-a-terabyte", lambda m: ["compare", str(m.layernorm), "--load-inputs",
+                                                                       str(_header_bomb_npz(m))], 2,
+           ("pytest-trt compare: error: feeds file", "declares shape (1000000000000,)", "4 GiB")),
+    CliRow("suggest-recheck-seeds-2-to-the-64", lambda m: ["suggest", ENC, *SHAPES, "--fp16", "--max-builds", "1",
+                                                           "--recheck-seeds", str(2**64)], 2,
+           ("argument --recheck-seeds: must be <= 100, got 18446744073709551616",)),
     CliRow("plan-pattern-matches-nothing", lambda m: ["plan", ENC, "--fp16", "--keep-fp32", "*/LayerNrom/*"], 2,
            ("pytest-trt plan: error: precision pattern '*/LayerNrom/*' (from keep_fp32) matches no node",)),
     CliRow("plan-rule-unknown-precision", lambda m: ["plan", ENC, "--precision", "op:Softmax=fp8"], 2,
