@@ -52,7 +52,7 @@ def sentinels(model: Any, limit: float) -> np.ndarray:
     """The sentinel magnitudes beyond ``limit`` of ``model`` (a :class:`~pytest_trt.model.Model`):
     FLT_MAX and every constant's magnitude beyond ``limit``, sorted, distinct."""
     key = (getattr(model, "sha256", "") or str(id(model)), float(limit))
-    memo = runstate.current().table("masking.sentinels")
+    memo: dict[tuple[str, float], np.ndarray] = runstate.current().table("masking.sentinels")
     if key in memo:
         return memo[key]
     found = {FLT_MAX}
