@@ -101,6 +101,14 @@ class TrtCase:
         path = Path(value)
         return path if path.is_absolute() else self.base_dir / path
 
+    def path_origin(self, keyword: str, value) -> str | None:
+        """How the marker's relative ``keyword=value`` path was resolved, for "not found" messages."""
+        if Path(value).is_absolute():
+            return None
+        test_file = getattr(self.node, "path", None)
+        where = f"the test file {test_file}" if test_file else f"the current directory {Path.cwd()}"
+        return f"{keyword}={str(value)!r} in the trt marker is relative to {where}"
+
     @functools.cached_property
     def model(self):
         source = self.options.get("model")
@@ -110,7 +118,7 @@ class TrtCase:
                 f"or trt_build(model, ...)"
             )
         if isinstance(source, (str, Path)):
-            source = self.resolve_path(source)
+            return self.session.model(self.resolve_path(source), origin=self.path_origin("model", source))
         return self.session.model(source)
 
     @functools.cached_property
@@ -319,7 +327,7 @@ class TrtCase:
         dims = overrides.pop("dims", self.options.get("dims"))
         if inputs is not None:
             if isinstance(inputs, (str, Path)):
-                feeds = Feeds(load_feeds(self.resolve_path(inputs)))
+                feeds = Feeds(load_feeds(self.resolve_path(inputs), origin=self.path_origin("inputs", inputs)))
                 feeds.source = str(self.resolve_path(inputs))
             else:
                 feeds = Feeds(inputs)

@@ -101,12 +101,16 @@ def _name_nodes(proto) -> dict[str, str]:
     return renamed
 
 
-def load_model(source: Any, *, check: bool = True) -> Model:
+def load_model(source: Any, *, check: bool = True, origin: str | None = None) -> Model:
     """Read and check an ONNX model.
 
     ``source`` may be a path, a :class:`Model` (returned as is) or an
     ``onnx.ModelProto``. Errors name the file and say what to do: a missing file, a
     file that is not ONNX, missing external data, a model ``onnx.checker`` rejects.
+    ``origin`` says where the path came from and how a relative one was resolved, for the
+    "not found" message (``"model='m.onnx' in the trt marker is relative to the test file
+    /p/test_a.py"``); without it a relative path is said to be resolved against the current
+    directory, which is what ``open`` does.
 
     >>> model = load_model("models/encoder.onnx")   # doctest: +SKIP
     """
@@ -118,7 +122,7 @@ def load_model(source: Any, *, check: bool = True) -> Model:
         proto.CopyFrom(source)
     elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        proto = _read_proto(path)
+        proto = _read_proto(path, origin)
         _load_external_data(proto, path)
     else:
         raise ModelError(f"expected a path to an ONNX file or an onnx.ModelProto, got {type(source).__name__}")
@@ -135,11 +139,10 @@ def load_model(source: Any, *, check: bool = True) -> Model:
     return Model(proto=proto, path=path, sha256=digest, renamed_nodes=renamed)
 
 
-def _read_proto(path: Path) -> onnx.ModelProto:
+def _read_proto(path: Path, origin: str | None = None) -> onnx.ModelProto:
     """The ModelProto in ``path`` (external data not loaded yet); ModelError saying what is wrong with the file."""
     if not path.exists():
-        raise ModelError(f"ONNX model not found: {path} (check the path; relative paths are "
-                         f"resolved against the current directory {Path.cwd()})")
+        raise ModelError(f"ONNX model not found: {path} (check the path; {origin or not_found_hint(path)})")
     if path.is_dir():
         raise ModelError(f"ONNX model path is a directory, not a file: {path}")
     try:
@@ -159,6 +162,13 @@ def _read_proto(path: Path) -> onnx.ModelProto:
     if not proto.graph.node and not proto.graph.output:
         raise ModelError(f"{path} parsed as an empty ONNX model (no graph): is it really an .onnx file?")
     return proto
+
+
+def not_found_hint(path: Path) -> str:
+    """How a path given to ``open`` was resolved: against the current directory when relative."""
+    if path.is_absolute():
+        return "the path is absolute"
+    return f"relative paths are resolved against the current directory {Path.cwd()}"
 
 
 def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:

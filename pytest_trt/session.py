@@ -186,7 +186,8 @@ class TrtSession:
         return total
 
     # -- pipeline steps, memoized per process ---------------------------------------
-    def model(self, source) -> Model:
+    def model(self, source, *, origin: str | None = None) -> Model:
+        """The model of ``source``, loaded once per process; ``origin`` as in :func:`~pytest_trt.model.load_model`."""
         from .model import Model, load_model  # load path: imported once in use
 
         if isinstance(source, Model):
@@ -194,7 +195,7 @@ class TrtSession:
         key = str(source)
         with self._lock:
             if key not in self._models:
-                self._models[key] = load_model(source)
+                self._models[key] = load_model(source, origin=origin)
             return self._models[key]
 
     def plan(self, model: Model, policy: PrecisionPolicy) -> PrecisionPlan:

@@ -23,11 +23,17 @@ from .generation import MAX_FEED_BYTES
 __all__ = ["load_feeds", "save_feeds"]
 
 
-def load_feeds(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Read feeds from an ``.npz`` file (``np.savez(path, input_ids=..., ...)``)."""
+def load_feeds(path: str | os.PathLike[str], *, origin: str | None = None) -> dict[str, np.ndarray]:
+    """Read feeds from an ``.npz`` file (``np.savez(path, input_ids=..., ...)``).
+
+    ``origin`` says how a relative path was resolved, for the "not found" message (the trt
+    marker's paths are relative to the test file); without it, the current directory.
+    """
     p = Path(path)
     if not p.exists():
-        raise InputError(f"feeds file not found: {p} (relative paths are resolved against {Path.cwd()})")
+        where = origin or (f"relative paths are resolved against the current directory {Path.cwd()}"
+                           if not p.is_absolute() else "the path is absolute")
+        raise InputError(f"feeds file not found: {p} ({where})")
     if p.is_dir():
         raise InputError(f"feeds path is a directory, not an .npz file: {p}")
     try:
