@@ -85,7 +85,7 @@ def add_input_flags(p) -> None:
                    help="input feeds from .npz file(s); several files (one flag or repeated) are merged, an "
                    "input in two files is an error")
     p.add_argument("--val-range", nargs="+", action="append", default=[], metavar="NAME:[lo,hi]",
-                   help="value ranges of generated inputs, Polygraphy spelling: --val-range input_ids:[0,30521] [-1,1] "
+                   help="value ranges of generated inputs, Polygraphy spelling: --val-range input_ids:[0,<vocab_size-1>] [-1,1] "
                    "(several after one flag, or the flag repeated)")
     p.add_argument("--input-shapes", nargs="+", action="append", default=[], metavar="NAME:[d,...]",
                    help="shapes of inputs with symbolic dims, Polygraphy spelling: --input-shapes input_ids:[2,128] "
