@@ -154,16 +154,24 @@ class TrtCase:
             return PrecisionPolicy(default=default, keep_fp32=tuple(keep), rules=self._rules(),
                                    as_is=True, expect_fp32=expect)
         # Patterns from the command line / ini apply to every test; one that matches
-        # nothing in *this* model is skipped here (it is meant for other models).
+        # nothing in *this* model, or only its fixed nodes (which no pattern changes: a
+        # marker's or the CLI's such pattern is a PatternError), is skipped here (it is
+        # meant for other models).
         nodes = list(self.model.graph.node)
+        fixed = self._fixed_nodes() if self.session.settings.keep_fp32 else frozenset()
         for pattern in self.session.settings.keep_fp32:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
-            if pattern not in keep and any(rule.matches(n) for n in nodes):
+            if pattern not in keep and any(rule.matches(n) and n.name not in fixed for n in nodes):
                 keep.append(pattern)
         kwargs: dict[str, Any] = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
         if expect:
             kwargs["expect_fp32"] = expect
         return PrecisionPolicy(**kwargs)
+
+    def _fixed_nodes(self) -> frozenset:
+        """Names of the model's fixed nodes (the same under every policy; the FP32 plan is memoized)."""
+        plan = self.session.plan(self.model, PrecisionPolicy("fp32"))
+        return frozenset(name for name, d in plan.nodes.items() if d.kind != "compute")
 
     def _rules(self) -> tuple:
         """The marker's ``rules=``: ``"PATTERN=PREC"`` strings, ``(pattern, precision)`` pairs, or a mapping

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from ..dtypes import FP32, LOW_PRECISIONS, PRECISION_OF_ELEM
 from ..errors import ModelError, PatternError
 from ..onnx_typing import GraphContext, domain_of, graph_context
-from ..precision_rules import Rule, match_rules, no_match_message
+from ..precision_rules import Rule, fixed_only_message, match_rules, no_match_message
 from .checks import check_bindings, check_quantization
 from .decide import check_supported, decide, fixed_reason, written_precision
 from .node_io import storage, type_nodes
@@ -48,6 +48,7 @@ def resolve_plan(model: Model, policy: PolicyView) -> PrecisionPlan:
     decisions: dict[str, NodeDecision] = {}
     for node in graph.node:
         decisions[node.name] = decide(node, deciding.get(node.name), policy, ctx)
+    check_selects_compute(policy.rules_in_order(), graph.node, decisions, model.label)
     check_supported(decisions, ctx)
 
     node_io = type_nodes(ctx, decisions)
@@ -92,6 +93,26 @@ def resolve_as_is(model: Model, policy: PolicyView) -> PrecisionPlan:
     plan = _assemble(policy, ctx, decisions, node_io)
     assert not plan.boundaries, f"as-is plan needs Casts: {plan.boundaries}"  # every read is as stored
     return plan
+
+
+def check_selects_compute(rules: Any, nodes: Any, decisions: dict[str, NodeDecision], label: str) -> None:
+    """PatternError for a rule whose every matched node is fixed: it selects no float computation
+    and would change nothing (``--keep-fp32 op:Shape``), which is as wrong as matching no node.
+
+    One exception has an effect: an FP32 rule over fixed nodes that an earlier rule asked for in
+    low precision settles that request (``["/branch/*=fp16", "op:If=fp32"]``: control flow asked
+    for FP16 is an error otherwise, whose message proposes exactly this later rule).
+    """
+    rules = list(rules)
+    for index, rule in enumerate(rules):
+        matched = [n for n in nodes if rule.matches(n)]
+        if not matched or any(decisions[n.name].kind != FIXED for n in matched):
+            continue
+        settles = rule.precision == FP32 and any(
+            earlier.precision in LOW_PRECISIONS and earlier.matches(n) for earlier in rules[:index] for n in matched)
+        if not settles:
+            reasons = {n.name: decisions[n.name].rule for n in matched}
+            raise PatternError(fixed_only_message(rule, label, matched, reasons))
 
 
 def _assemble(policy: PolicyView, ctx: GraphContext, decisions: dict[str, NodeDecision],
@@ -181,6 +202,10 @@ def _expect_selection(policy: PolicyView, ctx: GraphContext) -> dict[str, list[s
     for index, rule in enumerate(rules):
         if not matched[index]:
             raise PatternError(no_match_message(rule, ctx.model.label, list(ctx.graph.node)))
+        hits = [n for n in ctx.graph.node if rule.matches(n)]
+        reasons = {n.name: r for n in hits if (r := fixed_reason(n, ctx)) is not None}
+        if len(reasons) == len(hits):  # only fixed nodes: nothing of the model's float computation to expect
+            raise PatternError(fixed_only_message(rule, ctx.model.label, hits, reasons))
     return selected
 
 

@@ -196,6 +196,15 @@ API_ROWS = [
         PatternError, ("matches no node", "Op types are case-sensitive: did you mean 'op:Softmax'?")),
     Row("op-pattern-unknown-op", lambda m: PrecisionPolicy("fp16", rules=["op:LayerNormalization=fp32"]).resolve(
         ENCODER), PatternError, ("'op:LayerNormalization' matches no node", "Closest op types in the model:")),
+    Row("keep-fp32-selects-only-fixed-nodes", lambda m: PrecisionPolicy("fp16", keep_fp32=["op:Shape"]).resolve(
+        ENCODER), PatternError, ("precision pattern 'op:Shape' (from keep_fp32) selects no float computation in "
+                                 "encoder_opset14.onnx: it matches 4 node(s), all fixed", "no float output",
+                                 "the pattern changes nothing")),
+    Row("rule-selects-only-fixed-nodes", lambda m: PrecisionPolicy("fp16", rules=["op:Shape=fp16"]).resolve(ENCODER),
+        PatternError, ("precision pattern 'op:Shape' selects no float computation",)),
+    Row("expect-fp32-selects-only-fixed-nodes", lambda m: PrecisionPolicy(
+        "fp16", expect_fp32=["op:Shape"]).resolve(ENCODER), PatternError,
+        ("precision pattern 'op:Shape' (from expect_fp32) selects no float computation",)),
     Row("pattern-empty", lambda m: PrecisionPolicy("fp16", keep_fp32=[""]), PatternError,
         ("empty precision pattern",)),
     Row("pattern-whitespace", lambda m: PrecisionPolicy("fp16", keep_fp32=[" */LayerNorm/*"]), PatternError,
@@ -410,6 +419,8 @@ CLI_ROWS = [
            ("argument --recheck-seeds: must be <= 100, got 18446744073709551616",)),
     CliRow("plan-pattern-matches-nothing", lambda m: ["plan", ENC, "--fp16", "--keep-fp32", "*/LayerNrom/*"], 2,
            ("pytest-trt plan: error: precision pattern '*/LayerNrom/*' (from keep_fp32) matches no node",)),
+    CliRow("plan-keep-fp32-selects-only-fixed-nodes", lambda m: ["plan", ENC, "--fp16", "--keep-fp32", "op:Shape"], 2,
+           ("pytest-trt plan: error: precision pattern 'op:Shape' (from keep_fp32) selects no float computation",)),
     CliRow("plan-rule-unknown-precision", lambda m: ["plan", ENC, "--precision", "op:Softmax=fp8"], 2,
            ("unknown rule precision 'fp8'",)),
     CliRow("compare-custom-op", lambda m: ["compare", str(m.custom), "--fp16", "--backend", "emulate"], 2,
@@ -520,6 +531,9 @@ PYTEST_ROWS = [
               ("ONNX Runtime cannot load", "com.example:MyOp")),
     PytestRow("pattern-matches-nothing", "model=ENCODER, precision='fp16', keep_fp32=['*/LayerNrom/*'], dims=DIMS",
               "trt.check()", "PatternError", ("precision pattern '*/LayerNrom/*' (from keep_fp32) matches no node",)),
+    PytestRow("pattern-selects-only-fixed-nodes", "model=ENCODER, precision='fp16', keep_fp32=['op:Shape'], dims=DIMS",
+              "trt.check()", "PatternError", ("precision pattern 'op:Shape' (from keep_fp32) selects no float "
+                                              "computation",)),
     PytestRow("dims-undeclared", "model=ENCODER", "trt.check()", "InputError",
               ("input shapes are not fully declared", "dims={'batch': <batch>, 'sequence': <sequence>}")),
     PytestRow("val-range-unknown-input", "model=ENCODER, dims=DIMS, val_range={'hidden': (0, 1)}", "trt.check()",
