@@ -146,6 +146,7 @@ _CLI_SPELLING = (
     ("max_builds", re.compile(r"\(max_builds\)"), "(--max-builds)"),
     ("max_builds", re.compile(r"Raise max_builds"), "Raise --max-builds"),
     ("findings", re.compile(r"\(PrecisionError\.findings\.to_json\(\) lists all\)"), "(--json lists all)"),
+    ("as_is", re.compile(r"as_is=True \(--trt-as-is\)"), "--as-is"),
     # options the CLI has under another name (check with `pytest-trt compare --help`)
     ("typing", re.compile(r"--trt-typing(?![\w-])"), "--typing"),
     ("rebuild", re.compile(r"--trt-rebuild(?![\w-])"), "--rebuild"),

@@ -15,6 +15,7 @@ from ..realize import realize_strong
 from .common import (
     add_model_and_policy,
     add_parser_check_flag,
+    cli_spelling,
     emit_json,
     parser_check_from_args,
     policy_from_args,
@@ -82,3 +83,5 @@ def _print_plan(plan: PrecisionPlan) -> None:
         print(f"{name:<{widths[0]}}  {op:<{widths[1]}}  {prec:<{widths[2]}}  {rule}")
     counts = plan.counts()
     print("\n" + ", ".join(f"{k}: {v}" for k, v in counts.items() if v) + f"  ({len(rows)} nodes; policy {plan.policy.describe()})")
+    for note in plan.notes:  # e.g. a mixed-precision model whose FP32 island --fp16 lowers: --as-is tests it as written
+        print(f"note: {cli_spelling(note)}")

@@ -129,15 +129,15 @@ def _assemble(policy: PolicyView, ctx: GraphContext, decisions: dict[str, NodeDe
         elem_types=ctx.elem_types,
         value_info=ctx.infos,
         constant_tensors=frozenset(ctx.constants),
-        notes=_source_notes(ctx, policy),
+        notes=_source_notes(ctx, policy, decisions),
         expectation_failures=_expectations(policy, decisions, node_io, ctx),
     )
 
 
-def _source_notes(ctx: GraphContext, policy: PolicyView) -> list[str]:
+def _source_notes(ctx: GraphContext, policy: PolicyView, decisions: dict[str, NodeDecision]) -> list[str]:
     """What the plan should say about a source model that is not plain FP32."""
     low: dict[str, list[str]] = {}
-    names = [*ctx.inputs, *ctx.initializers]
+    names = [*ctx.inputs, *(i.name for i in ctx.graph.initializer)]  # graph order: the same note every run
     names += [o for n in ctx.graph.node for o in n.output if o]
     for name in dict.fromkeys(names):
         elem = ctx.elem_types.get(name)
@@ -150,8 +150,15 @@ def _source_notes(ctx: GraphContext, policy: PolicyView) -> list[str]:
         if policy.as_is:
             notes.append(f"source model is mixed precision: {what}; planned as written (as_is)")
         else:
+            # the model's own FP32 island (e.g. a norm an autocast export keeps FP32) that this policy lowers
+            lowered = [n.name for n in ctx.graph.node
+                       if decisions[n.name].kind == COMPUTE and decisions[n.name].precision in LOW_PRECISIONS
+                       and n.op_type != "Cast" and written_precision(n, ctx) == FP32]
+            island = (f" The model computes {len(lowered)} node(s) in FP32 as written (e.g. "
+                      f"{', '.join(map(repr, lowered[:3]))}), which this policy lowers to "
+                      f"{decisions[lowered[0]].precision}." if lowered else "")
             notes.append(
-                f"source model is mixed precision: {what}. This policy re-types every node, the model's own "
+                f"source model is mixed precision: {what}.{island} This policy re-types every node, the model's own "
                 f"Casts included: realizations start from the model's values (low-precision initializers widen "
                 f"exactly) and lower them per the plan, so the model's FP16/BF16 choices are replaced. To test the "
                 f"model in its own precision use as_is=True (--trt-as-is); to apply a policy, an FP32 source "
