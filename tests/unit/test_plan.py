@@ -331,6 +331,11 @@ def test_to_json_form_and_counts(ln_model):
                                 "precision": "fp16", "rule": "default"}
     assert all(set(n) == {"name", "op_type", "precision", "rule"} for n in data["nodes"])
     assert data["counts"] == {"fp32": 9, "fp16": 3, "bf16": 0, "fixed": 2}
+    # issue 28: fixed nodes said "precision": null while counts said "fixed"; now each node's precision is a
+    # key of counts, and the counts are those of the nodes
+    assert all(n["precision"] in data["counts"] for n in data["nodes"])
+    assert {p: sum(n["precision"] == p for n in data["nodes"]) for p in data["counts"]} == data["counts"]
+    assert [n["rule"].startswith("fixed: ") for n in data["nodes"] if n["precision"] == "fixed"] == [True, True]
     assert "9 fp32" in plan.summary() and "4 casts" in plan.summary()
 
 
