@@ -121,6 +121,10 @@ class TrtSession:
         provider_source = settings.sources.get("trt_baseline_provider", "default")
         check_runtime(settings.baseline_provider, gpu=(backend.name != "emulate") or None,
                       source="--trt-baseline-provider" if provider_source == "default" else provider_source)
+        if backend.name == "emulate" and settings.typing == "weak":
+            # emulate's own supports() says why; refused at start like a typing TensorRT lacks
+            raise UsageError(f"{settings.sources.get('trt_typing', '--trt-typing')} weak cannot be honoured by "
+                             f"emulate ({reason}): {getattr(backend, 'WEAK_TYPING_REASON', 'emulation has no weak typing')}")
         if backend.name in ("tensorrt", "tensorrt-rtx") and settings.typing != "auto":
             # load path: imported once in use
             from .backends.trt_compat import installed_version, version_typing_reason

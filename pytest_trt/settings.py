@@ -57,7 +57,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("trt-typing", "TensorRT network typing: auto = strong typing (TensorRT >= 10.0, the only typing in 11.x and RTX); "
            "strong = a strongly typed network, the plan's types are the contract (TensorRT >= 10.0); "
            "weak = per-layer hints with OBEY_PRECISION_CONSTRAINTS (TensorRT <= 10.x). A typing the installed "
-           "TensorRT lacks is a usage error. Default: auto.",
+           "TensorRT lacks, or weak on emulate (which has no weak typing), is a usage error. Default: auto.",
            "choice", "auto", TYPING_CHOICES),
     Option("trt-keep-fp32", "Keep nodes matching PATTERN in FP32 (shell glob over ONNX node names, or op:TYPE); "
            "repeatable; adds to the marker's keep_fp32. Default: none.", "list", (), metavar="PATTERN"),

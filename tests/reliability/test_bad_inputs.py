@@ -451,6 +451,9 @@ CLI_ROWS = [
     CliRow("compare-unavailable-backend-names-the-cli-flag", lambda m: ["compare", ENC, *SHAPES, "--backend",
                                                                         "tensorrt"], 2,
            ("--backend tensorrt cannot run here",)),
+    CliRow("compare-weak-typing-on-emulate", lambda m: ["compare", ENC, *SHAPES, "--backend", "emulate", "--typing",
+                                                        "weak"], 2,
+           ("pytest-trt compare: error: --typing weak cannot be honoured by emulate", "emulation has no weak typing")),
     CliRow("compare-unknown-subcommand", lambda m: ["comapre", ENC], 2, ("invalid choice: 'comapre'",)),
     CliRow("compare-nan-model-fails", lambda m: ["compare", str(m.nan), "--val-range", "x:[-1,1]"], 1,
            ("NaN",)),
@@ -558,6 +561,8 @@ PYTEST_ROWS = [
               "model=ENCODER, precision='fp16', dims={'batch': 2, 'sequence': 16}, atol={'last_hidden_state': None}",
               "trt.check(trt.feeds(outliers={'hidden_states': {'count': 2, 'magnitude': 400.0}}))", "AccuracyError",
               ("last_hidden_state",)),
+    PytestRow("weak-typing-in-marker-on-emulate", "model=ENCODER, dims=DIMS, typing='weak'", "trt.check()",
+              "UsageError", ("emulate cannot build encoder_opset14.onnx", "emulation has no weak typing")),
     PytestRow("unknown-precision-in-marker", "model=ENCODER, dims=DIMS, precision='fp8'", "trt.check()",
               "UsageError", ("unknown precision 'fp8'",)),
 ]
@@ -645,6 +650,9 @@ def test_session_level_bad_options_are_pytest_usage_errors(pytester, models):
         (["--trt-atol"], "argument --trt-atol: expected one argument"),
         (["--trt-fp16", "--trt-bf16"], "--trt-fp16 and --trt-bf16 both given"),
         (["--trt-cache-max-size", "lots"], "invalid cache size 'lots'"),
+        (["--trt-backend", "emulate", "--trt-typing", "weak"], "ERROR: pytest-trt: --trt-typing weak cannot be "
+                                                               "honoured by emulate (requested with --trt-backend emulate): "
+                                                               "emulation has no weak typing"),
     ]
     failures = []
     for args, fragment in cases:
