@@ -16,11 +16,12 @@ from typing import Any
 from ..backends.base import BACKEND_CHOICES, TYPING_CHOICES, BuildConfig
 from ..errors import UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
+from ..locations import CACHE_DIR_ENV, default_cache_dir
 from ..parser_check import PARSER_CHECK_CHOICES, check_parser
 from ..parser_check import require as require_parser_check
 from ..policy import PrecisionPolicy
 from ..session import TrtSession
-from ..settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
+from ..settings import Settings, remote_settings
 
 
 def add_model_and_policy(p) -> None:
@@ -40,7 +41,10 @@ def add_engine_flags(p) -> None:
     p.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                    help="auto = TensorRT when available with a GPU, else emulate (default: auto)")
     p.add_argument("--typing", choices=TYPING_CHOICES, default="auto", help="network typing (default: auto)")
-    p.add_argument("--cache-dir", default=None, help="artifact cache (default: $PYTEST_TRT_CACHE_DIR or ./.trt-cache)")
+    p.add_argument("--cache-dir", default=None,
+                   help="artifact cache (default: $PYTEST_TRT_CACHE_DIR, else <rootdir>/.trt-cache, the cache pytest "
+                   "uses here: rootdir is the nearest directory up from the current one with a pytest configuration "
+                   "file, else the current directory)")
     p.add_argument("--rebuild", action="store_true", help="ignore cached engines and baselines")
     p.add_argument("--remote-cache", metavar="URL", default=None,
                    help="remote engine cache behind the local one: file:///dir, https://host/path (WebDAV), "
@@ -193,12 +197,14 @@ def policy_from_args(args):
 def session_from_args(args):
 
 
-    sources = {"trt_cache_dir": "--cache-dir" if args.cache_dir else "default", "trt_backend": "--backend",
+    cache_source = "--cache-dir" if args.cache_dir else f"${CACHE_DIR_ENV}" if os.environ.get(CACHE_DIR_ENV) \
+        else "default"
+    sources = {"trt_cache_dir": cache_source, "trt_backend": "--backend",
                "trt_typing": "--typing",
                "trt_remote_cache": "--remote-cache",
                "trt_remote_cache_mode": "--remote-cache-mode" if args.remote_cache_mode else "default"}
     remote = remote_settings(args.remote_cache, args.remote_cache_mode, tuple(args.remote_cache_trust), sources)
-    cache_dir = args.cache_dir or os.environ.get("PYTEST_TRT_CACHE_DIR") or DEFAULT_CACHE_DIRNAME
+    cache_dir = args.cache_dir or default_cache_dir()  # the plugin's rule (pytest_trt.locations)
     settings = Settings(
         precision="fp16" if getattr(args, "fp16", False) else "bf16" if getattr(args, "bf16", False) else "fp32",
         backend=args.backend, typing=args.typing, cache_dir=Path(cache_dir).expanduser().resolve(),
