@@ -179,3 +179,35 @@ def test_readme_table_lists_every_option_with_its_ini_and_environment_variable()
         option, ini, env, _per_test, _meaning = rows[f"--{opt.name}"]
         assert ini == f"`{opt.ini}`", (opt.name, ini)
         assert (env.split()[0] if env else None) == (f"`{opt.env}`" if opt.env else None), (opt.name, env)
+
+
+def test_per_test_settings_call_over_marker_over_command_line_over_ini(pytester):
+    model = Path(__file__).resolve().parents[2] / "example_suite" / "models" / "encoder_opset14.onnx"
+    pytester.makeini("[pytest]\ntrt_atol = 0.4\ntrt_seed = 7\n")
+    pytester.makepyfile(f"""
+import pytest
+OUT = "last_hidden_state"
+KW = dict(model={str(model)!r}, precision="fp16", dims={{"batch": 1, "sequence": 4}})
+
+@pytest.mark.trt(**KW, atol=0.2, seed=3)
+def test_marker(trt):
+    assert trt.resolve_tolerances().atol[OUT] == 0.2           # marker over command line and ini
+    assert trt.resolve_tolerances(atol=0.1).atol[OUT] == 0.1   # the call over the marker
+    assert trt.seed == 3 and trt.feeds(seed=5).seed == 5
+
+@pytest.mark.trt(**KW)
+def test_session(trt, request):
+    expected = 0.3 if request.config.getoption("trt_atol") else 0.4
+    assert trt.resolve_tolerances().atol[OUT] == expected     # command line over ini
+    assert trt.seed == (11 if request.config.getoption("trt_seed") else 7)
+
+class TestClass:
+    pytestmark = pytest.mark.trt(atol=0.25)
+
+    @pytest.mark.trt(**KW, atol=0.15)
+    def test_closest_marker(self, trt):
+        assert trt.resolve_tolerances().atol[OUT] == 0.15      # function marker over class marker
+""")
+    pytester.runpytest(f"--trt-cache-dir={pytester.path / 'c'}").assert_outcomes(passed=3)
+    pytester.runpytest(f"--trt-cache-dir={pytester.path / 'c'}", "--trt-atol=0.3", "--trt-seed=11").assert_outcomes(
+        passed=3)
