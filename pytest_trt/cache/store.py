@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.locations import default_cache_dir
 from ..errors import CacheError, CacheWarning, UsageError
-from ..locations import default_cache_dir
 from .entry import (
     MANIFEST,
     CacheEntry,
@@ -51,7 +51,7 @@ from .ownership import (
 from .stats import CacheStats
 
 if TYPE_CHECKING:  # the remote tier imports this package, not the other way round
-    from ..remote_cache import RemoteTier
+    from .remote import RemoteTier
 
 __all__ = ["MARKER", "SCRATCH_DIR", "STALE_SECONDS", "ArtifactCache", "default_cache_dir", "is_cache_dir"]
 
@@ -79,7 +79,7 @@ class ArtifactCache:
         lock_timeout: seconds to wait for another process building the same key before
             raising :class:`CacheError`; None waits as long as the build takes.
         stale_seconds: age after which a leftover ``tmp/`` item of a dead builder is removed.
-        remote: a :class:`~pytest_trt.remote_cache.RemoteTier` asked on a local miss (its
+        remote: a :class:`~pytest_trt.cache.remote.RemoteTier` asked on a local miss (its
             verified files are sealed and installed like a build) and given every entry this
             cache builds (a read-write tier uploads it). Not with ``read_only``.
 
@@ -106,7 +106,7 @@ class ArtifactCache:
         self.stale_seconds = stale_seconds
         self.remote = remote
         #: what this process's cache did (hits, builds, remote traffic): a
-        #: :class:`~pytest_trt.remote_cache.CacheStats`, shared with the remote tier
+        #: :class:`~pytest_trt.cache.remote.CacheStats`, shared with the remote tier
         self.stats = remote.stats if remote is not None else CacheStats()
         if self.read_only and remote is not None:
             raise UsageError(
@@ -213,7 +213,7 @@ class ArtifactCache:
             with contextlib.suppress(InvalidEntry):  # a failure is re-checked under the lock
                 manifest = validate_entry(entry, kind, key, parts)
                 if usable(manifest):
-                    return self._hit(kind, key, entry, manifest, label, 0.0, time.monotonic() - t0)
+                    return self._hit(kind, key, parts, entry, manifest, label, 0.0, time.monotonic() - t0)
 
         with self._locked(key, what=f"{kind} entry {entry}") as waited:
             if check:
@@ -225,14 +225,15 @@ class ArtifactCache:
                     if not rebuild:  # (a rebuild replaces it anyway)
                         self._drop_corrupt(kind, key, entry, label, str(exc))
                 if usable(manifest):
-                    return self._hit(kind, key, entry, manifest, label, waited, time.monotonic() - t0)
+                    return self._hit(kind, key, parts, entry, manifest, label, waited, time.monotonic() - t0,
+                                     locked=True)
             result = self._build(kind, key, parts, build, entry, label, waited, use_remote=not rebuild)
             if self.max_bytes is not None:
                 with contextlib.suppress(CacheError):
                     self.prune(protect=(entry,))
             return result
 
-    def _hit(self, kind, key, entry, manifest, label, waited, seconds) -> CacheResult:
+    def _hit(self, kind, key, parts, entry, manifest, label, waited, seconds, *, locked=False) -> CacheResult:
         touch(entry / MANIFEST)
         self._record_quietly("hit", kind, key, label or manifest.get("label", ""), round(seconds, 6),
                              waited=round(waited, 6))
@@ -240,7 +241,27 @@ class ArtifactCache:
         built = manifest.get("build_seconds")
         if isinstance(built, (int, float)):
             self.stats.seconds_saved += max(0.0, float(built) - seconds)
+        if self.remote is not None and self.remote.wants_publish_check(kind, key, manifest):
+            self._publish_hit(kind, key, parts, entry, manifest, label or manifest.get("label", ""), locked)
         return CacheResult(entry, key, True, 0.0, waited, kind, manifest, "local")
+
+    def _publish_hit(self, kind, key, parts, entry, manifest, label, locked) -> None:
+        """A read-write remote tier uploads a local hit that was never published (its builder was
+        killed or cut off mid-upload), under the key's lock so that the entry cannot be replaced
+        or evicted meanwhile; a lock held elsewhere (a build of the key) skips it this time."""
+        remote = self.remote
+        ctx = None if locked else self._try_lock(key, what=f"{kind} entry {entry}")
+        if remote is None or (not locked and ctx is None):
+            return
+        try:
+            if not locked and read_manifest_quietly(entry)[1] != manifest:
+                return  # replaced since it was validated (a rebuild elsewhere): that one is its own builder's
+            remote.ensure_published(kind, key, parts, entry, manifest, label=label)
+        except OSError:
+            return  # vanished meanwhile: nothing to publish
+        finally:
+            if ctx is not None:
+                ctx.__exit__(None, None, None)
 
     def _drop_corrupt(self, kind, key, entry, label, reason) -> None:
         warnings.warn(

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.base import BACKEND_CHOICES, TYPING_CHOICES, BuildConfig
+from ..backends.tensorrt.parser_check import PARSER_CHECK_CHOICES, check_parser
+from ..backends.tensorrt.parser_check import require as require_parser_check
+from ..core.locations import CACHE_DIR_ENV, default_cache_dir
 from ..errors import UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
-from ..locations import CACHE_DIR_ENV, default_cache_dir
-from ..parser_check import PARSER_CHECK_CHOICES, check_parser
-from ..parser_check import require as require_parser_check
-from ..policy import PrecisionPolicy
-from ..session import TrtSession
-from ..settings import Settings, remote_settings
+from ..plan.policy import PrecisionPolicy
+from ..run.session import TrtSession
+from ..run.settings import Settings, remote_settings
 
 
 def add_model_and_policy(p) -> None:
@@ -55,6 +55,9 @@ def add_engine_flags(p) -> None:
     p.add_argument("--remote-cache-trust", action="append", default=[], metavar="KEY",
                    help="public key (.pub file or 'ed25519:...') whose signatures are accepted; repeatable "
                    "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST)")
+    p.add_argument("--remote-cache-timeout", type=number(minimum=0, exclusive=True), default=60.0, metavar="SECONDS",
+                   help="seconds one remote cache entry may take to arrive, plus 1 s per MiB of its files; a slower "
+                   "entry is built locally and the remote is not asked again (default: 60)")
 
 
 def number(*, minimum: float | None = None, exclusive: bool = False, allow_inf: bool = False, integer: bool = False,
@@ -204,12 +207,13 @@ def session_from_args(args):
                "trt_remote_cache": "--remote-cache",
                "trt_remote_cache_mode": "--remote-cache-mode" if args.remote_cache_mode else "default"}
     remote = remote_settings(args.remote_cache, args.remote_cache_mode, tuple(args.remote_cache_trust), sources)
-    cache_dir = args.cache_dir or default_cache_dir()  # the plugin's rule (pytest_trt.locations)
+    cache_dir = args.cache_dir or default_cache_dir()  # the plugin's rule (pytest_trt.core.locations)
     settings = Settings(
         precision="fp16" if getattr(args, "fp16", False) else "bf16" if getattr(args, "bf16", False) else "fp32",
         backend=args.backend, typing=args.typing, cache_dir=Path(cache_dir).expanduser().resolve(),
         rebuild=args.rebuild, seed=getattr(args, "seed", 0),
-        remote_cache=remote[0], remote_cache_mode=remote[1], remote_cache_trust=remote[2], sources=sources,
+        remote_cache=remote[0], remote_cache_mode=remote[1], remote_cache_trust=remote[2],
+        remote_cache_timeout=args.remote_cache_timeout, sources=sources,
     )
     return TrtSession.create(settings, flag_prefix="--")
 

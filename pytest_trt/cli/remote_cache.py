@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..remote_cache import generate_keypair
+from ..cache.remote import generate_keypair
 from .common import emit_json
 
 
@@ -17,13 +17,13 @@ def add_parser(sub) -> None:
                                 "and NAME.pub (the 'ed25519:...' public key: give it to every runner) into DIR. "
                                 "Never overwrites a key.")
     keygen.add_argument("--out", default=".", metavar="DIR", help="directory of the key files (default: .)")
-    keygen.add_argument("--name", default="pytest-trt-cache", help="file name stem (default: pytest-trt-cache)")
+    keygen.add_argument("--name", default="pytest-trt-cache", help="file name stem: letters, digits, '_', '.', '-' (default: pytest-trt-cache)")
     keygen.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     keygen.set_defaults(run=run_keygen)
 
 
 def run_keygen(args) -> int:
-    made = generate_keypair(args.out, args.name)
+    made = generate_keypair(args.out, args.name, directory_flag="--out", name_flag="--name")
     if args.json:
         emit_json(made)
         return 0

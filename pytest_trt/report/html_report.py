@@ -18,7 +18,7 @@ import datetime
 import os
 from pathlib import Path
 
-from ..report_records import AccuracyRecord
+from ..core.records import AccuracyRecord
 from .condense import condense_records
 from .html_cards import (
     NAME_CHARS,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_trt.errors import UsageError
-from pytest_trt.settings import OPTIONS, lookup_option, resolve_settings
+from pytest_trt.run.settings import OPTIONS, lookup_option, resolve_settings
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 ENV_VARS = ("PYTEST_TRT_CACHE_DIR", "PYTEST_TRT_REMOTE_CACHE", "PYTEST_TRT_REMOTE_CACHE_MODE",
@@ -93,7 +93,7 @@ def test_every_option_command_line_over_environment_over_ini_over_default(pytest
 
 
 def test_levels_are_ordered_as_documented():
-    from pytest_trt.settings import LEVELS, level_of
+    from pytest_trt.run.settings import LEVELS, level_of
 
     assert LEVELS == ("default", "ini", "env", "command line")
     assert [level_of(s) for s in ("default", "ini trt_seed", "$PYTEST_TRT_CACHE_DIR", "--trt-seed")] == list(LEVELS)

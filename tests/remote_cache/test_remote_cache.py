@@ -20,8 +20,7 @@ import pytest
 from report_schema import assert_valid_report
 
 from pytest_trt.cache import ArtifactCache
-from pytest_trt.errors import CacheWarning, UsageError
-from pytest_trt.remote_cache import (
+from pytest_trt.cache.remote import (
     MANIFEST,
     PREFIX,
     RemoteTier,
@@ -30,6 +29,7 @@ from pytest_trt.remote_cache import (
     published_name,
     sign_manifest,
 )
+from pytest_trt.errors import CacheWarning, UsageError
 
 pytestmark = pytest.mark.remote_cache
 
@@ -38,17 +38,6 @@ for _module in ("fsspec", "webdav4", "cryptography"):  # the `remote` extra (als
 
 PARTS = {"model": "sha256-of-model", "gpu": {"name": "NVIDIA H100", "cc": "9.0"}, "trt": "10.13"}
 HERE = Path(__file__).parent
-
-
-@pytest.fixture(params=["webdav", "file"])
-def remote(request, tmp_path):
-    """(url, the directory where the server keeps the cache's files)."""
-    if request.param == "webdav":
-        server = request.getfixturevalue("nginx")
-        return server.url, server.root / "cache"
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    return f"file://{shared}", shared
 
 
 def builder(url, keys, **kw):

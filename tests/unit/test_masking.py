@@ -15,15 +15,15 @@ import pytest
 from onnx import TensorProto
 
 from pytest_trt.backends.base import BuildConfig, get_backend
-from pytest_trt.baseline import fp32_baseline
 from pytest_trt.cli import main as cli_main
 from pytest_trt.compare import compare_outputs
 from pytest_trt.inputs import make_feeds
-from pytest_trt.layerwise import locate_divergence
-from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy
-from pytest_trt.ranges import range_message, range_overflows
-from pytest_trt.testing_models import graph_model
+from pytest_trt.locate.divergence import locate_divergence
+from pytest_trt.locate.ranges import range_message, range_overflows
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import graph_model
+from pytest_trt.plan.policy import PrecisionPolicy
+from pytest_trt.reference.baseline import fp32_baseline
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GPT2_CALIBRATION = DATA / "calibration" / "gpt2_opset14.onnx"
@@ -139,7 +139,7 @@ def test_a_computed_overflow_is_not_a_masking_value_even_beside_a_mask():
 
 
 def test_sentinels_are_flt_max_and_the_constants_beyond_the_range():
-    from pytest_trt.masking import is_masking, sentinels
+    from pytest_trt.locate.masking import is_masking, sentinels
 
     model = _masked_model(-1e9, scale=1e5)
     assert list(sentinels(model, 65504.0)) == [1e5, 1e9, FLT_MAX]

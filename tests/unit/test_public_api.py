@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import pytest_trt
-from pytest_trt.settings import OPTIONS
+from pytest_trt.run.settings import OPTIONS
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
