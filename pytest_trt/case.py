@@ -26,6 +26,7 @@ import pytest
 from .backends.base import get_backend
 from .baseline import normalize_baseline, reference_label, reference_model
 from .compare import CompareResult, compare_outputs, default_tolerances
+from .compare.figures import DETAILS_MAX_ELEMENTS
 from .dtypes import normalize_precision
 from .errors import AccuracyError, PrecisionError, UsageError
 from .inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
@@ -54,9 +55,6 @@ class Tolerances(NamedTuple):
     rtol: dict
 
 
-# Figures of *passing* outputs (max errors, for the summary and reports) cost an exact
-# second pass; above this many elements only failing outputs get them.
-DETAILS_MAX_ELEMENTS = 1 << 22
 #: where feeds that failed and that no seed can regenerate are saved (next to --trt-report, else in rootdir)
 ARTIFACTS_DIRNAME = "trt-artifacts"
 

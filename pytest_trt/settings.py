@@ -12,9 +12,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .backends.base import BACKEND_CHOICES, TYPING_CHOICES
+from .choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TYPING_CHOICES
 from .errors import UsageError
-from .parser_check import PARSER_CHECK_CHOICES
 
 DEFAULT_CACHE_DIRNAME = ".trt-cache"
 

@@ -150,7 +150,7 @@ def test_pytest_option_names_in_pipeline_messages_become_the_cli_flags():
     # the one table in cli/common.py rewrites the pytest options to the flags the CLI has.
     from pytest_trt import verify
     from pytest_trt.cli import build_parser
-    from pytest_trt.cli.common import cli_spelling
+    from pytest_trt.cli.spelling import cli_spelling
 
     remedy = cli_spelling(verify.WEAK_TYPING_REMEDY)
     assert "--trt-" not in remedy

@@ -24,7 +24,7 @@ def test_help_lists_every_option_with_its_default(pytester):
 
 
 def test_option_help_states_every_typing_and_the_calibrated_defaults():
-    from pytest_trt.backends.base import TYPING_CHOICES
+    from pytest_trt.choices import TYPING_CHOICES
     from pytest_trt.compare import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES
     from pytest_trt.settings import OPTIONS
 
