@@ -43,10 +43,6 @@ def einsum_dot(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.einsum("i,i->", x, y))
 
 
-def _blas_dot(x: np.ndarray, y: np.ndarray) -> float:
-    return float(np.dot(x, y))
-
-
 def _controller(state: dict[str, Any]) -> Any:
     """threadpoolctl's controller of the BLAS libraries loaded now (None: none it can limit)."""
     if "controller" not in state:
@@ -78,7 +74,7 @@ def single_threaded_dot(block: int) -> Iterator[Callable[[np.ndarray, np.ndarray
         yield einsum_dot
         return
     try:
-        yield _blas_dot
+        yield np.dot
     finally:
         with run.lock():
             state["users"] -= 1

@@ -3,7 +3,7 @@
 Accumulated in float64 over the elements finite on both sides, block by block
 (:class:`MetricSums`), on one of two paths:
 
-* the fast path (:meth:`MetricSums.add_difference`): three dot products per block of the
+* the fast path (:meth:`MetricSums.folder`): three dot products per block of the
   reference ``e`` and the difference ``d = a - e`` taken in the working precision (the
   element rule's own difference, so the verdict scan gets the sums for two conversions to
   float64 and three single-threaded dots; :mod:`pytest_trt.compare.blas`). For float32
@@ -69,7 +69,7 @@ def snr_db(actual: Any, expected: Any) -> float:
 class MetricSums:
     """Float64 sums of ``a*e``, ``a*a``, ``e*e`` and ``(a-e)^2`` for cosine and SNR, overflow- and underflow-proof.
 
-    Blocks come in by the fast path (:meth:`add_difference`, totals in plain floats until
+    Blocks come in by the fast path (:meth:`folder`, totals in plain floats until
     :meth:`settle`) or the exact one (:meth:`add`). On the exact path each sum is kept as ``mantissa * 2**exponent``: a block is scaled by powers of two (exact)
     so its largest element is in [0.5, 1) before squaring, and its partial sums are merged
     at the larger exponent. Plain float64 sums overflow for |x| > 1e154 (``[1e200]`` vs
@@ -77,7 +77,7 @@ class MetricSums:
     (two opposite tiny vectors looked "equal": cosine 1, SNR inf).
     """
 
-    __slots__ = ("m", "k", "n", "fast", "fast_n", "_scratch", "_pair")
+    __slots__ = ("m", "k", "n", "fast", "fast_n", "_scratch")
 
     AE, AA, EE, DD = range(4)
 
@@ -88,40 +88,46 @@ class MetricSums:
         self.fast = [0.0, 0.0, 0.0, 0.0]  # plain float64 totals of the fast path (AE, AA, EE, DD)
         self.fast_n = 0
         self._scratch: tuple[np.ndarray, ...] | None = None
-        self._pair: np.ndarray | None = None
 
-    def add_difference(self, a_w: np.ndarray, e_w: np.ndarray, d_w: np.ndarray, d_zero: bool,
-                       dot: Callable[[np.ndarray, np.ndarray], float]) -> None:
-        """Fold in one block, all finite, given ``d_w = a_w - e_w`` computed in the working
-        precision (float32 or float64); ``d_zero``: every element of ``d_w`` is 0.
+    def folder(self, block: int, W: np.dtype,
+               dot: Callable[[np.ndarray, np.ndarray], float]) -> Callable[..., None]:
+        """The fast path: a function ``fold(a_w, e_w, d_w, d_zero)`` that folds one block of
+        at most ``block`` elements, all finite, into the sums, given ``d_w = a_w - e_w``
+        computed in the working precision ``W`` (float32 or float64); ``d_zero``: every
+        element of ``d_w`` is 0. Call :meth:`settle` after the last block.
 
-        The fast path: ``sum(e*e)``, ``sum(e*d)``, ``sum(d*d)`` by ``dot`` on float64 copies,
-        ``sum(a*a)`` and ``sum(a*e)`` from them. Call :meth:`settle` after the last block.
+        Per block: ``sum(e*e)``, ``sum(e*d)``, ``sum(d*d)`` by ``dot`` on float64 copies,
+        ``sum(a*a)`` and ``sum(a*e)`` from them. Float32 products are exact in float64 and
+        cannot overflow or underflow there; a float64 block whose sums are not finite, near
+        underflow or near the top of the range goes to the exact path (:meth:`add`).
         """
-        m = e_w.shape[0]
-        if m == 0:
-            return
-        wide = e_w.dtype == np.float64
-        if wide:
-            y, z = e_w, d_w
-        else:  # float32 values: every product below is exact in float64
-            if self._pair is None or self._pair.shape[1] < m:
-                self._pair = np.empty((2, m), np.float64)
-            y, z = self._pair[0, :m], self._pair[1, :m]
-            np.copyto(y, e_w)
-            np.copyto(z, d_w)
-        ee = dot(y, y)
-        ez, zz = (0.0, 0.0) if d_zero else (dot(y, z), dot(z, z))
-        aa = ee + 2.0 * ez + zz
-        if wide and not _trusted(ee, ez, zz, aa, y, d_zero):
-            self.add(a_w, e_w)  # float64 near the edges of its range: scaled, exact
-            return
         f = self.fast
-        f[self.AE] += ee + ez
-        f[self.AA] += aa
-        f[self.EE] += ee
-        f[self.DD] += zz
-        self.fast_n += m
+        AE, AA, EE, DD = self.AE, self.AA, self.EE, self.DD
+        wide = W == np.float64
+        pair = np.empty((0 if wide else 2, block), np.float64)
+        copyto = np.copyto
+
+        def fold(a_w: np.ndarray, e_w: np.ndarray, d_w: np.ndarray, d_zero: bool) -> None:
+            m = e_w.shape[0]
+            if wide:
+                y, z = e_w, d_w
+            else:  # float32 values: every product below is exact in float64
+                y, z = (pair[0], pair[1]) if m == block else (pair[0, :m], pair[1, :m])
+                copyto(y, e_w)
+                copyto(z, d_w)
+            ee = float(dot(y, y))
+            ez, zz = (0.0, 0.0) if d_zero else (float(dot(y, z)), float(dot(z, z)))
+            aa = ee + 2.0 * ez + zz
+            if wide and not _trusted(ee, ez, zz, aa, y, d_zero):
+                self.add(a_w, e_w)  # float64 near the edges of its range: scaled, exact
+                return
+            f[AE] += ee + ez
+            f[AA] += aa
+            f[EE] += ee
+            f[DD] += zz
+            self.fast_n += m
+
+        return fold
 
     def settle(self) -> bool:
         """Fold the fast-path totals into the sums; False when they are not accurate enough
@@ -282,12 +288,13 @@ def metric_sums(a: np.ndarray, e: np.ndarray) -> MetricSums:
     sums = MetricSums()
     d = np.empty(B, W)
     with np.errstate(all="ignore"), single_threaded_dot(B) as dot:
+        fold = sums.folder(B, W, dot)
         for _, ab, eb in iter_blocks(a, e, W, B, "K"):
             dd = d[: ab.shape[0]]
             np.subtract(ab, eb, out=dd)
-            hi, lo = np.maximum.reduce(dd), np.minimum.reduce(dd)
+            hi, lo = float(np.maximum.reduce(dd)), float(np.minimum.reduce(dd))
             if math.isfinite(hi) and math.isfinite(lo):  # a finite difference: both sides finite
-                sums.add_difference(ab, eb, dd, hi == 0 and lo == 0, dot)
+                fold(ab, eb, dd, hi == 0.0 and lo == 0.0)
             else:
                 sums.add(ab.astype(f64), eb.astype(f64))  # the finite pairs only, exactly
     return sums if sums.settle() else exact_metric_sums(a, e)

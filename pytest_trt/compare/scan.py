@@ -133,30 +133,29 @@ def passes_float(a: np.ndarray, e: np.ndarray, W: np.dtype, rtol: float, atol: f
     violation somewhere; the detailed pass decides.
 
     With ``sums``, the same pass also folds every block into the metric sums (the fast path
-    of :meth:`~pytest_trt.compare.metrics.MetricSums.add_difference`); they are complete
-    only when this returns True, and the caller then calls ``sums.settle()``.
+    of :meth:`~pytest_trt.compare.metrics.MetricSums.folder`); they are complete only when
+    this returns True, and the caller then calls ``sums.settle()``.
     """
     B = block_elems(np.dtype(np.float64) if sums is not None else W, e.size)
+    sub, high, low = np.subtract, np.maximum.reduce, np.minimum.reduce
     with np.errstate(all="ignore"):  # also: tolerances beyond float32's range become inf
         r = W.type(rtol)
         at = W.type(atol)
-        lim = min(at, np.finfo(W).max)  # the shortcut's bound: finite, so an infinite difference fails it
+        lim = float(min(at, np.finfo(W).max))  # the shortcut's bound: finite, so an infinite difference fails it
         d = np.empty(B, W)
         full = _FullRule(B, W, r, at)
         with single_threaded_dot(B if sums is not None else 0) as dot:
+            fold = sums.folder(B, W, dot) if sums is not None else None
             for _, ab, eb in iter_blocks(a, e, W, B, "K"):
-                dd = d[: ab.shape[0]]
-                np.subtract(ab, eb, out=dd)
-                hi, lo = _max(dd), _min(dd)
+                dd = d if ab.shape[0] == B else d[: ab.shape[0]]
+                sub(ab, eb, out=dd)
+                hi, lo = float(high(dd)), float(low(dd))
                 # |a - e| <= atol everywhere passes the block at once; else (or NaN/Inf) the full rule
                 if not (hi <= lim and lo >= -lim) and not full.passes(eb, dd):
                     return False
-                if sums is not None:
-                    sums.add_difference(ab, eb, dd, hi == 0 and lo == 0, dot)
+                if fold is not None:
+                    fold(ab, eb, dd, hi == 0.0 and lo == 0.0)
     return True
-
-
-_max, _min = np.maximum.reduce, np.minimum.reduce
 
 
 class _FullRule:
