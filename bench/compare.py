@@ -1,6 +1,9 @@
 """Benchmark of pytest_trt.compare's passing path against numpy's comparisons.
 
-Run: ``python bench/compare.py [--sizes 1e6 1e7 5e7 1e8] [--repeat 9]``
+Run: ``python bench/compare.py [--sizes 1e6 1e7 5e7 1e8] [--repeat 9] [--cpu-time] [--source DIR]``
+
+``--source DIR`` measures the pytest_trt package under DIR (e.g. an older checkout from
+``git archive``) instead of this one, for a before/after.
 
 For each size n, on the same two float32 arrays (expected ~ N(0, 1), actual = expected *
 (1 + 1e-4 * noise), which passes the fp16 defaults ``default_tolerances("fp16")`` and the
@@ -34,7 +37,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+_source = sys.argv[sys.argv.index("--source") + 1] if "--source" in sys.argv[:-1] else None
+sys.path.insert(0, str(Path(_source).resolve() if _source else Path(__file__).resolve().parent.parent))
 
 from pytest_trt.compare import compare_outputs, default_tolerances  # noqa: E402
 
@@ -87,6 +91,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cpu-time", action="store_true",
                     help="time with time.process_time (CPU time of this process) instead of "
                          "time.perf_counter: steadier when other processes share the CPUs")
+    ap.add_argument("--source", metavar="DIR", help="measure the pytest_trt package under DIR")
     args = ap.parse_args(argv)
     global CLOCK
     CLOCK = time.process_time if args.cpu_time else time.perf_counter
@@ -94,8 +99,10 @@ def main(argv=None) -> int:
     rtol, atol = default_tolerances("fp16")
     threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
                if k in os.environ}
+    import pytest_trt
+
     print(f"numpy {np.__version__}, python {platform.python_version()}, {os.cpu_count()} CPUs, "
-          f"thread env: {threads or 'unset'}")
+          f"thread env: {threads or 'unset'}; pytest_trt from {Path(pytest_trt.__file__).parent.parent}")
     print(f"float32, rtol={rtol:g} atol={atol:g}; best of N with time.{CLOCK.__name__}; ms; "
           f"load average {' '.join(_loadavg())}\n")
     header = (f"{'n':>8} {'floor':>9} {'ours':>9} {'elem':>9} {'allclose':>9} {'assert_ac':>10} "
