@@ -70,9 +70,10 @@ class MetricSums:
     """Float64 sums of ``a*e``, ``a*a``, ``e*e`` and ``(a-e)^2`` for cosine and SNR, overflow- and underflow-proof.
 
     Blocks come in by the fast path (:meth:`folder`, totals in plain floats until
-    :meth:`settle`) or the exact one (:meth:`add`). On the exact path each sum is kept as ``mantissa * 2**exponent``: a block is scaled by powers of two (exact)
-    so its largest element is in [0.5, 1) before squaring, and its partial sums are merged
-    at the larger exponent. Plain float64 sums overflow for |x| > 1e154 (``[1e200]`` vs
+    :meth:`settle`) or the exact one (:meth:`add`). On the exact path each sum is kept as
+    ``mantissa * 2**exponent``: a block is scaled by powers of two (exact) so its largest
+    element is in [0.5, 1) before squaring, and its partial sums are merged at the larger
+    exponent. Plain float64 sums overflow for |x| > 1e154 (``[1e200]`` vs
     ``[1.0]`` made the SNR ``log10(0)``, a ValueError) and underflow to zero for |x| < 1e-162
     (two opposite tiny vectors looked "equal": cosine 1, SNR inf).
     """
