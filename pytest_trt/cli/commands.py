@@ -51,6 +51,7 @@ def _later(module: Any, name: str) -> Callable[[Any], int]:
 
 
 def add_plan(sub: Any) -> None:
+    """The ``plan`` subcommand and its flags."""
     p = sub.add_parser("plan", help="resolve a precision policy against a model and show every node's precision",
                        description="Resolve the precision policy against MODEL: node, op type, precision and the "
                        "rule that decided it. A pattern that matches no node is an error (exit 2).")
@@ -165,13 +166,8 @@ def add_remote_cache(sub: Any) -> None:
 
 def add_subcommands(sub: Any) -> None:
     """Every subcommand's parser, in ``--help`` order, each with ``subparser`` set to itself."""
-    for name in SUBCOMMANDS:
-        ADDERS[name](sub)
-        command = name.replace("_", "-")
+    adders = (add_plan, add_compare, add_layers, add_locate, add_suggest, add_remote_cache)
+    for name, add in zip(SUBCOMMANDS, adders, strict=True):
+        add(sub)
+        command = name.replace("_", "-")  # module remote_cache is the subcommand remote-cache
         sub.choices[command].set_defaults(subparser=sub.choices[command])
-
-
-ADDERS: dict[str, Callable[[Any], None]] = {
-    "plan": add_plan, "compare": add_compare, "layers": add_layers, "locate": add_locate,
-    "suggest": add_suggest, "remote_cache": add_remote_cache,
-}
