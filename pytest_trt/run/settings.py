@@ -12,8 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends.base import BACKEND_CHOICES, TYPING_CHOICES
-from ..backends.tensorrt.parser_check import PARSER_CHECK_CHOICES
+from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TYPING_CHOICES
 from ..errors import UsageError
 
 DEFAULT_CACHE_DIRNAME = ".trt-cache"
