@@ -21,8 +21,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends.base import BACKEND_CHOICES, TYPING_CHOICES
-from ..backends.tensorrt.parser_check import PARSER_CHECK_CHOICES
+from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TYPING_CHOICES
 from ..core.locations import CACHE_DIR_ENV, DEFAULT_CACHE_DIRNAME, default_cache_dir  # noqa: F401  (DEFAULT_CACHE_DIRNAME: re-exported)
 from ..errors import UsageError
 

@@ -15,15 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from ..core.choices import MAX_RECHECK_SEEDS, MIN_RECHECK_SEEDS
 from ..core.jsonsafe import json_number
 from ..errors import UsageError
 
 __all__ = ["MAX_RECHECK_SEEDS", "MIN_RECHECK_SEEDS", "InputSet", "accuracy_record", "input_sets", "permuted_feeds"]
 
-#: Re-check seeds per answer (at least this many, besides the user's feeds).
-MIN_RECHECK_SEEDS = 3
-#: At most this many: every seed's feeds are held in memory and every answer runs on each.
-MAX_RECHECK_SEEDS = 100
 
 
 @dataclass
