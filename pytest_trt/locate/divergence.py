@@ -260,15 +260,7 @@ class Divergence:
         ]
         f = self.first
         if f is not None:
-            what = f"max abs error {fmt_error(f.max_abs)}"
-            if f.nonfinite:
-                what += f" ({_nonfinite_text(f)} where the FP32 reference is finite)"
-            else:
-                what += f" (max |ref| {fmt_error(f.max_ref)}, rel {fmt_error(f.rel)})"
-            lines.append(f"first divergent node: {f.described()}, tensor {f.tensor!r}: {what}; "
-                         f"{f.upstream_text(self.threshold)}")
-            if f.module:
-                lines.append(f"  in module {f.module}" + (f" ({f.module_class})" if f.module_class else ""))
+            lines.extend(self._first_lines(f))
         else:
             worst = max((t for t in avail if t.compute), key=lambda t: _finite(t.rel), default=None)
             tail = f" (largest: rel {fmt_error(worst.rel)} at {worst.label})" if worst is not None else ""
@@ -280,7 +272,7 @@ class Divergence:
             lines.extend("  " + line for line in _table(shown))
         masked = self.saturated
         if masked:
-            nodes = ", ".join(t.node for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
+            nodes = ", ".join(t.label for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
             lines.append(f"masking values: {sum(t.saturated for t in masked)} element(s) where FP32 holds a masking "
                          f"constant beyond the {self.low_precision} range (such as an attention mask's -FLT_MAX) are "
                          f"+-inf in the engine at {nodes}: the mask saturating as intended, not counted as NaN/Inf")
@@ -294,6 +286,19 @@ class Divergence:
             lines.append(f"next: keep it FP32 to confirm (pytest --trt-keep-fp32 {pattern}, CLI --keep-fp32 {pattern}"
                          f"{klass}), or let `pytest-trt suggest` search the smallest FP32 islands")
         return "\n".join(lines)
+
+    def _first_lines(self, f: TensorError) -> list[str]:
+        """The first divergent node, in its module's words."""
+        what = f"max abs error {fmt_error(f.max_abs)}"
+        if f.nonfinite:
+            what += f" ({_nonfinite_text(f)} where the FP32 reference is finite)"
+        else:
+            what += f" (max |ref| {fmt_error(f.max_ref)}, rel {fmt_error(f.rel)})"
+        lines = [f"first divergent node: {f.described()}, tensor {f.tensor!r}: {what}; "
+                 f"{f.upstream_text(self.threshold)}"]
+        if f.module:
+            lines.append(f"  in module {f.module}" + (f" ({f.module_class})" if f.module_class else ""))
+        return lines
 
     def __str__(self) -> str:
         return self.message()
@@ -378,12 +383,9 @@ def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: fl
         for out in node.output:
             if not out or out not in reference:
                 continue
-            info = names.get(node.name) if names is not None else None
             row = TensorError(tensor=out, node=node.name, op_type=node.op_type, index=index, precision=precision,
                               compute=compute, upstream=up, worst_input=worst, upstream_nonfinite=up_bad,
-                              canonical=info.canonical if info is not None else node.name,
-                              module=info.module if info is not None else None,
-                              module_class=info.module_class if info is not None else None)
+                              **_name_fields(names, node.name))
             _fill(row, values.get(out), reference[out], masking)
             if row.available:
                 eff[out] = row.rel
@@ -396,6 +398,14 @@ def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: fl
             rows.append(row)
     _require_persistence(model, rows, eff, threshold)
     return rows
+
+
+def _name_fields(names: Any, raw: str) -> dict[str, Any]:
+    """``canonical``, ``module``, ``module_class`` of a row (:mod:`pytest_trt.model.names`)."""
+    info = names.get(raw) if names is not None else None
+    if info is None:
+        return {"canonical": raw, "module": None, "module_class": None}
+    return {"canonical": info.canonical, "module": info.module, "module_class": info.module_class}
 
 
 def _require_persistence(model, rows: list[TensorError], eff: dict, threshold: float) -> None:

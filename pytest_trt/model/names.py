@@ -51,9 +51,9 @@ from __future__ import annotations
 
 import ast
 import json
-from fnmatch import fnmatchcase
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any
 
 __all__ = [

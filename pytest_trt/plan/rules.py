@@ -254,8 +254,8 @@ def _class_hints(glob: str, names: NodeNames | None, total: int) -> tuple[list[s
     if names is None or not names.has_classes:
         examples = _scope_examples(glob, names)
         if examples:
-            return ([f"This export has no class information (its module scopes come from node names, as the "
-                     f"TorchScript exporter writes them; torch.onnx.export(..., dynamo=True) records classes)."],
+            return (["This export has no class information (its module scopes come from node names, as the "
+                     "TorchScript exporter writes them; torch.onnx.export(..., dynamo=True) records classes)."],
                     f"Use a scope pattern like {' or '.join(map(repr, examples))} (`pytest-trt plan MODEL` lists "
                     f"every node's module).")
         return (["This model has no class information and no module scopes (no scoped node names, no "
@@ -344,17 +344,20 @@ def _module_hints(pattern: str, names: NodeNames | None) -> list[str]:
         hints.append(f"Patterns match scoped names with '/', not dotted module paths: module {dotted[0]!r} is "
                      f"{(entry.scope or '') + '*'!r}.")
     if names.has_classes:
-        shorts = {short_class(c) for c in names.classes()}
-        as_class = sorted(s for s in shorts if fnmatch.fnmatchcase(s, pattern.strip("/")))
-        if as_class:
-            hints.append(f"{as_class[0]!r} is a module class: select it with 'class:{as_class[0]}'.")
-        else:
-            by_lower = {c.lower(): c for c in shorts}
-            word = pattern.strip("*?[]/").lower() or pattern
-            cls = [by_lower[c] for c in difflib.get_close_matches(word, list(by_lower), n=2, cutoff=0.6)]
-            if cls:
-                hints.append(f"Module classes nearby: {', '.join(repr('class:' + c) for c in cls)}.")
+        hints.extend(_nearby_class_hints(pattern, names))
     return hints
+
+
+def _nearby_class_hints(pattern: str, names: NodeNames) -> list[str]:
+    """A glob that names a module class, or classes like it: the ``class:`` pattern to write."""
+    shorts = {short_class(c) for c in names.classes()}
+    as_class = sorted(s for s in shorts if fnmatch.fnmatchcase(s, pattern.strip("/")))
+    if as_class:
+        return [f"{as_class[0]!r} is a module class: select it with 'class:{as_class[0]}'."]
+    by_lower = {c.lower(): c for c in shorts}
+    word = pattern.strip("*?[]/").lower() or pattern
+    near = [by_lower[c] for c in difflib.get_close_matches(word, list(by_lower), n=2, cutoff=0.6)]
+    return [f"Module classes nearby: {', '.join(repr('class:' + c) for c in near)}."] if near else []
 
 
 def closest(word: str, candidates: list[str], n: int = 3) -> list[str]:

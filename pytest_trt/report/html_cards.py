@@ -13,7 +13,16 @@ from __future__ import annotations
 from ..core.records import LayerwiseRecord
 from .html_figures import css_heatmap, css_histogram, esc, svg_curve, value_text
 from .plots import as_float, heatmap_png, histogram_png, layerwise_png, layerwise_points, mismatch_marks
-from .rows import BAD_STATUSES, GOOD_STATUSES, caught, node_label, parser_rows, records_of, scope_of, short_class_of
+from .rows import (
+    BAD_STATUSES,
+    GOOD_STATUSES,
+    caught,
+    node_label,
+    parser_rows,
+    records_of,
+    scope_of,
+    short_class_of,
+)
 from .summary import fmt_err, fmt_tol
 
 #: rows of a precision table before the rest is folded away
@@ -147,8 +156,8 @@ def _node_strip(nodes: list[dict], constrained: set, key: str, cls: str = "") ->
             klass.append("c")
         if n.get("status") in BAD_STATUSES:
             klass.append("mm")
-        cls = short_class_of(n)
-        tip = (f"{node_label(n)} ({n.get('op_type')}{', ' + cls if cls else ''}): planned {n.get('planned') or '-'}, observed "
+        short = short_class_of(n)
+        tip = (f"{node_label(n)} ({n.get('op_type')}{', ' + short if short else ''}): planned {n.get('planned') or '-'}, observed "
                f"{n.get('observed') or '-'}, {n.get('status')}" + (", Myelin" if n.get("myelin") else "")
                + (f", layer {n['layer']}" if n.get("layer") else ""))
         cells.append(f'<div class="{" ".join(klass)}" title="{esc(tip)}"></div>')

@@ -335,3 +335,13 @@ def test_class_pattern_on_the_functions_export_counts_what_knows_a_class(models)
 
 def test_exports_folder_is_what_the_notes_describe():
     assert len(list(EXPORTS.glob("*.onnx"))) == 14
+
+
+def test_the_last_matching_rule_decides_whatever_the_pattern_kinds(models):
+    """README "Precedence": keep_fp32 first, then rules; the last rule matching a node decides."""
+    model = models(export("llama", "dynamo"))
+    plan = PrecisionPolicy("fp16", keep_fp32=["class:*RMSNorm"], rules=[("/model/norm/*", "fp16")]).resolve(model)
+    assert {plan.nodes[n].precision for n in plan.match("/model/norm/*")} == {"fp16"}
+    assert plan.nodes["node_pow_5"].rule == "/model/norm/*=fp16"
+    assert {plan.nodes[n].precision for n in plan.match("*/input_layernorm/*")} == {"fp32"}
+    assert plan.nodes["node_pow_1"].rule == "class:*RMSNorm=fp32"

@@ -97,7 +97,9 @@ class ParserCheck:
         return self.status == PASSED
 
     def _with(self, verdict: str) -> list[dict[str, Any]]:
-        return [{"node": n, **v} for n, v in self.nodes.items() if v["verdict"] == verdict]
+        # canonical/module/module_class default for node tables made without a plan (tests, older caches)
+        return [{"node": n, "canonical": n, "module": None, "module_class": None, **v}
+                for n, v in self.nodes.items() if v["verdict"] == verdict]
 
     @property
     def failures(self) -> list[dict[str, Any]]:
