@@ -198,7 +198,10 @@ class PrecisionPlan:
 
     # -- queries ---------------------------------------------------------------------------
     def precision_of(self, node_name: str) -> str | None:
-        """Planned precision of a node (None for fixed nodes)."""
+        """Planned precision of a node, by raw or canonical name (None for fixed nodes)."""
+        entry = self.model.names.by_canonical(node_name) if node_name not in self.nodes else None
+        if entry is not None:
+            node_name = entry.raw
         try:
             return self.nodes[node_name].precision
         except KeyError:

@@ -285,6 +285,7 @@ def test_patterns_still_match_raw_names(models):
     plan = PrecisionPolicy("fp16", keep_fp32=["node_pow_1"]).resolve(models(export("llama", "dynamo")))
     assert plan.match("node_pow_1") == ["node_pow_1"] and plan.precision_of("node_pow_1") == "fp32"
     assert plan.match("node_Shape_0") == ["node_Shape_0"]  # no module: the raw name is the canonical one
+    assert plan.precision_of("/model/layers.0/input_layernorm/node_pow_1") == "fp32"  # a name from a report
 
 
 # --------------------------------------------------------------------------------------
@@ -345,3 +346,45 @@ def test_the_last_matching_rule_decides_whatever_the_pattern_kinds(models):
     assert plan.nodes["node_pow_5"].rule == "/model/norm/*=fp16"
     assert {plan.nodes[n].precision for n in plan.match("*/input_layernorm/*")} == {"fp32"}
     assert plan.nodes["node_pow_1"].rule == "class:*RMSNorm=fp32"
+
+
+def test_inlining_renames_outer_references_inside_subgraphs():
+    """A function body's If reads the function's formal input from its branches: after inlining the
+    branches read the call's actual input."""
+    h = onnx.helper
+    then = h.make_graph([h.make_node("Identity", ["x"], ["t"], name="id")], "then", [],
+                        [h.make_tensor_value_info("t", onnx.TensorProto.FLOAT, None)])
+    other = h.make_graph([h.make_node("Neg", ["x"], ["e"], name="neg")], "else", [],
+                         [h.make_tensor_value_info("e", onnx.TensorProto.FLOAT, None)])
+    body = [h.make_node("If", ["c"], ["y"], name="branch", then_branch=then, else_branch=other)]
+    function = h.make_function("my.lib", "Pick", ["x", "c"], ["y"], body, [h.make_opsetid("", 17)])
+    graph = h.make_graph([h.make_node("Pick", ["a", "flag"], ["b"], domain="my.lib", name="/blk/Pick")], "g",
+                         [h.make_tensor_value_info("a", onnx.TensorProto.FLOAT, [3]),
+                          h.make_tensor_value_info("flag", onnx.TensorProto.BOOL, [])],
+                         [h.make_tensor_value_info("b", onnx.TensorProto.FLOAT, [3])])
+    proto = h.make_model(graph, opset_imports=[h.make_opsetid("", 17), h.make_opsetid("my.lib", 1)],
+                         functions=[function], ir_version=9)
+    model = load_model(proto)
+    (node,) = model.graph.node
+    assert node.name == "/blk/branch" and node.op_type == "If"
+    assert [n.input[0] for a in node.attribute for n in a.g.node] == ["a", "a"]
+    a = np.array([1.0, -2.0, 3.0], np.float32)
+    session = ort.InferenceSession(model.serialized(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(session.run(None, {"a": a, "flag": np.array(False)})[0], -a)
+
+
+def test_report_rows_match_class_patterns_on_layer_report_records(models):
+    """A precision record whose report is a whole LayerReport (no matched list): the pattern is applied
+    as the policy does, class: patterns over each entry's module_class."""
+    from pytest_trt.backends.base import BuildConfig, get_backend
+    from pytest_trt.core.records import PrecisionRecord
+    from pytest_trt.report.rows import precision_nodes
+
+    model = models(export("llama", "dynamo"))
+    engine = get_backend("emulate").build(PrecisionPolicy("fp16").resolve(model), BuildConfig(), None)
+    record = PrecisionRecord(pattern="class:LlamaRMSNorm", precision="fp32", report=engine.layers().to_json(),
+                             network=[])
+    constrained, everything = precision_nodes(record)
+    assert len(everything) == len(model.names) and len(constrained) == 35
+    assert {n["module_class"].rpartition(".")[2] for n in constrained} == {"LlamaRMSNorm"}
+    assert constrained[0]["canonical"] == "/model/layers.0/input_layernorm/node_pow_1"
