@@ -93,7 +93,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("trt-rtol", "Relative tolerance for every output, finite and >= 0 (default: per precision: fp32 1e-5, "
            "fp16 2e-2, bf16 1e-1; fp16 and bf16 also check a whole-output cosine floor, 0.9999 and 0.999).",
            "float", None, metavar="RTOL"),
-    Option("trt-seed", "Seed of generated inputs (default: 0). Shown in failure messages for replay.", "int", 0, metavar="N"),
+    Option("trt-seed", "Seed of generated inputs, an integer >= 0 (default: 0). Shown in failure messages for replay.", "int", 0, metavar="N"),
     Option("trt-baseline-provider", "ONNX Runtime provider of the FP32 baseline: cpu (deterministic) or cuda "
            "(TF32 off). Default: cpu.", "choice", "cpu", ("cpu", "cuda")),
     Option("trt-locate-on-failure", "On an accuracy failure, run a layerwise comparison and name the first "
@@ -153,7 +153,10 @@ def _convert(opt: Option, value, source: str):
                                  "deselect such tests with -k/-m instead)")
             return number
         if opt.kind == "int":
-            return int(value)
+            number = int(value)
+            if number < 0:  # --trt-seed -1 would fail every trt test (InputError) instead of stopping here
+                raise ValueError("must be a non-negative integer")
+            return number
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{source}: invalid value {value!r} for {opt.name}: {exc}") from None
     if opt.kind == "choice" and value not in opt.choices and not opt.open_choices:
