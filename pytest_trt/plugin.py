@@ -2,7 +2,8 @@
 
 The plugin is inert until it is *in use* (shared/CONVENTIONS.md): a ``--trt-*`` option or
 ``trt_*`` ini value is given (known in ``pytest_configure``), or a trt test is collected (a
-test with the ``trt`` marker or a fixture whose name starts with ``trt``; known in
+test with the ``trt`` marker or one of the plugin's own fixtures in its closure,
+:data:`pytest_trt.items.PLUGIN_FIXTURES`; known in
 ``pytest_collection_modifyitems``). Until then it imports nothing beyond pytest, runs no
 subprocess, selects no backend and prints nothing. From then on, anything asked for that
 cannot be honoured is a usage error (:meth:`~pytest_trt.session.TrtSession.create`).

@@ -60,7 +60,7 @@ Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
                          "trusted_key_ids": ["3f2a..."]} | null       # --trt-remote-cache
       },
       "summary": {
-        "tests": 4,                                     # every trt test (trt marker or trt* fixture)
+        "tests": 4,                                     # every trt test (trt marker or a plugin fixture)
         "outcomes": {"passed": 2, "failed": 1, "xfailed": 1},   # pytest's outcomes of those tests
         "outputs": 7, "outputs_failed": 2,
         "precision_checks": 2, "precision_checks_failed": 0,

@@ -75,6 +75,43 @@ def test_a_collected_trt_test_puts_the_plugin_in_use_and_states_the_header(pytes
     assert "trt tests: 1 ran, none skipped" in out, out
 
 
+def test_a_project_fixture_named_trt_something_leaves_the_plugin_inert(pytester):
+    """Newcomer 2026-11-26 defect 11: a trt test was "a fixture whose name starts with trt", so a
+    project fixture ``trtable_rows`` (or a TensorRT-LLM suite's ``trtllm_model``) switched the
+    plugin on: header, summary, imports. Only the plugin's own fixtures count, also through a
+    project fixture that requests one (the closure is transitive)."""
+    pytester.makeconftest("""
+import pytest
+
+@pytest.fixture
+def trtable_rows():
+    return [1, 2]
+
+@pytest.fixture
+def trtllm_model():
+    return "llm"
+""")
+    pytester.makepyfile(test_plain="def test_rows(trtable_rows, trtllm_model):\n    assert trtable_rows\n")
+    found, out = _probe(pytester, "test_plain.py")
+    assert found["exit"] == 0, out
+    assert found["heavy"] == [], f"imported {found['heavy']} for a project fixture named trt*"
+    assert "pytest-trt" not in out, "header or summary lines for a project fixture named trt*:\n" + out
+
+
+def test_a_project_fixture_that_requests_a_plugin_fixture_makes_a_trt_test(pytester):
+    pytester.makeconftest("""
+import pytest
+
+@pytest.fixture
+def my_backend_name(trt_session):
+    return trt_session.backend.name
+""")
+    pytester.makepyfile(test_indirect="def test_indirect(my_backend_name):\n    assert my_backend_name\n")
+    result = pytester.runpytest("test_indirect.py", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*= pytest-trt =*", "trt tests: 1 ran, none skipped"])
+
+
 def test_a_trt_option_alone_puts_the_plugin_in_use(pytester):
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = pytester.runpytest("--trt-seed=3")
