@@ -29,6 +29,7 @@ from .compare import CompareResult, compare_outputs, default_tolerances
 from .dtypes import normalize_precision
 from .errors import AccuracyError, PrecisionError, UsageError
 from .inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
+from .inputs.files import comment_text, write_replay_script
 from .layerwise import locate_divergence
 from .marker import MARKER_KEYS, marker_kwargs, validate_options
 from .parser_check import require
@@ -437,9 +438,8 @@ class TrtCase:
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.node.nodeid).strip("_")[:150]
         path = save_feeds(base / ARTIFACTS_DIRNAME / f"{stem}.npz", feeds)
         command = self.replay_command(shlex.quote(str(path)), which, tolerances)
-        script = path.with_suffix(".sh")
-        script.write_text(f"#!/bin/sh\n# replays the failing inputs of {self.node.nodeid}\n{command}\n")
-        script.chmod(0o755)
+        write_replay_script(path.with_suffix(".sh"), command,
+                            [f"replays the failing inputs of {comment_text(self.node.nodeid)}"])
         return path, command
 
     def replay_command(self, feeds_path: str, which: str = "fp32", tolerances=None) -> str:
