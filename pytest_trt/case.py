@@ -15,6 +15,7 @@ FP32 baseline, compares, and records figures for the reports.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import shlex
 import warnings
@@ -178,17 +179,18 @@ class TrtCase:
         resolved = self.resolve_tolerances(atol, rtol)
         return resolved.rtol, resolved.atol
 
-    def resolve_tolerances(self, atol=None, rtol=None) -> Tolerances:
+    def resolve_tolerances(self, atol=None, rtol=None, *, no_check: bool = False) -> Tolerances:
         """The tolerances a check would use, as ``Tolerances(atol={output: value}, rtol={output: value})``.
 
-        Precedence: call arguments > marker > command line > ini > per-precision default.
+        Precedence: call arguments > marker > command line > ini > per-precision default
+        (``inf`` under ``no_check=True``: no tolerance verdict where none is given).
         Each level may give one number, a dict per output name, or a dict per precision
         (``atol={"fp16": 1e-2, "bf16": 5e-2}``; each value a number or a dict per output):
         the plan's low precision (``fp32`` when there is none) picks the entry, and a level
         without one falls through to the next, as do outputs a level does not mention.
         """
         low = self.plan.low_precision or "fp32"
-        d_rtol, d_atol = default_tolerances(low)
+        d_rtol, d_atol = (math.inf, math.inf) if no_check else default_tolerances(low)
         s = self.session.settings
         outputs = self.model.output_names()
 
@@ -372,11 +374,14 @@ class TrtCase:
         return self.engine.run(feeds)
 
     def check(self, feeds: dict | None = None, *, atol=None, rtol=None, min_cosine=None, min_snr_db=None,
-              locate: bool | None = None, baseline: str | None = None) -> CompareResult:
+              locate: bool | None = None, baseline: str | None = None, no_check: bool | None = None) -> CompareResult:
         """Compare the engine with the reference; raise AccuracyError with diagnostics when outside tolerance.
 
         Reference: ``baseline=`` argument > marker ``baseline`` > ``"fp32"`` (see :meth:`baseline`).
         Tolerances: arguments > marker > ``--trt-atol/--trt-rtol`` > ini > per-precision defaults.
+        An infinite tolerance is a UsageError unless ``no_check=True`` (argument > marker): the
+        figures are recorded without a tolerance verdict; NaN/Inf mismatches, missing outputs and
+        explicit ``min_cosine``/``min_snr_db`` floors still fail (the console script's ``--no-check``).
         First the policy's ``expect_fp32`` assertions: a selected node that the plan (for an
         as-is model: the model itself) computes in FP16/BF16 raises PrecisionError naming it.
         """
@@ -386,10 +391,11 @@ class TrtCase:
         engine = self.engine
         expected = self.session.baseline(reference_model(self.model, which), feeds)
         actual = engine.run(feeds)
-        resolved = self.resolve_tolerances(atol, rtol)
+        no_check = bool(self.options.get("no_check", False) if no_check is None else no_check)
+        resolved = self.resolve_tolerances(atol, rtol, no_check=no_check)
         rtol, atol = resolved.rtol, resolved.atol
         result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db,
-                                 precision=self.plan.low_precision or "fp32",
+                                 precision=self.plan.low_precision or "fp32", no_check=no_check,
                                  details=sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS)
         record = AccuracyRecord(model=self.model.label, backend=engine.backend_name,
                                 policy=self.plan.policy.describe(), seed=self.seed, baseline=which,
@@ -464,6 +470,8 @@ class TrtCase:
             distinct = set(values.values())
             if len(distinct) == 1:
                 parts += [flag, repr(float(distinct.pop()))]
+        if any(math.isinf(v) for values in (rtol, atol) for v in values.values()):
+            parts.append("--no-check")  # the console script takes an infinite tolerance only with it
         parts += ["--backend", self.session.backend.name, "--load-inputs", feeds_path]
         return " ".join(parts)
 

@@ -41,7 +41,7 @@ SKIP_PROPERTY = "pytest_trt_skip"
 MARKERS = (
     "trt(model=None, *, precision=None, keep_fp32=(), rules=(), policy=None, atol=None, rtol=None, shapes=None, "
     "dims=None, profile=None, val_range=None, seed=None, inputs=None, typing=None, as_is=False, expect_fp32=(), "
-    "baseline='fp32', requires=None, tf32=None, locate_on_failure=None, allow_nonfinite=False): declare the model, precision policy, "
+    "baseline='fp32', requires=None, tf32=None, locate_on_failure=None, allow_nonfinite=False, no_check=False): declare the model, precision policy, "
     "tolerances and inputs of a pytest-trt test (the `trt` fixture reads it). Closest marker wins per keyword; "
     "marker keywords override --trt-* options and ini. `requires='tensorrt'` skips, with the exact reason, "
     "unless that backend runs the session.",

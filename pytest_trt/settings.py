@@ -150,7 +150,8 @@ def _convert(opt: Option, value, source: str):
                 raise ValueError("must be a non-negative number")
             if number == float("inf"):
                 raise ValueError("must be finite (an infinite tolerance switches the accuracy check off; "
-                                 "deselect such tests with -k/-m instead)")
+                                 "deselect such tests with -k/-m instead, or mark a test that only wants the "
+                                 "figures @pytest.mark.trt(no_check=True))")
             return number
         if opt.kind == "int":
             number = int(value)

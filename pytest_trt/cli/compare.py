@@ -75,7 +75,8 @@ def compare_figures(plan: Any, actual: dict, expected: dict,
     rtol = args.rtol if args.rtol is not None else d_rtol
     atol = args.atol if args.atol is not None else d_atol
     details = sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS
-    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=precision, details=details)
+    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=precision, details=details,
+                             no_check=bool(getattr(args, "no_check", False)))
     ratios = {name: tolerance_ratio(oc.to_json()) for name, oc in result.outputs.items()}
     return result, rtol, atol, ratios
 

@@ -10,13 +10,14 @@ first, then the blocked scan, then the detailed pass when the scan cannot prove 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..dtypes import FP32, normalize_precision
-from ..errors import AccuracyError
+from ..errors import AccuracyError, UsageError
 from ..jsonsafe import json_number
 from .arguments import pair_up, per_output
 from .detail import detail_exact, detail_float
@@ -112,6 +113,8 @@ class CompareResult:
     outputs: dict[str, OutputComparison]
     precision: str = FP32
     equal_nan: bool = False
+    #: compared with ``no_check=True``: figures without a tolerance verdict
+    no_check: bool = False
 
     @property
     def passed(self) -> bool:
@@ -127,7 +130,7 @@ class CompareResult:
 
     def message(self) -> str:
         """The failure message (or a summary when everything passed)."""
-        return result_message(list(self.outputs.values()), self.precision, self.equal_nan)
+        return result_message(list(self.outputs.values()), self.precision, self.equal_nan, self.no_check)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types (``json.dumps`` works with ``allow_nan=False``)."""
@@ -135,6 +138,7 @@ class CompareResult:
             "passed": bool(self.passed),
             "precision": self.precision,
             "equal_nan": bool(self.equal_nan),
+            "no_check": bool(self.no_check),
             "semantics": SEMANTICS,
             "outputs_total": len(self.outputs),
             "outputs_failed": len(self.failed_outputs),
@@ -158,6 +162,7 @@ def assert_close(
     min_snr_db: Any = None,
     names: Any = None,
     details: bool = False,
+    no_check: bool = False,
 ) -> CompareResult:
     """Assert that ``actual`` matches the reference ``expected``; return the CompareResult.
 
@@ -166,14 +171,16 @@ def assert_close(
     compare). ``rtol`` / ``atol`` / ``min_cosine`` / ``min_snr_db``: a number, or a dict
     ``{output name: value}`` (outputs not named get the precision defaults / no check).
     ``details=True`` computes the figures (max errors, metrics) of passing outputs too.
+    ``no_check=True``: no tolerance verdict (see :func:`compare_outputs`).
 
     Raises :class:`~pytest_trt.errors.AccuracyError` (an ``AssertionError``) carrying the
     result when any output fails, :class:`~pytest_trt.errors.UsageError` for invalid
-    arguments (negative or NaN tolerances, unknown names, unsupported dtypes).
+    arguments (negative, NaN or, without ``no_check``, infinite tolerances, unknown names,
+    unsupported dtypes).
     """
     result = compare_outputs(
         actual, expected, rtol=rtol, atol=atol, precision=precision, equal_nan=equal_nan,
-        min_cosine=min_cosine, min_snr_db=min_snr_db, names=names, details=details,
+        min_cosine=min_cosine, min_snr_db=min_snr_db, names=names, details=details, no_check=no_check,
     )
     if not result.passed:
         raise AccuracyError(result.message(), result)
@@ -192,14 +199,26 @@ def compare_outputs(
     min_snr_db: Any = None,
     names: Any = None,
     details: bool = False,
+    no_check: bool = False,
 ) -> CompareResult:
-    """Like :func:`assert_close` but never raises on a mismatch: returns the result."""
+    """Like :func:`assert_close` but never raises on a mismatch: returns the result.
+
+    ``no_check=True`` (the console script's ``--no-check``, the marker's and ``trt.check()``'s
+    ``no_check=True``) compares without a tolerance verdict: ``atol`` and ``rtol`` become
+    ``inf`` unless given, so every finite element passes and the precision's default cosine
+    floor no longer applies; NaN/Inf mismatches, missing outputs and explicit ``min_cosine`` /
+    ``min_snr_db`` floors still fail. It is the only way to pass an infinite tolerance: without
+    it ``atol=inf`` (or ``rtol=inf``) is a :class:`~pytest_trt.errors.UsageError`, since it
+    switches the element check off and would pass a real overflow.
+    """
     precision = normalize_precision(precision)
-    d_rtol, d_atol = DEFAULT_TOLERANCES[precision]
+    d_rtol, d_atol = (math.inf, math.inf) if no_check else DEFAULT_TOLERANCES[precision]
     pairs = pair_up(actual, expected, names)
     all_names = [p[0] for p in pairs]
     rtols = per_output("rtol", rtol, d_rtol, all_names, tolerance=True)
     atols = per_output("atol", atol, d_atol, all_names, tolerance=True)
+    if not no_check:
+        refuse_infinite({"atol": atols, "rtol": rtols})
     cosines = per_output("min_cosine", min_cosine, None, all_names)
     snrs = per_output("min_snr_db", min_snr_db, None, all_names)
     d_cosine = DEFAULT_MIN_COSINE[precision]
@@ -211,7 +230,21 @@ def compare_outputs(
             min_cosine=given if given is not None else d_cosine, min_snr_db=snrs[name], details=details,
             default_cosine=given is None and d_cosine is not None,
         )
-    return CompareResult(outputs=outputs, precision=precision, equal_nan=bool(equal_nan))
+    return CompareResult(outputs=outputs, precision=precision, equal_nan=bool(equal_nan), no_check=bool(no_check))
+
+
+def refuse_infinite(levels: dict[str, dict[str, float]], where: str = "") -> None:
+    """UsageError for an infinite tolerance (``{"atol": {output: value}, ...}``), in the API's spelling."""
+    for what, values in levels.items():
+        infinite = [n for n, v in values.items() if isinstance(v, (int, float)) and math.isinf(v)]
+        if infinite:
+            outputs = ", ".join(repr(n) for n in infinite)
+            raise UsageError(
+                f"{where}{what}=inf (output {outputs}) switches the accuracy check off: every finite element "
+                f"passes and the precision's default cosine floor no longer applies, so a real overflow "
+                f"passes. Pass no_check=True to compare without a tolerance verdict (NaN/Inf mismatches, "
+                f"missing outputs and explicit min_cosine/min_snr_db floors still fail), or give a finite "
+                f"tolerance")
 
 
 def _compare_one(name: str, a: np.ndarray | None, e: np.ndarray | None, *, rtol: float, atol: float,

@@ -11,6 +11,11 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
+* **3** (issue 28):
+
+  - an accuracy entry says whether it was compared with ``no_check=True`` (``no_check``:
+    figures without a tolerance verdict; an infinite tolerance needs it);
+
 * **2** (2026-11-23):
 
   - every trt test is listed (also those that failed before recording anything), with
@@ -36,12 +41,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 2,
+      "schema_version": 3,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -101,6 +106,7 @@ Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
              "baseline": "fp32" | "as-written",         # the reference: FP32 ONNX Runtime, or the model as written
              "gpu": null | {...},                       # the GPU the engine ran on, as in "engines"
              "passed": false, "precision": "fp16",      # the precision whose default tolerances apply
+             "no_check": false,                         # true: no_check=True, figures without a tolerance verdict
              "examples": 1,                             # checks of this model/policy in the test (Hypothesis
                                                         # examples): the worst is shown unless
                                                         # --trt-report-all-records keeps every one
@@ -222,7 +228,7 @@ from .rows import (
     tolerance_ratio,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -310,7 +316,7 @@ def _accuracy_entry(rec: AccuracyRecord) -> dict[str, Any]:
         outputs.append(entry)
     return {"model": rec.model, "backend": rec.backend, "policy": rec.policy, "seed": rec.seed,
             "baseline": rec.baseline, "gpu": rec.gpu, "passed": rec.passed, "precision": rec.precision,
-            "examples": rec.count, "outputs": outputs}
+            "no_check": rec.no_check, "examples": rec.count, "outputs": outputs}
 
 
 def _precision_entries(results: list[dict]) -> list[dict[str, Any]]:

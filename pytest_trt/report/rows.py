@@ -181,7 +181,7 @@ def accuracy_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
                 "test": res["nodeid"], "outcome": res.get("outcome"), "check": index,
                 "model": rec.model, "backend": rec.backend, "policy": rec.policy,
                 "precision": rec.precision, "seed": rec.seed, "baseline": rec.baseline,
-                "output": name, "examples": rec.count,
+                "output": name, "examples": rec.count, "no_check": rec.no_check,
                 "expected_failure": res.get("expected_failure"),
                 "passed": bool(out.get("passed")), "problem": out.get("problem_detail") or out.get("problem"),
                 "max_abs": as_float(out.get("max_abs")), "max_rel": as_float(out.get("max_rel")),

@@ -115,7 +115,7 @@ def engines_line(counts: dict[str, Any]) -> str:
 
 def _status_word(row: dict) -> str:
     if row["passed"]:
-        return "ok"
+        return "nocheck" if row.get("no_check") else "ok"
     return "xfail" if caught(row) else "FAIL"
 
 
@@ -252,8 +252,10 @@ def _write_accuracy_lines(tr, all_rows: list[dict]) -> None:
     n_checks = sum(r.get("examples", 1) for r in all_rows)
     repeated = f" ({n_checks} checks, the worst per test and output shown)" if n_checks > len(rows) else ""
     as_expected = f" ({expected} by negative controls, as expected: xfail)" if expected else ""
+    unjudged = sum(1 for r in rows if r.get("no_check"))
+    no_check = f", {unjudged} without a tolerance verdict (no_check)" if unjudged else ""
     tr.write_line(f"accuracy: {len(rows)} output(s) in {tests} test(s){repeated}, {failed} outside tolerance"
-                  f"{as_expected}; worst first (x tol > 1 fails)")
+                  f"{as_expected}{no_check}; worst first (x tol > 1 fails)")
     shown = rows if _verbose(tr) > 0 else rows[:TERMINAL_ROWS]
     width = getattr(getattr(tr, "_tw", None), "fullwidth", 120) or 120
     lines = table_lines(shown, width)

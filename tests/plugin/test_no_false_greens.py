@@ -396,3 +396,57 @@ def test_workflows_write_path_options_with_equals(name):
     for run in _run_lines(name):
         words = shlex.split(run.replace("\\\n", " "))
         assert not path_flags & set(words), f"{name}: a path option in the space form in {run!r}"
+
+
+# --------------------------------------------------------------------------------------
+# Issue 28: an infinite tolerance in the marker or trt.check() (newcomer defect 2)
+# --------------------------------------------------------------------------------------
+OVERFLOW_TESTS = HEADER + """
+import math
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL, atol=math.inf)
+def test_marker_inf(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS))
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL, rtol={"fp16": math.inf})
+def test_marker_per_precision_inf(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS))
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
+def test_check_inf(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=float("inf"))
+"""
+
+
+def test_an_infinite_tolerance_in_the_marker_or_check_never_passes_an_overflow(pytester):
+    """Before: all three passed a LayerNorm that overflows in FP16 (max abs error 9.44, cosine 0.935),
+    while the CLI (--atol inf) and --trt-atol inf refused an infinite tolerance."""
+    pytester.makepyfile(OVERFLOW_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--trt-cache-dir={pytester.path / 'cache'}")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) == 0, result.stdout.str()
+    assert outcomes.get("errors", 0) + outcomes.get("failed", 0) == 3
+    out = result.stdout.str()
+    assert "@pytest.mark.trt(atol=inf): an infinite tolerance switches the accuracy check off" in out
+    assert "@pytest.mark.trt(rtol={'fp16': inf})" in out
+    assert "Add no_check=True to the marker" in out
+    assert "atol=inf (output 'last_hidden_state') switches the accuracy check off" in out
+    assert "Pass no_check=True" in out
+
+
+def test_no_check_in_the_marker_records_the_figures_and_says_so(pytester):
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL, no_check=True)
+def test_figures_only(trt):
+    result = trt.check(trt.feeds(outliers=OUTLIERS))
+    assert result.no_check and result.outputs["last_hidden_state"].max_abs > 1
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--trt-cache-dir={pytester.path / 'cache'}",
+                                "--trt-report=r.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["accuracy: 1 output(s) in 1 test(s), 0 outside tolerance, 1 without a tolerance "
+                                 "verdict (no_check)*", "nocheck *"])
+    import json
+
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert data["tests"][0]["accuracy"][0]["no_check"] is True
