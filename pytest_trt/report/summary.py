@@ -207,6 +207,24 @@ def skipped_line(total: int, skipped: list, *, reasons: int = 5) -> str:
             f"--trt-require-run makes a skipped trt test a failure")
 
 
+def untested_controls_lines(results, *, shown: int = 10) -> list[str]:
+    """Negative controls that xfailed without testing anything (``expected_failure.verdict ==
+    "not_tested"``, :mod:`pytest_trt.report.outcomes`): an xfail without ``raises=`` that failed for
+    another reason (a pattern typo, a missing file). pytest counts them "xfailed" and exits 0."""
+    untested = [r for r in results if (r.get("expected_failure") or {}).get("verdict") == "not_tested"]
+    if not untested:
+        return []
+    lines = [f"trt tests: {len(untested)} negative control(s) xfailed without testing anything: they raised "
+             f"something other than pytest-trt's verdict (AccuracyError, PrecisionError); write them "
+             f"@pytest.mark.xfail(strict=True, raises=AccuracyError) so that pytest fails them too"]
+    for r in untested[:shown]:
+        raised = (r.get("expected_failure") or {}).get("raised") or "nothing"
+        lines.append(f"  {r.get('nodeid')}: raised {raised}")
+    if len(untested) > shown:
+        lines.append(f"  ... {len(untested) - shown} more: see --trt-report / --trt-html")
+    return lines
+
+
 def write_terminal_summary(tr, session, results) -> None:
     """The ``pytest-trt`` section at the end of the run (controller only).
 
@@ -219,6 +237,8 @@ def write_terminal_summary(tr, session, results) -> None:
     tr.section("pytest-trt", sep="=")
     skipped = getattr(session, "skipped", [])
     tr.write_line(skipped_line(len(trt_tests), skipped), yellow=bool(skipped))
+    for line in untested_controls_lines(results):
+        tr.write_line(line, yellow=True)
     tr.write_line(backend_line(session))
     if not results:
         return
@@ -339,7 +359,7 @@ def _write_parser_lines(tr, rows: list[dict]) -> None:
 __all__ = [
     # the terminal summary
     "TERMINAL_ROWS", "backend_line", "cache_line", "engines_line", "fallback_lines", "fmt_err", "fmt_ratio",
-    "fmt_tol", "skipped_line", "table_lines", "write_terminal_summary",
+    "fmt_tol", "skipped_line", "table_lines", "untested_controls_lines", "write_terminal_summary",
     # re-exported from report.rows, report.condense and report.junit (their home before)
     "BAD_STATUSES", "EVIDENCE", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
     "caught", "condense_records", "engine_counts", "engine_text", "evidence_counts", "junit_properties",

@@ -218,3 +218,39 @@ def test_repeated_checks_are_one_row_with_the_worst_example(pytester, all_record
     assert f"worst of {n} checks" in html
     result.stdout.fnmatch_lines([f"accuracy: 1 output(s) in 1 test(s) ({n} checks, the worst per test and output "
                                  "shown)*"])
+
+
+UNTESTED_CONTROLS = HEAD + """
+@pytest.mark.xfail(strict=True, reason="FP16 LayerNorm must fail")
+@pytest.mark.trt(**FP16, keep_fp32=["*/LayerNrom/*"])
+def test_control_with_a_pattern_typo(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+
+@pytest.mark.xfail(strict=True, reason="must fail")
+@pytest.mark.trt(model="models/missing.onnx", precision="fp16", dims=DIMS)
+def test_control_with_a_missing_model(trt):
+    trt.check()
+
+@pytest.mark.xfail(strict=True, reason="FP16 LayerNorm must fail")
+@pytest.mark.trt(**FP16)
+def test_control_caught(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+"""
+
+
+def test_terminal_summary_names_negative_controls_that_xfailed_without_testing_anything(pytester):
+    """Issue 28: a negative control written ``xfail(strict=True)`` without ``raises=`` that fails for
+    another reason (a pattern typo, a missing file) was "xfailed", exit 0, and the terminal said
+    nothing (the JSON and HTML already called it "not_tested")."""
+    pytester.makepyfile(test_controls=UNTESTED_CONTROLS)
+    result = pytester.runpytest(f"--trt-cache-dir={pytester.path / 'cache'}", "-p", "no:cacheprovider")
+    result.assert_outcomes(xfailed=3)
+    result.stdout.fnmatch_lines([
+        "*= pytest-trt =*",
+        "trt tests: 2 negative control(s) xfailed without testing anything: they raised something other than "
+        "pytest-trt's verdict (AccuracyError, PrecisionError); write them "
+        "@pytest.mark.xfail(strict=True, raises=AccuracyError) so that pytest fails them too",
+        "  test_controls.py::test_control_with_a_pattern_typo: raised PatternError",
+        "  test_controls.py::test_control_with_a_missing_model: raised ModelError",
+    ])
+    assert "test_control_caught: raised" not in result.stdout.str()
