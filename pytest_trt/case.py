@@ -28,7 +28,7 @@ from .backends.base import get_backend
 from .baseline import normalize_baseline, reference_label, reference_model
 from .compare import CompareResult, compare_outputs, default_tolerances
 from .dtypes import normalize_precision
-from .errors import AccuracyError, PrecisionError, UsageError
+from .errors import AccuracyError, ParserCheckError, PrecisionError, UsageError
 from .inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
 from .inputs.files import comment_text, write_replay_script
 from .layerwise import locate_divergence
@@ -297,8 +297,8 @@ class TrtCase:
         """Parse and build this case's plan with TensorRT-RTX's real parser (CPU or GPU) and judge
         every node, planned vs parsed (see :mod:`pytest_trt.parser_check`).
 
-        Raises :class:`~pytest_trt.errors.PrecisionError` when a node planned FP32 was parsed in
-        lower precision, or the realization is rejected; promotions to FP32 are reported, never
+        Raises :class:`~pytest_trt.errors.ParserCheckError` (a ``PrecisionError``) when a node
+        planned FP32 was parsed in lower precision, or the realization is rejected; promotions to FP32 are reported, never
         failed. UsageError when TensorRT-RTX is not installed. Returns the
         :class:`~pytest_trt.parser_check.ParserCheck`. Independent of ``--trt-backend``: it
         adds a verdict, it does not run the model.
@@ -306,7 +306,7 @@ class TrtCase:
         require(which, "trt.check_parser()")
         check = self._parser_check(which, explicit=True)
         if not check.passed:
-            raise PrecisionError(check.message(), check)
+            raise ParserCheckError(check.message(), check)
         return check
 
     # -- inputs -------------------------------------------------------------------------

@@ -346,7 +346,8 @@ def parser_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
     """One row per parser check (``--trt-parser-check`` / ``trt.check_parser()``), in test order."""
     rows = []
     for res, rec in records_of(results, ParserRecord):
-        rows.append({"test": res["nodeid"], **{k: v for k, v in rec.to_json().items() if k != "kind"}})
+        rows.append({"test": res["nodeid"], "expected_failure": res.get("expected_failure"),
+                     **{k: v for k, v in rec.to_json().items() if k != "kind"}})
     return rows
 
 

@@ -254,3 +254,36 @@ def test_terminal_summary_names_negative_controls_that_xfailed_without_testing_a
         "  test_controls.py::test_control_with_a_missing_model: raised ModelError",
     ])
     assert "test_control_caught: raised" not in result.stdout.str()
+
+
+GREEN_WITH_CONTROLS = HEAD + """
+@pytest.mark.trt(**FP16, keep_fp32=["*/LayerNorm/*"])
+def test_passes(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+    trt.assert_precision("*/LayerNorm/*", "fp32")
+
+@pytest.mark.xfail(strict=True, raises=AccuracyError, reason="LayerNorm in FP16 must fail")
+@pytest.mark.trt(**FP16)
+def test_accuracy_control(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+
+@pytest.mark.xfail(strict=True, raises=PrecisionError, reason="the plan lowers LayerNorm")
+@pytest.mark.trt(**FP16)
+def test_precision_control(trt):
+    trt.assert_precision("*/LayerNorm/*", "fp32")
+"""
+
+
+def test_json_summary_counts_caught_negative_controls_apart_from_failures(pytester):
+    """Issue 28: on a green run whose negative controls caught their failures, ``outputs_failed`` and
+    ``precision_checks_failed`` were non-zero, so a CI gate reading the summary had to re-judge
+    every test. Failures and caught controls are counted apart."""
+    pytester.makepyfile(test_green=GREEN_WITH_CONTROLS)
+    result = _run(pytester)
+    assert result.ret == 0
+    result.assert_outcomes(passed=1, xfailed=2)
+    summary = assert_valid_report(json.loads((pytester.path / "out" / "r.json").read_text()))["summary"]
+    assert (summary["outputs"], summary["outputs_failed"], summary["outputs_caught"]) == (2, 0, 1)
+    assert (summary["precision_checks"], summary["precision_checks_failed"],
+            summary["precision_checks_caught"]) == (2, 0, 1)
+    assert (summary["parser_checks"], summary["parser_checks_failed"], summary["parser_checks_caught"]) == (0, 0, 0)
