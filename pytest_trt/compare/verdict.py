@@ -80,6 +80,7 @@ class OutputComparison(OutputFigures):
             "worst_rel_values": None if self.worst_rel is None else [
                 json_number(self.worst_rel.actual), json_number(self.worst_rel.expected)],
             # NaN/Inf mismatches: no tolerance passes, so no "needed" figure (null) and the reason
+            "element_ratio": json_number(self.element_ratio),
             "needed_atol": None if self.unfixable else json_number(self.needed_atol),
             "needed_rtol": None if self.unfixable else json_number(self.needed_rtol),
             "needed_reason": (f"no tolerance passes the {self.unfixable} NaN/Inf mismatch(es)"

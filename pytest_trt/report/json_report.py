@@ -19,6 +19,11 @@ Changelog
     longer count the failures of negative controls that caught them (an xfail with
     pytest-trt's verdict): those are ``outputs_caught``, ``precision_checks_caught`` and
     ``parser_checks_caught``, so the ``*_failed`` figures are zero on a green run;
+  - every output carries ``element_ratio`` (the share of its own tolerance the worst element
+    uses) and ``binding`` (which bound sets ``tolerance_ratio``: element, cosine, snr,
+    nan_inf, structure); ``tolerance_ratio`` is the largest of the element ratio and the
+    floors' ratios (it was ``min(max_abs/atol, max_rel/rtol)`` capped at 1 for a pass, so a
+    passing BF16 output could show 1 while its worst element used 0.35 of its tolerance).
 
 * **2** (2026-11-23):
 
@@ -124,7 +129,9 @@ Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
                 "cosine": 0.9987, "min_cosine": 0.9999 | null,   # the floor that applied (null: none)
                 "needed_reason": null | "no tolerance passes the 3 NaN/Inf mismatch(es)",  # needed_* null
                 "advice": "would pass with atol >= ... " | "no tolerance passes ...",   # as the message says
+                "element_ratio": 0.35 | "inf" | null,    # worst element's error / its own tolerance
                 "tolerance_ratio": 3.1 | "inf" | null,   # > 1 fails (see below)
+                "binding": "element" | "cosine" | "snr" | "nan_inf" | "structure" | null,  # which bound sets it
                 "figures": {                            # failing float outputs only (error_figures in report/plots.py)
                   "shape": [1, 8, 64], "atol": 0.01, "rtol": 0.02,
                   "histogram": {"log10_edges": [25 floats], "counts": [24 ints], "zero": n, "nonfinite": n,
@@ -170,14 +177,16 @@ Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
       ]
     }
 
-``tolerance_ratio`` (:func:`pytest_trt.report.rows.tolerance_ratio`): > 1 exactly when
-the output fails. The largest of: the element rule's (an element fails iff its error exceeds
-atol *and* rtol*|expected|; with mismatches ``min(needed_atol/atol, needed_rtol/rtol)``, the
-factor by which one tolerance would have to grow, else ``min(max_abs/atol, max_rel/rtol)``
-capped at 1, an upper bound of the tolerance the worst element uses); where a cosine floor
-applied (``min_cosine`` not null) ``(1 - cosine) / (1 - min_cosine)``; where an SNR floor
-applied ``10 ** ((min_snr_db - snr_db) / 10)``. ``"inf"`` for NaN/Inf mismatches and missing
-or misshapen outputs; null when the figures were not computed. The error grid views the output as
+``tolerance_ratio`` and ``binding`` (:func:`pytest_trt.report.rows.tolerance_bound`, the one
+computation the terminal, JSON and HTML show): > 1 exactly when the output fails. The largest
+of: the element rule's ``element_ratio`` (an element fails iff its error exceeds atol *and*
+rtol*|expected|, i.e. ``max(atol, rtol*|expected|)``; the ratio is the largest error over that
+limit, the share of its own tolerance the worst element uses, or for a failure the factor by
+which both tolerances would have to grow); where a cosine floor applied (``min_cosine`` not
+null) ``(1 - cosine) / (1 - min_cosine)``; where an SNR floor applied ``10 ** ((min_snr_db -
+snr_db) / 10)``. ``binding`` names the largest (``"cosine"`` at exactly 1 means the output sits
+on the cosine floor). ``"inf"`` for NaN/Inf mismatches (``nan_inf``) and missing or misshapen
+outputs (``structure``); null (both) when a passing output's figures were not computed. The error grid views the output as
 rows = leading dims flattened (row-major) by columns = last dim, max-pooled in blocks.
 
 Records (what rides on each test report: :mod:`pytest_trt.report_records`, one dataclass per kind)
@@ -232,7 +241,7 @@ from .rows import (
     precision_rows,
     records_of,
     result_records,
-    tolerance_ratio,
+    tolerance_bound,
 )
 
 SCHEMA_VERSION = 3
@@ -317,7 +326,9 @@ def _accuracy_entry(rec: AccuracyRecord) -> dict[str, Any]:
     outputs = []
     for name, out in rec.outputs.items():
         entry = {"name": name, **{k: v for k, v in out.items() if k != "name"}}
-        entry["tolerance_ratio"] = _jsonable_ratio(tolerance_ratio(out))
+        ratio, binding = tolerance_bound(out)
+        entry["tolerance_ratio"] = _jsonable_ratio(ratio)
+        entry["binding"] = binding
         if name in figures:
             entry["figures"] = figures[name]
         outputs.append(entry)

@@ -22,6 +22,7 @@ from .rows import (
     NEUTRAL_STATUSES,
     accuracy_rows,
     baseline_fallbacks,
+    binding_text,
     caught,
     engine_counts,
     engine_text,
@@ -35,6 +36,7 @@ from .rows import (
     precision_rows,
     records_of,
     scope_of,
+    tolerance_bound,
     tolerance_ratio,
     unique,
     worst_per_test_output,
@@ -168,6 +170,7 @@ def table_lines(rows: list[dict], width: int = 120) -> list[str]:
     figures = [
         ("", _status_word, "<"),
         ("x tol", lambda r: fmt_ratio(r["ratio"]), ">"),
+        ("bound", lambda r: binding_text(r.get("binding")), "<"),
         ("max abs", lambda r: fmt_err(r["max_abs"]), ">"),
         ("atol", lambda r: fmt_tol(r["atol"]), ">"),
         ("max rel", lambda r: fmt_err(r["max_rel"]), ">"),
@@ -367,5 +370,6 @@ __all__ = [
     "BAD_STATUSES", "EVIDENCE", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
     "caught", "condense_records", "engine_counts", "engine_text", "evidence_counts", "junit_properties",
     "metric_ratios", "network_scopes", "parser_promotions", "parser_rows", "precision_nodes", "precision_passed",
-    "precision_rows", "records_of", "scope_of", "tolerance_ratio", "unique", "worst_per_test_output",
+    "precision_rows", "records_of", "scope_of", "tolerance_bound", "tolerance_ratio", "unique",
+    "worst_per_test_output",
 ]

@@ -149,7 +149,7 @@ def check_summary(result, *, built: int, reused: int):
         "backend emulate (CPU precision emulation on ONNX Runtime, not TensorRT)",
         f"engines: {built} built (*s), {reused} reused from the cache; 3 use(s) by tests",
         "accuracy: 3 output(s) in 3 test(s), 1 outside tolerance; worst first (x tol > 1 fails)",
-        "*x tol*max abs*atol*max rel*rtol*engine*test*output*model [[]policy[]]",
+        "*x tol*bound*max abs*atol*max rel*rtol*engine*test*output*model [[]policy[]]",
         # worst first: the failing all-FP16 row, then the passing ones
         "FAIL *e+00   0.01  *   0.02  *test_all_fp16*last_hidden_state*encoder_opset14.onnx [[]fp16[]]",
         "ok *test_layernorm_fp32*last_hidden_state*encoder_opset14.onnx [[]fp16; fp32: [*]/LayerNorm/[*][]]",
@@ -394,3 +394,34 @@ def test_layernorm_lowered(trt):
     text = (out / "report.html").read_text()
     assert "Precision: planned vs observed, per node" in text
     assert "*/LayerNorm/*</span> &rarr; fp32 FAILED" in text and 'class="tag mm">fail (plan)' in text
+
+
+def test_x_tol_names_its_binding_bound_in_terminal_json_and_html(pytester):
+    """Issue 28: x tol is the largest of the element ratio and the floors' ratios, and every report
+    says which bound sets it (here: the element rule of a passing BF16 check, the cosine floor of
+    an FP16 check within the element rule, and NaN/Inf-free structure)."""
+    pytester.makepyfile(f"""
+import numpy as np
+import pytest
+{ENCODER_PREAMBLE}
+@pytest.mark.trt(model=ENCODER, precision="bf16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
+def test_bf16(trt):
+    trt.check()
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
+def test_tight_floor(trt):
+    trt.check(min_cosine=0.9999999)
+""")
+    result = pytester.runpytest(f"--trt-cache-dir={pytester.path / 'cache'}", "--trt-report=r.json",
+                                "--trt-html=r.html", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*x tol  bound *max abs*", "FAIL * cosine *test_tight_floor*",
+                                 "ok * element *test_bf16*"])
+    data = assert_valid_report(json.loads((pytester.path / "r.json").read_text()))
+    outs = {t["nodeid"].split("::")[1]: t["accuracy"][0]["outputs"][0] for t in data["tests"]}
+    bf16, tight = outs["test_bf16"], outs["test_tight_floor"]
+    assert bf16["binding"] == "element" and bf16["tolerance_ratio"] == pytest.approx(bf16["element_ratio"], rel=1e-5)
+    assert bf16["element_ratio"] < 1
+    assert tight["binding"] == "cosine" and tight["tolerance_ratio"] > 1 >= tight["element_ratio"]
+    html = (pytester.path / "r.html").read_text()
+    assert '<span class="note">element</span>' in html and '<span class="note">cosine</span>' in html
