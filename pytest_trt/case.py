@@ -149,10 +149,13 @@ class TrtCase:
                                    as_is=True, expect_fp32=expect)
         # Patterns from the command line / ini apply to every test; one that matches
         # nothing in *this* model is skipped here (it is meant for other models).
+        # Each pattern's use is noted: one that matches in no model of the run fails the session.
         nodes = list(self.model.graph.node)
         for pattern in self.session.settings.keep_fp32:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
-            if pattern not in keep and any(rule.matches(n) for n in nodes):
+            matched = any(rule.matches(n) for n in nodes)
+            self.session.patterns.note(pattern, self.model.label, matched, nodes)
+            if pattern not in keep and matched:
                 keep.append(pattern)
         kwargs: dict[str, Any] = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
         if expect:

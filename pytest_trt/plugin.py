@@ -25,6 +25,7 @@ from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # n
 from .items import is_trt_item  # the one definition of a trt test
 from .report.outcomes import classify, junit_outcome_properties
 from .report_records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
+from .session_patterns import unmatched_message
 
 RESULTS_KEY = pytest.StashKey[list]()
 #: header lines still to show (a session activated by collection shows them after "collected N items")
@@ -156,6 +157,11 @@ def header_lines(session, config=None) -> list[str]:
     precision = f"{s.precision} ({s.precision_source})" if not s.as_is else "as-is (model's own types)"
     cache_line = str(s.cache_dir)
     remote = [f"pytest-trt: {session.remote.describe()}"] if session.remote is not None else []
+    if s.keep_fp32:  # the session's patterns, where they came from (one matching in no model fails the run)
+        where = _settings.describe_source(config, "trt_keep_fp32") if config is not None else \
+            s.sources.get("trt_keep_fp32", "--trt-keep-fp32")
+        remote.append(f"pytest-trt: session patterns: keep FP32 {', '.join(repr(p) for p in s.keep_fp32)} "
+                      f"({where}; each must match a node in some model of the trt tests that run)")
     return [
         f"pytest-trt {__version__}: backend {session.backend.name} ({session.backend_reason})",
         f"pytest-trt: default precision {precision}; typing {s.typing}; baseline ONNX Runtime {s.baseline_provider}; "
@@ -402,11 +408,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
-    """pytest-xdist (controller): add a finished worker's cache figures to the session's."""
+    """pytest-xdist (controller): add a finished worker's cache figures and session-pattern use to the session's."""
     session = current_session(node.config)
-    stats = getattr(node, "workeroutput", {}).get("trt_cache_stats")
+    output = getattr(node, "workeroutput", {})
+    stats = output.get("trt_cache_stats")
     if session is not None and stats:
         session.worker_cache_stats.append(stats)
+    if session is not None and output.get("trt_session_patterns"):
+        session.patterns.merge(output["trt_session_patterns"])
 
 
 def pytest_unconfigure(config):
@@ -428,9 +437,16 @@ def pytest_sessionfinish(session, exitstatus):
     if hasattr(config, "workerinput"):
         if run._cache is not None:  # the worker's cache figures travel to the controller
             config.workeroutput["trt_cache_stats"] = run._cache.stats.to_json()
+        # which session patterns matched here: the controller judges the whole run
+        config.workeroutput["trt_session_patterns"] = run.patterns.to_json()
         if run._remote is not None:
             run._remote.close()
         return
+    unmatched = unmatched_message(run.patterns, _settings.describe_source(config, "trt_keep_fp32"))
+    if unmatched:
+        run.session_failures.extend(unmatched)
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
     from .report import write_reports  # load path: imported once in use
 
     write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)

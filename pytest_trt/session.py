@@ -19,6 +19,7 @@ from .backends.base import Backend, BuildConfig, Engine, select_backend
 from .errors import UsageError
 from .parser_check import check_parser, require
 from .report_records import EngineRecord
+from .session_patterns import SessionPatterns
 from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,6 +97,11 @@ class TrtSession:
     skipped: list = field(default_factory=list)
     #: how the session came to be in use: the options given, or "a trt test was collected"
     activated_by: str = ""
+    #: which session-wide patterns (--trt-keep-fp32) matched in the models of the trt tests that ran
+    patterns: SessionPatterns = field(default_factory=SessionPatterns)
+    #: on the controller, after the run: why the session failed although its tests did not
+    #: (a session pattern that matched nothing; a report that could not be written)
+    session_failures: list = field(default_factory=list)
     #: backends registered for this run by plugins (the ``pytest_trt_backends`` hook)
     plugin_backends: tuple = ()
     #: ``(entry, records) -> None``: extends a test's JSON report entry (the ``pytest_trt_report_test``

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .backends.base import BACKEND_CHOICES, TYPING_CHOICES
-from .errors import UsageError
+from .errors import PatternError, UsageError
 from .parser_check import PARSER_CHECK_CHOICES
+from .precision_rules import validate_pattern
 
 DEFAULT_CACHE_DIRNAME = ".trt-cache"
 
@@ -60,7 +61,8 @@ OPTIONS: tuple[Option, ...] = (
            "TensorRT lacks is a usage error. Default: auto.",
            "choice", "auto", TYPING_CHOICES),
     Option("trt-keep-fp32", "Keep nodes matching PATTERN in FP32 (shell glob over ONNX node names, or op:TYPE); "
-           "repeatable; adds to the marker's keep_fp32. Default: none.", "list", (), metavar="PATTERN"),
+           "repeatable; adds to the marker's keep_fp32 in every model it matches. A pattern that matches no node "
+           "in any model of the trt tests that ran fails the session. Default: none.", "list", (), metavar="PATTERN"),
     Option("trt-cache-dir", f"Directory of cached engines, baselines and timing caches "
            f"(default: $PYTEST_TRT_CACHE_DIR or <rootdir>/{DEFAULT_CACHE_DIRNAME}). Write it --trt-cache-dir=DIR.",
            "str", None, metavar="DIR", path=True),
@@ -235,6 +237,32 @@ def check_path_option_forms(config) -> None:
                     f"{inifile or 'none'})")
 
 
+def describe_source(config, dest: str) -> str:
+    """Where an option's value came from, in words a user can act on: ``--trt-keep-fp32 on the
+    command line``, ``--trt-keep-fp32 in $PYTEST_ADDOPTS``, ``--trt-keep-fp32 in the ini file's
+    addopts (tox.ini)``, ``ini trt_keep_fp32 (tox.ini)`` or ``default``."""
+    opt = OPTIONS_BY_DEST[dest]
+    try:
+        _, source = lookup_option(config, opt)
+    except UsageError:
+        source = f"--{opt.name}"
+    inifile = getattr(config, "inipath", None)
+    if source == "default":
+        return source
+    if source.startswith("ini "):
+        return f"{source} ({inifile})" if inifile else source
+    flag = f"--{opt.name}"
+
+    def given(tokens) -> bool:
+        return any(str(t) == flag or str(t).startswith(flag + "=") for t in tokens)
+
+    if given(config.invocation_params.args):
+        return f"{flag} on the command line"
+    if given(_space_form_tokens()):
+        return f"{flag} in $PYTEST_ADDOPTS"
+    return f"{flag} in the ini file's addopts" + (f" ({inifile})" if inifile else "")
+
+
 def parse_size(text: str | None) -> int | None:
     """'20G' -> bytes. None stays None."""
     if text in (None, ""):
@@ -308,6 +336,11 @@ def resolve_settings(config) -> Settings:
         precision, psource = "bf16", sources["trt_bf16"]
     else:
         precision, psource = "fp32", "default"
+    for pattern in values["trt_keep_fp32"] or ():
+        try:
+            validate_pattern(pattern)
+        except PatternError as exc:  # at start, not in every trt test
+            raise UsageError(f"{sources['trt_keep_fp32']}: {exc}") from None
     rootdir = Path(str(config.rootpath))
     cache_dir = values["trt_cache_dir"] or os.environ.get("PYTEST_TRT_CACHE_DIR") or str(rootdir / DEFAULT_CACHE_DIRNAME)
     if values["trt_cache_dir"] is None and os.environ.get("PYTEST_TRT_CACHE_DIR"):

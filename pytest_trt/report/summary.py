@@ -232,11 +232,23 @@ def write_terminal_summary(tr, session, results) -> None:
     """The ``pytest-trt`` section at the end of the run (controller only).
 
     Engines built and reused, then one row per output of every accuracy check, worst
-    first (failing outputs, then by how close to the tolerance), then precision checks.
+    first (failing outputs, then by how close to the tolerance), then precision checks;
+    last, what failed the session although its tests did not (``session.session_failures``:
+    a session pattern that matched nothing, a report that could not be written).
     """
+    written = _write_results(tr, session, results)
+    failures = list(getattr(session, "session_failures", None) or ())
+    if failures and not written:
+        tr.section("pytest-trt", sep="=")
+    for line in failures:
+        tr.write_line(line, red=True)
+
+
+def _write_results(tr, session, results) -> bool:
+    """The section's figures; False when there was nothing to show (no trt test)."""
     trt_tests = getattr(session, "trt_tests", ())
     if not results and not trt_tests:
-        return
+        return False
     tr.section("pytest-trt", sep="=")
     skipped = getattr(session, "skipped", [])
     tr.write_line(skipped_line(len(trt_tests), skipped), yellow=bool(skipped))
@@ -244,7 +256,7 @@ def write_terminal_summary(tr, session, results) -> None:
         tr.write_line(line, yellow=True)
     tr.write_line(backend_line(session))
     if not results:
-        return
+        return True
     tr.write_line(engines_line(engine_counts(results)))
     cache = cache_line(session)
     if cache:
@@ -258,6 +270,7 @@ def write_terminal_summary(tr, session, results) -> None:
     wanted = [str(p) for p in (s.report_json, s.report_html) if p]
     if wanted:
         tr.write_line("reports: " + ", ".join(wanted))
+    return True
 
 
 def _verbose(tr) -> int:

@@ -450,3 +450,84 @@ def test_figures_only(trt):
 
     data = json.loads((pytester.path / "r.json").read_text())
     assert data["tests"][0]["accuracy"][0]["no_check"] is True
+
+
+# --------------------------------------------------------------------------------------
+# Issue 28: a session-wide pattern that matches nothing (newcomer defect 3)
+# --------------------------------------------------------------------------------------
+CONVNET = REPO / "example_suite" / "models" / "convnet.onnx"
+TWO_MODELS = HEADER + f"""
+CONVNET = {str(CONVNET)!r}
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
+def test_encoder(trt):
+    trt.check(atol=5e-2)
+
+@pytest.mark.trt(model=CONVNET, precision="fp16", dims={{"batch": 2}})
+def test_convnet(trt):
+    trt.check(atol=5e-2)
+
+def test_plain():
+    pass
+"""
+
+
+def _pattern_run(pytester, *args):
+    # two files, so that under -n 2 --dist loadfile each worker sees one model
+    head, _, rest = TWO_MODELS.partition("@pytest.mark.trt(model=ENCODER")
+    encoder, _, convnet = ("@pytest.mark.trt(model=ENCODER" + rest).partition("@pytest.mark.trt(model=CONVNET")
+    pytester.makepyfile(test_encoder=head + encoder, test_convnet=head + "@pytest.mark.trt(model=CONVNET" + convnet)
+    return pytester.runpytest_subprocess(f"--trt-cache-dir={pytester.path / 'cache'}", "-p", "no:cacheprovider",
+                                         *args)
+
+
+def test_a_session_pattern_matching_no_model_fails_the_session_with_the_closest_names(pytester):
+    """Before: ``--trt-keep-fp32 '*/LayerNrom/*'`` (a typo) was dropped for every model, exit 0."""
+    result = _pattern_run(pytester, "--trt-keep-fp32=*/LayerNrom/*")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "pytest-trt: session patterns: keep FP32 '*/LayerNrom/*' (--trt-keep-fp32 on the command line; *)",
+        "pytest-trt: session pattern '*/LayerNrom/*' (--trt-keep-fp32 on the command line) matched no node in any "
+        "model of the trt tests that ran (convnet.onnx, encoder_opset14.onnx); closest: */LayerNorm/*",
+    ])
+
+
+def test_the_ini_twin_and_pytest_addopts_are_named_as_the_source(pytester, monkeypatch):
+    pytester.makeini("[pytest]\ntrt_keep_fp32 =\n    op:Softmx\n")
+    result = _pattern_run(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["pytest-trt: session pattern 'op:Softmx' (ini trt_keep_fp32 (*tox.ini)) matched no "
+                                 "node in any model *closest: op:Softmax*"])
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--trt-keep-fp32=op:Softmx")
+    result = _pattern_run(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*session pattern 'op:Softmx' (--trt-keep-fp32 in $PYTEST_ADDOPTS) matched no*"])
+
+
+def test_a_pattern_matching_some_model_passes_and_no_trt_test_run_says_nothing(pytester):
+    result = _pattern_run(pytester, "--trt-keep-fp32=*/LayerNorm/*")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK and "matched no node" not in result.stdout.str()
+    result = _pattern_run(pytester, "--trt-keep-fp32=*/LayerNrom/*", "-k", "plain")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.OK and "matched no node" not in result.stdout.str()
+
+
+def test_session_patterns_are_judged_over_every_xdist_worker(pytester):
+    """Each worker saw one model (one file each): the pattern matching the encoder only must not fail
+    the run, the typo must, and once (aggregated on the controller)."""
+    result = _pattern_run(pytester, "-n", "2", "--dist", "loadfile", "--trt-keep-fp32=*/LayerNorm/*",
+                          "--trt-keep-fp32=op:Softmx")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert out.count("matched no node") == 1 and "session pattern 'op:Softmx'" in out
+    assert "(convnet.onnx, encoder_opset14.onnx)" in out  # both workers' models
+    assert "session pattern '*/LayerNorm/*'" not in out
+
+
+def test_a_malformed_session_pattern_is_a_usage_error_at_start(pytester):
+    result = _pattern_run(pytester, "--trt-keep-fp32=op:Soft*")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--trt-keep-fp32: precision pattern 'op:Soft*': 'op:' takes one exact op type*"])
