@@ -35,6 +35,7 @@ from .layerwise import locate_divergence
 from .marker import MARKER_KEYS, marker_kwargs, validate_options
 from .parser_check import require
 from .policy import PrecisionPolicy, Rule
+from .report.files import refuse_report_path
 from .report.plots import failing_output_figures, layerwise_record
 from .report.rows import network_scopes
 from .report_records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
@@ -325,6 +326,7 @@ class TrtCase:
         dims = overrides.pop("dims", self.options.get("dims"))
         if inputs is not None:
             if isinstance(inputs, (str, Path)):
+                refuse_report_path(self.session.settings, self.resolve_path(inputs), "the inputs file a test loads")
                 feeds = Feeds(load_feeds(self.resolve_path(inputs)))
                 feeds.source = str(self.resolve_path(inputs))
             else:

@@ -12,6 +12,8 @@ cannot be honoured is a usage error (:meth:`~pytest_trt.session.TrtSession.creat
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +25,7 @@ from .backends.base import select_backend
 from .errors import AccuracyError, ParserCheckError, PrecisionError, PytestTrtError, UnsupportedGpu
 from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
 from .items import is_trt_item  # the one definition of a trt test
+from .report.files import refuse_report_path, report_paths
 from .report.outcomes import classify, junit_outcome_properties
 from .report_records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
 from .session_patterns import unmatched_message
@@ -87,22 +90,50 @@ def pytest_xdist_auto_num_workers(config):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    """The first collected (and selected) trt test puts the plugin in use."""
-    if current_session(config) is not None:
+    """The first collected (and selected) trt test puts the plugin in use; a report path that is
+    a model or inputs file named in a ``trt`` marker is a usage error here."""
+    if current_session(config) is None:
+        first = next((item for item in items if is_trt_item(item)), None)
+        if first is None:
+            return
+        try:
+            activate(config, f"trt test collected: {first.nodeid}")
+        except pytest.UsageError as exc:
+            if not hasattr(config, "workerinput"):
+                raise
+            # A pytest-xdist worker that raises here crashes without showing the message (the
+            # controller reports an internal error): each trt test errors with it instead.
+            config.stash[ACTIVATION_ERROR_KEY] = str(exc)
+            return
+        config.stash[PENDING_HEADER_KEY] = True
+    _refuse_reports_over_declared_inputs(config, items)
+
+
+def _refuse_reports_over_declared_inputs(config, items) -> None:
+    """``--trt-report``/``--trt-html`` naming a marker's ``model=`` or ``inputs=`` file: a usage error
+    at start (the report would replace it at the end), where the markers are known: in a process
+    that collects and writes the reports. Under pytest-xdist the controller collects nothing, so
+    there (and for models a test names only at run time, ``trt_build(path)``) the check runs when
+    the model or the inputs are loaded (:meth:`pytest_trt.session.TrtSession.model`): that test errors.
+    Either way the report is never written over a file that is not a pytest-trt report."""
+    run = current_session(config)
+    if run is None or hasattr(config, "workerinput") or not report_paths(run.settings):
         return
-    first = next((item for item in items if is_trt_item(item)), None)
-    if first is None:
-        return
-    try:
-        activate(config, f"trt test collected: {first.nodeid}")
-    except pytest.UsageError as exc:
-        if not hasattr(config, "workerinput"):
-            raise
-        # A pytest-xdist worker that raises here crashes without showing the message (the
-        # controller reports an internal error): each trt test errors with it instead.
-        config.stash[ACTIVATION_ERROR_KEY] = str(exc)
-        return
-    config.stash[PENDING_HEADER_KEY] = True
+    for item in items:
+        if not is_trt_item(item):
+            continue
+        for mark in item.iter_markers("trt"):
+            declared = {"model": mark.args[0] if mark.args else mark.kwargs.get("model"),
+                        "inputs file": mark.kwargs.get("inputs")}
+            for what, value in declared.items():
+                if not isinstance(value, (str, os.PathLike)):
+                    continue
+                path = Path(value)
+                path = path if path.is_absolute() else Path(str(item.path)).parent / path
+                try:
+                    refuse_report_path(run.settings, path, f"the {what} of {item.nodeid}")
+                except PytestTrtError as exc:
+                    raise pytest.UsageError(f"pytest-trt: {exc}") from None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -442,13 +473,22 @@ def pytest_sessionfinish(session, exitstatus):
         if run._remote is not None:
             run._remote.close()
         return
-    unmatched = unmatched_message(run.patterns, _settings.describe_source(config, "trt_keep_fp32"))
-    if unmatched:
-        run.session_failures.extend(unmatched)
-        if session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
+    if exitstatus == pytest.ExitCode.USAGE_ERROR:
+        # refused before anything ran (e.g. a report path that is a model named in a marker):
+        # no report, and none written over the path that was refused
+        if run._remote is not None:
+            run._remote.close()
+        return
+    # What fails the session although its tests did not: stated in the terminal summary (which
+    # pytest writes after this hook), exit 1, never a traceback that loses the summary.
+    run.session_failures.extend(unmatched_message(run.patterns, _settings.describe_source(config, "trt_keep_fp32")))
+    if run.session_failures and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
     from .report import write_reports  # load path: imported once in use
 
-    write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)
+    not_written = write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)
+    run.session_failures.extend(not_written)
+    if not_written and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if run._remote is not None:
         run._remote.close()

@@ -13,6 +13,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .backends.base import Backend, BuildConfig, Engine, select_backend
@@ -104,6 +105,9 @@ class TrtSession:
     session_failures: list = field(default_factory=list)
     #: backends registered for this run by plugins (the ``pytest_trt_backends`` hook)
     plugin_backends: tuple = ()
+    #: ``(path, what) -> None``, raising UsageError for a file the session must not load because the
+    #: report written at its end would replace it (set by the plugin; None in the console script)
+    guard_input: Any = None
     #: ``(entry, records) -> None``: extends a test's JSON report entry (the ``pytest_trt_report_test``
     #: hook; None outside pytest)
     extend_test_entry: Any = None
@@ -197,6 +201,8 @@ class TrtSession:
 
         if isinstance(source, Model):
             return source
+        if isinstance(source, (str, os.PathLike)) and self.guard_input is not None:
+            self.guard_input(Path(source), "the model a test loads")
         key = str(source)
         with self._lock:
             if key not in self._models:

@@ -15,11 +15,11 @@ from the network when the file is opened.
 from __future__ import annotations
 
 import datetime
-import os
 from pathlib import Path
 
 from ..report_records import AccuracyRecord
 from .condense import condense_records
+from .files import write_atomically
 from .html_cards import (
     NAME_CHARS,
     abbr_nodeid,
@@ -285,21 +285,15 @@ def render_html(session, results, exitstatus=None) -> str:
     if not results:
         body.insert(3, '<p class="note">No test used pytest-trt in this session.</p>')
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"generator\" content=\"pytest-trt\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>pytest-trt report</title><style>{CSS}</style></head><body>"
             + "".join(body) + "</body></html>\n")
 
 
 def write_html_report(path, session, results, exitstatus=None) -> Path:
-    """Write the HTML report to ``path`` atomically; returns the path."""
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    text = render_html(session, results, exitstatus)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    """Write the HTML report to ``path`` atomically (no temporary file left on failure); returns the path."""
+    return write_atomically(Path(path), render_html(session, results, exitstatus))
 
 
 __all__ = ["css_heatmap", "css_histogram", "render_html", "svg_curve", "write_html_report"]

@@ -219,7 +219,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import platform
 from pathlib import Path
 from typing import Any
@@ -230,6 +229,7 @@ from .. import environment
 from .._version import __version__
 from ..remote_cache import CacheStats
 from ..report_records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
+from .files import write_atomically
 from .outcomes import verdict_text
 from .rows import (
     accuracy_rows,
@@ -411,16 +411,16 @@ def _clean(value):
     return value
 
 
-def write_json_report(path, session, results, exitstatus=None) -> Path:
-    """Write the report to ``path`` atomically (a reader never sees half a file); returns the path."""
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+def render_json(session, results, exitstatus=None) -> str:
+    """The report as JSON text (strict JSON: non-finite numbers as strings)."""
     data = _clean(build_report(session, results, exitstatus))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, allow_nan=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return json.dumps(data, indent=1, allow_nan=False, default=str) + "\n"
 
 
-__all__ = ["SCHEMA_VERSION", "build_report", "session_metadata", "entry_of_test", "write_json_report"]
+def write_json_report(path, session, results, exitstatus=None) -> Path:
+    """Write the report to ``path`` atomically (a reader never sees half a file; on failure no
+    temporary file is left and the OSError is raised); returns the path."""
+    return write_atomically(Path(path), render_json(session, results, exitstatus))
+
+
+__all__ = ["SCHEMA_VERSION", "build_report", "entry_of_test", "render_json", "session_metadata", "write_json_report"]

@@ -322,7 +322,7 @@ def fp16_project(pytester):
     (project / "tests" / "test_model.py").write_text(FP16_PROJECT_TEST)
     elsewhere = pytester.mkdir("elsewhere")
     report = elsewhere / "r.json"
-    report.write_text("{}")
+    report.write_text('{\n "schema_version": 3\n}\n')  # a report of an earlier run (another file is refused)
     return project, report
 
 

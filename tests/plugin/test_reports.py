@@ -60,8 +60,7 @@ import pytest
 from pytest_trt import environment
 # the modules the plugin will call, as sys.modules has them: after an earlier in-process pytester
 # run, the package attribute (`from pytest_trt.report import html_report`) can be a stale copy
-json_report = importlib.import_module("pytest_trt.report.json_report")
-html_report = importlib.import_module("pytest_trt.report.html_report")
+files = importlib.import_module("pytest_trt.report.files")
 
 FAKE = int(os.environ.get("FAKE_GPUS", "-1"))
 _saved = {}
@@ -76,16 +75,15 @@ if WORKER != "controller":
     with open(f"gpu-{WORKER}-at-import.txt", "w") as f:
         f.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
 
-def _logged(name, fn):
-    def wrapper(*args, **kwargs):
+def _logged(fn):
+    def wrapper(path, text, flag, kind):
         with open("report-writes.log", "a") as f:
-            f.write(f"{name} {WORKER}\\n")
-        return fn(*args, **kwargs)
+            f.write(f"{kind} {WORKER}\\n")
+        return fn(path, text, flag, kind)
     return wrapper
 
-_saved["json"], _saved["html"] = json_report.write_json_report, html_report.write_html_report
-json_report.write_json_report = _logged("json", json_report.write_json_report)
-html_report.write_html_report = _logged("html", html_report.write_html_report)
+_saved["write"] = files.write_report_file
+files.write_report_file = _logged(files.write_report_file)
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
@@ -96,7 +94,7 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if "gpus" in _saved:
         environment.gpus = _saved["gpus"]
-    json_report.write_json_report, html_report.write_html_report = _saved["json"], _saved["html"]
+    files.write_report_file = _saved["write"]
     for undo in _undo:
         undo()
 """
@@ -270,7 +268,7 @@ def test_reports_in_one_process_then_cache_hits_then_without_matplotlib(suite):
     check_junit(out / "junit.xml", cache_hit=False)
     check_layerwise(check_json(out / "report.json", cache_hit=False))
     check_html(out / "report.html", png=True, layerwise=True)
-    assert (suite.path / "report-writes.log").read_text().split("\n") == ["json controller", "html controller", ""]
+    assert (suite.path / "report-writes.log").read_text().split("\n") == ["html controller", "json controller", ""]
 
     # second run: every engine from the cache, and the reports say so
     second = run(suite)
@@ -300,7 +298,7 @@ def test_xdist_reports_written_once_by_the_controller_one_gpu_per_worker(suite, 
     check_junit(out / "junit.xml", cache_hit=False)
     check_json(out / "report.json", cache_hit=False, gpu_assignment={"gw0": "5", "gw1": "7"})
     check_html(out / "report.html", png=True)
-    assert (suite.path / "report-writes.log").read_text().split("\n") == ["json controller", "html controller", ""]
+    assert (suite.path / "report-writes.log").read_text().split("\n") == ["html controller", "json controller", ""]
     for worker, device in (("gw0", "5"), ("gw1", "7")):
         # set before the worker imported anything (conftest import) and kept through configure
         assert (suite.path / f"gpu-{worker}-at-import.txt").read_text() == device
