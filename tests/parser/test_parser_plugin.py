@@ -209,3 +209,16 @@ def test_control_as_precision_error(trt_engine):
         assert test["expected_failure"]["raised"] == "ParserCheckError"
         assert "ParserCheckError: " in test["message"] and "planned fp32, parsed fp16" in test["message"]
     assert data["summary"]["parser_checks_failed"] == 0 and data["summary"]["parser_checks_caught"] == 2
+
+
+def test_a_test_that_skips_itself_after_a_failed_parser_check_fails(rtx, pytester, cache_dir):
+    """The check runs on the CPU: a skip in the body (pytest.skip, an unsupported GPU) does not hide it."""
+    pytester.makeconftest(LOWERING_CONFTEST)
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
+def test_skips(trt_engine):
+    pytest.skip("not on this runner")
+""")
+    result = pytester.runpytest("--trt-parser-check", "tensorrt-rtx", f"--trt-cache-dir={cache_dir}")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*ParserCheckError*", "*the plan failed TensorRT-RTX's parser check*"])
