@@ -156,8 +156,8 @@ def main(argv=None) -> int:
                     help="BATCHxSEQUENCE of hidden_states [batch, sequence, 64] (default: 2x16 8x128)")
     args = ap.parse_args(argv)
 
-    from pytest_trt.model import load_model
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
     from pytest_trt.realize import realize_emulation
 
     print(machine())

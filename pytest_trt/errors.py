@@ -26,7 +26,7 @@ class UsageError(PytestTrtError):
 class MissingDependency(UsageError, ImportError):
     """A library pytest-trt needs for what was asked is not installed (or fails to import).
 
-    Raised by :func:`pytest_trt.lazy.lazy_import` stand-ins on first use; names the package
+    Raised by :func:`pytest_trt.core.lazy.lazy_import` stand-ins on first use; names the package
     and the pytest-trt extra that installs it.
     """
 

@@ -3,10 +3,10 @@
 The plugin is inert until it is *in use* (shared/CONVENTIONS.md): a ``--trt-*`` option or
 ``trt_*`` ini value is given (known in ``pytest_configure``), or a trt test is collected (a
 test with the ``trt`` marker or one of the plugin's own fixtures in its closure,
-:data:`pytest_trt.items.PLUGIN_FIXTURES`; known in
+:data:`pytest_trt.glue.items.PLUGIN_FIXTURES`; known in
 ``pytest_collection_modifyitems``). Until then it imports nothing beyond pytest, runs no
 subprocess, selects no backend and prints nothing. From then on, anything asked for that
-cannot be honoured is a usage error (:meth:`~pytest_trt.session.TrtSession.create`).
+cannot be honoured is a usage error (:meth:`~pytest_trt.run.session.TrtSession.create`).
 """
 
 from __future__ import annotations
@@ -17,18 +17,26 @@ from pathlib import Path
 
 import pytest
 
-from . import hookspec, runstate, xdist_gpus
-from . import settings as _settings
 from ._version import __version__
-from .activation import RECORDS_KEY, SESSION_KEY, activate, current_session, forget_backends, item_records
 from .backends.base import select_backend
+from .core import runstate
+from .core.records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
 from .errors import AccuracyError, ParserCheckError, PrecisionError, PytestTrtError, UnsupportedGpu
-from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
-from .items import is_trt_item  # the one definition of a trt test
+from .glue import hookspec, xdist_gpus
+from .glue.activation import (
+    RECORDS_KEY,
+    SESSION_KEY,
+    activate,
+    current_session,
+    forget_backends,
+    item_records,
+)
+from .glue.fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
+from .glue.items import is_trt_item  # the one definition of a trt test
 from .report.files import refuse_report_path, report_paths
 from .report.outcomes import classify, junit_outcome_properties
-from .report_records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
-from .session_patterns import unmatched_message
+from .run import settings as _settings
+from .run.session_patterns import unmatched_message
 
 RESULTS_KEY = pytest.StashKey[list]()
 #: header lines still to show (a session activated by collection shows them after "collected N items")
@@ -53,7 +61,7 @@ MARKERS = (
 
 
 def pytest_addhooks(pluginmanager):
-    """pytest-trt's own hooks (:mod:`pytest_trt.hookspec`), for other plugins and conftests."""
+    """pytest-trt's own hooks (:mod:`pytest_trt.glue.hookspec`), for other plugins and conftests."""
     pluginmanager.add_hookspecs(hookspec)
 
 
@@ -114,7 +122,7 @@ def _refuse_reports_over_declared_inputs(config, items) -> None:
     at start (the report would replace it at the end), where the markers are known: in a process
     that collects and writes the reports. Under pytest-xdist the controller collects nothing, so
     there (and for models a test names only at run time, ``trt_build(path)``) the check runs when
-    the model or the inputs are loaded (:meth:`pytest_trt.session.TrtSession.model`): that test errors.
+    the model or the inputs are loaded (:meth:`pytest_trt.run.session.TrtSession.model`): that test errors.
     Either way the report is never written over a file that is not a pytest-trt report."""
     run = current_session(config)
     if run is None or hasattr(config, "workerinput") or not report_paths(run.settings):
@@ -170,14 +178,14 @@ def pytest_report_collectionfinish(config, start_path, items):
 def header_lines(session, config=None) -> list[str]:
     """Everything needed to reproduce a result: backend and why, precision, versions, GPU, cache;
     then the lines of plugins' ``pytest_trt_report_header`` hooks (with ``config``)."""
-    from . import environment  # load path: imported once in use
+    from .core import environment  # load path: imported once in use
 
     s = session.settings
     versions = dict(environment.library_versions())
     # The running onnxruntime module's version, not a distribution's metadata (onnxruntime and
     # onnxruntime-gpu can both be installed; docs/VERIFIED.md). The plugin is in use here, so
     # importing onnxruntime is fine (the session's runtime check already did).
-    from .baseline import onnxruntime_version  # load path: imported once in use
+    from .reference.baseline import onnxruntime_version  # load path: imported once in use
 
     ort_version = onnxruntime_version()
     versions["onnxruntime"] = None if ort_version == "missing" else ort_version
@@ -353,12 +361,12 @@ def _junit_properties(records: list[Record]) -> list[tuple[str, str]]:
 class FallbackRecorder:
     """While a trt test runs (setup, call, teardown), a CUDA baseline whose float nodes fell back to
     ONNX Runtime's CPU provider adds a ``baseline_fallback`` record to the test's records (once per
-    model and node list), besides its ProviderFallbackWarning (:func:`pytest_trt.baseline.warn_placement`)."""
+    model and node list), besides its ProviderFallbackWarning (:func:`pytest_trt.reference.baseline.warn_placement`)."""
 
     def _around(self, item):
         if current_session(item.config) is None or not is_trt_item(item):
             return None
-        from .baseline import FALLBACK_SINK  # load path: imported once in use
+        from .reference.baseline import FALLBACK_SINK  # load path: imported once in use
 
         def sink(record: BaselineFallbackRecord) -> None:
             records = item_records(item)
@@ -451,7 +459,7 @@ def pytest_testnodedown(node, error):
 
 def pytest_unconfigure(config):
     """Forget the backends plugins registered for this run and the run's memo tables
-    (:mod:`pytest_trt.runstate`): an in-process pytester run must not leak them into the next."""
+    (:mod:`pytest_trt.core.runstate`): an in-process pytester run must not leak them into the next."""
     session = current_session(config)
     if session is not None:
         forget_backends(session.plugin_backends)

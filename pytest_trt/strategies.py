@@ -59,7 +59,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without hypothes
         "pytest_trt.strategies needs Hypothesis (a dependency of pytest-trt): pip install hypothesis"
     ) from exc
 
-from .dtypes import FP32, normalize_precision
+from .core.dtypes import FP32, normalize_precision
 from .errors import InputError, UsageError
 from .inputs.declarations import check_input_names, is_finite_number
 from .inputs.files import comment_text, save_feeds, write_replay_script

@@ -14,14 +14,14 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import runstate
+from ..core import runstate
 from ..errors import BackendUnavailable, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from ..cache import ArtifactCache
-    from ..layers import LayerReport
+    from ..layers.report import LayerReport
     from ..plan import PrecisionPlan
 
 #: the built-in choices of ``--trt-backend`` (plugins add more: :func:`backend_names`)
@@ -193,8 +193,8 @@ class Backend(ABC):
 #: importlib, so this module never imports the concrete backends, which import it), and
 #: naming one (or registering another backend) imports nothing heavy
 BUILTIN_BACKENDS: dict[str, tuple[str, str]] = {
-    "tensorrt": ("pytest_trt.backends.tensorrt", "TensorRTBackend"),
-    "tensorrt-rtx": ("pytest_trt.backends.tensorrt", "TensorRTRTXBackend"),
+    "tensorrt": ("pytest_trt.backends.tensorrt.backend", "TensorRTBackend"),
+    "tensorrt-rtx": ("pytest_trt.backends.tensorrt.backend", "TensorRTRTXBackend"),
     "emulate": ("pytest_trt.backends.emulate", "EmulateBackend"),
 }
 #: The backend registry: process configuration, like pytest's own plugin registrations. A
@@ -203,7 +203,7 @@ BUILTIN_BACKENDS: dict[str, tuple[str, str]] = {
 #: for a session ends with it; outside pytest, :func:`register_backend` is the API and lasts
 #: until :func:`unregister_backend`. A registered name replaces a built-in one of the same
 #: name. Backend *instances* are memos of the run (:func:`get_backend`, in
-#: :mod:`pytest_trt.runstate`), not kept here.
+#: :mod:`pytest_trt.core.runstate`), not kept here.
 _FACTORIES: dict[str, Any] = {}
 #: the runstate table of backend instances: name -> Backend
 INSTANCES_TABLE = "backends.instances"
@@ -219,7 +219,7 @@ def register_backend(name: str, factory) -> None:
     ``factory`` is a :class:`Backend` subclass, a no-argument callable returning a Backend, or a
     Backend instance. The built-in backends stay available (they are looked up lazily, whatever
     was registered first); registering a built-in name replaces that backend. In a pytest plugin
-    or conftest, prefer the ``pytest_trt_backends`` hook (:mod:`pytest_trt.hookspec`).
+    or conftest, prefer the ``pytest_trt_backends`` hook (:mod:`pytest_trt.glue.hookspec`).
     """
     if not isinstance(name, str) or not name.strip() or name == "auto" or name != name.strip():
         raise UsageError(f"register_backend: invalid backend name {name!r}: a non-empty name without spaces "
@@ -248,7 +248,7 @@ def _choices() -> str:
 
 def get_backend(name: str) -> Backend:
     """The backend instance for a concrete name (``emulate``, ``tensorrt``, ``tensorrt-rtx`` or a
-    registered one); one instance per name and run (:mod:`pytest_trt.runstate`)."""
+    registered one); one instance per name and run (:mod:`pytest_trt.core.runstate`)."""
     instances = _instances()
     if name not in instances:
         factory = _FACTORIES.get(name)

@@ -23,10 +23,17 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from .. import environment, realize  # module references: looked up when called, as before the split
-from ..baseline import cached_session, float_tensor_names, onnxruntime_version, run_session, with_outputs
-from ..environment import dist_version
-from ..layers import LayerReport
+from .. import realize  # module references: looked up when called, as before the split
+from ..core import environment
+from ..core.environment import dist_version
+from ..layers.report import LayerReport
+from ..reference.baseline import (
+    cached_session,
+    float_tensor_names,
+    onnxruntime_version,
+    run_session,
+    with_outputs,
+)
 from .base import Backend, BuildConfig, BuildInfo, Engine
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -50,7 +50,7 @@ from .ownership import (
 from .stats import CacheStats
 
 if TYPE_CHECKING:  # the remote tier imports this package, not the other way round
-    from ..remote_cache import RemoteTier
+    from .remote import RemoteTier
 
 __all__ = ["MARKER", "SCRATCH_DIR", "STALE_SECONDS", "ArtifactCache", "default_cache_dir", "is_cache_dir"]
 
@@ -100,7 +100,7 @@ class ArtifactCache:
         lock_timeout: seconds to wait for another process building the same key before
             raising :class:`CacheError`; None waits as long as the build takes.
         stale_seconds: age after which a leftover ``tmp/`` item of a dead builder is removed.
-        remote: a :class:`~pytest_trt.remote_cache.RemoteTier` asked on a local miss (its
+        remote: a :class:`~pytest_trt.cache.remote.RemoteTier` asked on a local miss (its
             verified files are sealed and installed like a build) and given every entry this
             cache builds (a read-write tier uploads it). Not with ``read_only``.
 
@@ -127,7 +127,7 @@ class ArtifactCache:
         self.stale_seconds = stale_seconds
         self.remote = remote
         #: what this process's cache did (hits, builds, remote traffic): a
-        #: :class:`~pytest_trt.remote_cache.CacheStats`, shared with the remote tier
+        #: :class:`~pytest_trt.cache.remote.CacheStats`, shared with the remote tier
         self.stats = remote.stats if remote is not None else CacheStats()
         if self.read_only and remote is not None:
             raise UsageError(

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.base import BACKEND_CHOICES, TYPING_CHOICES, BuildConfig
+from ..backends.tensorrt.parser_check import PARSER_CHECK_CHOICES, check_parser
+from ..backends.tensorrt.parser_check import require as require_parser_check
 from ..errors import UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
-from ..parser_check import PARSER_CHECK_CHOICES, check_parser
-from ..parser_check import require as require_parser_check
-from ..policy import PrecisionPolicy
-from ..session import TrtSession
-from ..settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
+from ..plan.policy import PrecisionPolicy
+from ..run.session import TrtSession
+from ..run.settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
 
 
 def add_model_and_policy(p) -> None:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..baseline import reference_label, reference_model
-from ..case import DETAILS_MAX_ELEMENTS
+from ..backends.tensorrt.parser_check import require
 from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..core.jsonsafe import json_number
 from ..errors import BackendUnavailable
-from ..jsonsafe import json_number
-from ..parser_check import require
-from ..ranges import range_message, range_overflows
+from ..glue.case import DETAILS_MAX_ELEMENTS
+from ..locate.ranges import range_message, range_overflows
+from ..reference.baseline import reference_label, reference_model
 from ..report.rows import binding_text, tolerance_bound
 from .common import (
     add_engine_flags,

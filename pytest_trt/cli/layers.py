@@ -1,7 +1,7 @@
 """``pytest-trt layers MODEL``: what the engine runs, per ONNX node: planned vs observed precision.
 
 Builds (or loads from the cache) the engine for MODEL under the policy and prints its
-:class:`~pytest_trt.layers.LayerReport`: one row per node with planned and observed
+:class:`~pytest_trt.layers.report.LayerReport`: one row per node with planned and observed
 precision, status (ok / mismatch / unverifiable / fixed), how it is known (evidence:
 observed / inferred from a fused kernel's boundary / unverifiable / emulated) and the
 carrying layer (``[myelin]`` for Myelin regions). ``--json`` prints the report as JSON,
@@ -20,8 +20,8 @@ from __future__ import annotations
 import sys
 
 from ..errors import PrecisionError
-from ..policy import parse_rule
-from ..verify import assert_precision
+from ..plan.policy import parse_rule
+from ..verify.precision import assert_precision
 from .common import (
     add_engine_flags,
     add_input_flags,

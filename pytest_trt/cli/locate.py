@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..layerwise import locate_divergence
+from ..locate.divergence import locate_divergence
 from .common import (
     add_engine_flags,
     add_input_flags,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import onnx
 
+from ..backends.tensorrt.parser_check import require
 from ..errors import UsageError
-from ..model import load_model
-from ..parser_check import require
+from ..model.load import load_model
 from ..plan import PrecisionPlan
 from ..realize import realize_strong
 from .common import (

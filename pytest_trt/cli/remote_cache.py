@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..remote_cache import generate_keypair
+from ..cache.remote import generate_keypair
 from .common import emit_json
 
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..case import Feeds
 from ..errors import UsageError
+from ..glue.case import Feeds
 from ..suggest import MIN_RECHECK_SEEDS, suggest_fp32_islands
 from .common import (
     add_engine_flags,

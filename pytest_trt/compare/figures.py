@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..jsonsafe import json_number
+from ..core.jsonsafe import json_number
 
 __all__ = ["TABLE_ROWS", "Element", "OutputFigures"]
 

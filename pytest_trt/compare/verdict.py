@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import FP32, normalize_precision
+from ..core.dtypes import FP32, normalize_precision
+from ..core.jsonsafe import json_number
 from ..errors import AccuracyError, UsageError
-from ..jsonsafe import json_number
 from .arguments import pair_up, per_output
 from .detail import detail_exact, detail_float
 from .figures import Element, OutputFigures

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from ..errors import InputError, UsageError
-from ..model import Model
+from ..model.load import Model
 from .declarations import did_you_mean, fmt_shape, inputs_listing
 from .files import load_feeds
 from .generation import MAKE_FEEDS_KEYS, make_feeds

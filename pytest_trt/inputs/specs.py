@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from onnx import helper
 
+from ..core.lazy import lazy_import
 from ..errors import InputError
-from ..lazy import lazy_import
-from ..model import Model, load_model
+from ..model.load import Model, load_model
 
 if TYPE_CHECKING:
     import ml_dtypes
@@ -103,14 +103,14 @@ def float_max(dtype: Any) -> float:
 
 
 def as_model(model: ModelSource) -> Model:
-    """``model`` as a :class:`~pytest_trt.model.Model`: a Model as is, a path or ModelProto loaded."""
+    """``model`` as a :class:`~pytest_trt.model.load.Model`: a Model as is, a path or ModelProto loaded."""
     return model if isinstance(model, Model) else load_model(model)
 
 
 def input_specs(model: ModelSource) -> list[InputSpec]:
     """The model's inputs (graph inputs that are not initializers), in graph order.
 
-    ``model``: a path, an ``onnx.ModelProto`` or a :class:`~pytest_trt.model.Model`.
+    ``model``: a path, an ``onnx.ModelProto`` or a :class:`~pytest_trt.model.load.Model`.
     Non-tensor inputs (sequences, maps, optionals) raise :class:`InputError`.
     """
     m = as_model(model)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..model import Model
+from ..model.load import Model
 from .declarations import ALL_INPUT_KEYS, ALL_INPUTS, check_input_names, check_range, is_finite_number
 from .parsing import VAL_RANGE_OPTION, parse_val_range
 from .specs import InputSpec, ModelSource, as_model, float_max, input_specs

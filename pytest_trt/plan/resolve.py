@@ -1,8 +1,8 @@
 """Resolution: a policy and a model in, a :class:`~pytest_trt.plan.PrecisionPlan` out.
 
 :func:`resolve_plan` runs the pipeline's first stage end to end: type the model
-(:mod:`pytest_trt.onnx_typing`), check it (:mod:`pytest_trt.plan.checks`), match the
-policy's rules to nodes (:mod:`pytest_trt.precision_rules`), decide each node
+(:mod:`pytest_trt.model.onnx_typing`), check it (:mod:`pytest_trt.plan.checks`), match the
+policy's rules to nodes (:mod:`pytest_trt.plan.rules`), decide each node
 (:mod:`pytest_trt.plan.decide`), type each node (:mod:`pytest_trt.plan.node_io`) and
 assemble the plan with its notes and ``expect_fp32`` failures. :func:`resolve_as_is`
 reads the plan from a model that arrives with its own precision instead.
@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..dtypes import FP32, LOW_PRECISIONS, PRECISION_OF_ELEM
+from ..core.dtypes import FP32, LOW_PRECISIONS, PRECISION_OF_ELEM
 from ..errors import ModelError, PatternError
-from ..onnx_typing import GraphContext, domain_of, graph_context
-from ..precision_rules import Rule, match_rules, no_match_message
+from ..model.onnx_typing import GraphContext, domain_of, graph_context
 from .checks import check_bindings, check_quantization
 from .decide import check_supported, decide, fixed_reason, written_precision
 from .node_io import storage, type_nodes
@@ -30,9 +29,10 @@ from .records import (
     PolicyView,
     PrecisionPlan,
 )
+from .rules import Rule, match_rules, no_match_message
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import Model
+    from ..model.load import Model
 
 
 def resolve_plan(model: Model, policy: PolicyView) -> PrecisionPlan:

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import onnx
 from onnx import helper, numpy_helper
 
-from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, PRECISION_OF_ELEM
+from ..core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, PRECISION_OF_ELEM
 from .graph_names import all_tensor_names, rename_outer_refs
 from .strong import NOTES_KEY, PLAN_KEY, REALIZATION_KEY, build_strong, tensor_to_fp32, write_value_info
 from .widen import widen_attribute_types

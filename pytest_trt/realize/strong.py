@@ -36,7 +36,15 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, ELEM_OF_PRECISION, FP16, FP32, PRECISION_OF_ELEM
+from ..core.dtypes import (
+    ELEM_BFLOAT16,
+    ELEM_FLOAT,
+    ELEM_FLOAT16,
+    ELEM_OF_PRECISION,
+    FP16,
+    FP32,
+    PRECISION_OF_ELEM,
+)
 from ..plan import COMPUTE
 from .graph_names import all_tensor_names, rename_outer_refs
 

@@ -1,6 +1,6 @@
 """Reports of a pytest-trt session: terminal summary, JSON and HTML files.
 
-The package itself stays light: the plugin's load path imports :mod:`pytest_trt.report_records`
+The package itself stays light: the plugin's load path imports :mod:`pytest_trt.core.records`
 (and so this package); the writers, which import numpy, are imported when a report is written.
 """
 

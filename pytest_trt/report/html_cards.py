@@ -10,7 +10,7 @@ constrained nodes' table; layerwise and parser cards show their curve and node v
 
 from __future__ import annotations
 
-from ..report_records import LayerwiseRecord
+from ..core.records import LayerwiseRecord
 from .html_figures import css_heatmap, css_histogram, esc, svg_curve, value_text
 from .plots import as_float, heatmap_png, histogram_png, layerwise_png, layerwise_points, mismatch_marks
 from .rows import BAD_STATUSES, GOOD_STATUSES, caught, parser_rows, records_of, scope_of

@@ -17,7 +17,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
-from ..report_records import AccuracyRecord
+from ..core.records import AccuracyRecord
 from .condense import condense_records
 from .files import write_atomically
 from .html_cards import (

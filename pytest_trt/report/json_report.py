@@ -189,7 +189,7 @@ on the cosine floor). ``"inf"`` for NaN/Inf mismatches (``nan_inf``) and missing
 outputs (``structure``); null (both) when a passing output's figures were not computed. The error grid views the output as
 rows = leading dims flattened (row-major) by columns = last dim, max-pooled in blocks.
 
-Records (what rides on each test report: :mod:`pytest_trt.report_records`, one dataclass per kind)
+Records (what rides on each test report: :mod:`pytest_trt.core.records`, one dataclass per kind)
 -------------------------------------------------------------------------------------------------
 A test's records travel from an xdist worker to the controller as their JSON forms
 (``Record.to_json()``: ``{"kind", <fields>}``, optional fields left out while unset) and are
@@ -203,7 +203,7 @@ read back with ``record_from_json``, which rejects an unknown kind, a missing or
   "result": CompareResult.to_json(), "figures": {output: error_figures(...)}}`` (``figures`` only for
   failing float outputs)
 * ``PrecisionRecord`` ``{"kind": "precision", "pattern", "precision", "passed": bool (optional), "report":
-  PrecisionCheck.to_json(), "network": [scope rows]}`` (verify.py; a ``LayerReport.to_json()`` with every
+  PrecisionCheck.to_json(), "network": [scope rows]}`` (verify/precision.py; a ``LayerReport.to_json()`` with every
   node is read too, its statuses ``ok/mismatch/unverifiable/fixed``, the constrained nodes selected by the pattern)
 * ``LayerwiseRecord`` ``{"kind": "layerwise", "model", "backend", "policy", "seed", "note", "threshold", "jump",
   "found", "first": {tensor row} | null, "tensors": [{tensor row}, ...]}``: a layerwise comparison
@@ -225,10 +225,10 @@ from typing import Any
 
 import pytest
 
-from .. import environment
 from .._version import __version__
-from ..remote_cache import CacheStats
-from ..report_records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
+from ..cache.remote import CacheStats
+from ..core import environment
+from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
 from .files import write_atomically
 from .outcomes import verdict_text
 from .rows import (
@@ -389,7 +389,7 @@ def _caught(rows: list[dict]) -> int:
 
 
 def _extended(session, entry: dict[str, Any], res: dict) -> dict[str, Any]:
-    """The entry as plugins extend it (the ``pytest_trt_report_test`` hook, :mod:`pytest_trt.hookspec`)."""
+    """The entry as plugins extend it (the ``pytest_trt_report_test`` hook, :mod:`pytest_trt.glue.hookspec`)."""
     extend = getattr(session, "extend_test_entry", None)
     if extend is not None:  # hook implementations get the records' JSON forms (dicts with a "kind")
         extend(entry, [rec.to_json() for rec in result_records(res)])

@@ -2,8 +2,8 @@
 
 ``results`` is what the plugin's ``ResultsCollector`` gathered on the controller: one
 ``{"nodeid", "outcome", "records": [...]}`` per trt test, the records being the typed
-records of :mod:`pytest_trt.report_records` (a record's JSON form is read with
-:func:`~pytest_trt.report_records.as_record`). The functions here turn them into rows: one
+records of :mod:`pytest_trt.core.records` (a record's JSON form is read with
+:func:`~pytest_trt.core.records.as_record`). The functions here turn them into rows: one
 per output of every accuracy check, per precision check, per parser check, and the engine
 and baseline-fallback figures; the terminal summary, the JUnit properties, the JSON and the
 HTML report all read these rows.
@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from ..report_records import (
+from ..core.records import (
     AccuracyRecord,
     BaselineFallbackRecord,
     EngineRecord,
@@ -64,7 +64,7 @@ def engine_counts(results: Iterable[dict]) -> dict[str, Any]:
 def baseline_fallbacks(results: Iterable[dict]) -> list[dict[str, Any]]:
     """CUDA baselines whose float nodes ran on ONNX Runtime's CPU provider, one entry per model and
     node list: ``{"model", "provider", "nodes": [[name, op_type]], "tests": [nodeid, ...]}``
-    (records of kind ``baseline_fallback``, :func:`pytest_trt.baseline.warn_placement`)."""
+    (records of kind ``baseline_fallback``, :func:`pytest_trt.reference.baseline.warn_placement`)."""
     out: dict[tuple, dict[str, Any]] = {}
     for res, rec in records_of(results, BaselineFallbackRecord):
         key = (rec.model, json.dumps(rec.nodes))
@@ -284,7 +284,7 @@ def precision_nodes(record: PrecisionRecord | Mapping[str, Any]) -> tuple[list[d
     """``(constrained, all)`` node observations of a precision record (or its JSON form), in plan
     (topological) order.
 
-    The record's ``report`` is a ``PrecisionCheck.to_json()`` (verify.py: its ``nodes``
+    The record's ``report`` is a ``PrecisionCheck.to_json()`` (verify/precision.py: its ``nodes``
     are exactly the nodes the pattern matched, resolved by the plan) or a
     ``LayerReport.to_json()`` (every node; then the constrained ones are the report's
     ``matched`` names when listed, else the pattern applied as the policy does: glob over

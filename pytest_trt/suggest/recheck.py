@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.jsonsafe import json_number
 from ..errors import UsageError
-from ..jsonsafe import json_number
 
 __all__ = ["MIN_RECHECK_SEEDS", "InputSet", "accuracy_record", "input_sets", "permuted_feeds"]
 
@@ -62,7 +62,7 @@ def input_sets(feeds: dict, recheck_seeds: Any,
         raise UsageError(f"recheck_seeds: every answer is re-checked on at least {MIN_RECHECK_SEEDS} distinct seeds "
                          f"besides your feeds, got {recheck_seeds!r}")
     seeds = list(dict.fromkeys(seeds))
-    if make_feeds is None:  # feeds that remember how they were made (pytest_trt.case.Feeds)
+    if make_feeds is None:  # feeds that remember how they were made (pytest_trt.glue.case.Feeds)
         make_feeds = getattr(feeds, "remake", None)
     first = InputSet("your inputs" + (f" (seed {base})" if base is not None else ""), base, feeds)
     sets = [first]

@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..layerwise import fmt_error
+from ..locate.divergence import fmt_error
 from .groups import Group
 
 __all__ = ["Attempt", "Suggestion"]
@@ -77,7 +77,7 @@ class Suggestion:
         nonfinite_nodes: nodes that introduced NaN/Inf where the FP32 reference is finite, under
             the plan of ``patterns`` (``passes-output-only``).
         fp32_nodes, fp32_share, flops, fp32_flops_share: compute nodes kept FP32 by the final plan,
-            their share by count, and by a FLOPs estimate (:mod:`pytest_trt.flops`).
+            their share by count, and by a FLOPs estimate (:mod:`pytest_trt.suggest.flops`).
         accuracy: ``{output: {"max_abs", "max_rel", "passed"}}`` of the final plan (the initial
             plan's when nothing passed).
         initial_accuracy: the same for the policy as given.

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..backends.base import BuildConfig, get_backend
-from ..baseline import fp32_baseline, fp32_intermediates
 from ..compare import compare_outputs, default_tolerances
-from ..dtypes import LOW_PRECISIONS
+from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
-from ..flops import node_flops
-from ..layerwise import Divergence, locate_divergence
-from ..model import load_model
-from ..policy import PrecisionPolicy, Rule
+from ..locate.divergence import Divergence, locate_divergence
+from ..model.load import load_model
+from ..plan.policy import PrecisionPolicy, Rule
+from ..reference.baseline import fp32_baseline, fp32_intermediates
+from .flops import node_flops
 from .groups import (
     GRADUAL_KIND_ORDER,
     KIND_ORDER,
@@ -58,8 +58,8 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
     """Search the smallest set of FP32 islands (keep_fp32 patterns) with which ``model`` passes.
 
     Args:
-        model: a :class:`~pytest_trt.model.Model`, path or ModelProto.
-        policy: the :class:`~pytest_trt.policy.PrecisionPolicy` to start from (or a precision
+        model: a :class:`~pytest_trt.model.load.Model`, path or ModelProto.
+        policy: the :class:`~pytest_trt.plan.policy.PrecisionPolicy` to start from (or a precision
             name such as ``"fp16"``); suggested patterns are added to its ``keep_fp32``.
         feeds: input feeds (the search is only as good as they are: use the inputs that fail).
         backend: a :class:`~pytest_trt.backends.base.Backend` or its name (``"emulate"``).

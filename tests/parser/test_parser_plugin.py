@@ -32,7 +32,7 @@ import pytest
 #: check) uses its own emulation graph, so its verdict is untouched.
 LOWERING_CONFTEST = """
 import pytest_trt.realize as realize
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.plan.policy import PrecisionPolicy
 
 _real = realize.realize_strong
 

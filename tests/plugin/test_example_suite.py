@@ -58,7 +58,7 @@ def test_workflows_are_valid_yaml_and_call_only_what_exists(name):
     yaml = pytest.importorskip("yaml")
     workflow = yaml.safe_load((REPO / ".github" / "workflows" / name).read_text())
     assert workflow["jobs"], name
-    from pytest_trt.settings import OPTIONS
+    from pytest_trt.run.settings import OPTIONS
 
     known_options = {f"--{o.name}" for o in OPTIONS}
     for command in _workflow_commands(workflow):

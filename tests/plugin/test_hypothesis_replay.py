@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import onnx
 
-from pytest_trt import testing_models as tm
+from pytest_trt.model import testing_models as tm
 
 TEST_FILE = """
 import pytest

@@ -147,8 +147,8 @@ def test_schema_rejects_a_report_that_breaks_it(report):
 
 def test_parser_entries_validate_against_the_schema():
     """A parser check needs TensorRT-RTX, which the golden run lacks: its entry, as the report
-    writes it from the record a ParserCheck makes (fixtures.py / case.py), is validated alone."""
-    from pytest_trt.parser_check import ParserCheck
+    writes it from the record a ParserCheck makes (glue/fixtures.py / glue/case.py), is validated alone."""
+    from pytest_trt.backends.tensorrt.parser_check import ParserCheck
     from pytest_trt.report.json_report import _clean, entry_of_test
 
     check = ParserCheck("encoder.onnx", "bf16", "TensorRT-RTX 1.7.1.116", "failed", nodes={

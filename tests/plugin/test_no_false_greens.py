@@ -292,7 +292,7 @@ def test_weak(trt):
 """)
     from pytest_trt.backends.emulate import EmulateBackend
 
-    # the class, not an instance: backend instances are memos of each run (pytest_trt.runstate)
+    # the class, not an instance: backend instances are memos of each run (pytest_trt.core.runstate)
     monkeypatch.setattr(EmulateBackend, "supports",
                         lambda self, plan, config: "TensorRT 11 has no weak typing (removed in 11.0; use strong typing)"
                         if config.typing == "weak" else None)
@@ -330,11 +330,11 @@ def test_space_form_silently_dropped_the_project_ini_without_the_check(pytester,
     """The old false green, reproduced with the check switched off: pytest takes the report
     path for a test path, the rootdir leaves the project, its ini (``testpaths``,
     ``trt_fp16 = true``) is dropped, and the test that must fail in FP16 passes in FP32."""
-    import pytest_trt.settings
+    import pytest_trt.run.settings
 
     project, report = fp16_project
     monkeypatch.chdir(project)
-    monkeypatch.setattr(pytest_trt.settings, "check_path_option_forms", lambda config: None)
+    monkeypatch.setattr(pytest_trt.run.settings, "check_path_option_forms", lambda config: None)
     result = pytester.runpytest("--trt-report", str(report))
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines_random([f"rootdir: {project.parent}", "*default precision fp32 (default)*",
@@ -390,7 +390,7 @@ def test_gpu_workflow_requires_every_trt_test_to_run():
 def test_workflows_write_path_options_with_equals(name):
     import shlex
 
-    from pytest_trt.settings import OPTIONS
+    from pytest_trt.run.settings import OPTIONS
 
     path_flags = {f"--{o.name}" for o in OPTIONS if o.path}
     for run in _run_lines(name):

@@ -57,7 +57,7 @@ CONFTEST = """
 import os
 import importlib
 import pytest
-from pytest_trt import environment
+from pytest_trt.core import environment
 # the modules the plugin will call, as sys.modules has them: after an earlier in-process pytester
 # run, the package attribute (`from pytest_trt.report import html_report`) can be a stale copy
 files = importlib.import_module("pytest_trt.report.files")

@@ -32,8 +32,6 @@ import numpy as np
 import pytest
 
 from pytest_trt.backends.base import BuildConfig, get_backend, select_backend
-from pytest_trt.baseline import fp32_baseline
-from pytest_trt.case import marker_kwargs
 from pytest_trt.cli import main as cli_main
 from pytest_trt.compare import assert_close, compare_outputs
 from pytest_trt.errors import (
@@ -45,9 +43,11 @@ from pytest_trt.errors import (
     PytestTrtError,
     UsageError,
 )
+from pytest_trt.glue.case import marker_kwargs
 from pytest_trt.inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
-from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy, parse_rule
+from pytest_trt.model.load import load_model
+from pytest_trt.plan.policy import PrecisionPolicy, parse_rule
+from pytest_trt.reference.baseline import fp32_baseline
 
 REPO = Path(__file__).resolve().parents[2]
 ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
@@ -101,9 +101,9 @@ _SESSIONS: dict = {}
 
 def _marker_check(models, **kwargs):
     """What the `trt` fixture does for ``@pytest.mark.trt(model=<layernorm>, **kwargs)`` + ``trt.check()``."""
-    from pytest_trt.case import TrtCase
-    from pytest_trt.session import TrtSession
-    from pytest_trt.settings import Settings
+    from pytest_trt.glue.case import TrtCase
+    from pytest_trt.run.session import TrtSession
+    from pytest_trt.run.settings import Settings
 
     if "session" not in _SESSIONS:
         _SESSIONS["session"] = TrtSession.create(Settings(

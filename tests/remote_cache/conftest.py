@@ -19,7 +19,7 @@ from nginx_server import Nginx, NginxMissing  # noqa: E402
 @pytest.fixture(autouse=True)
 def _close_remote_tiers(monkeypatch):
     """Close the HTTP connections of every RemoteTier a test made."""
-    from pytest_trt import remote_cache
+    from pytest_trt.cache import remote as remote_cache
 
     made = []
     real_init = remote_cache.RemoteTier.__init__
@@ -49,7 +49,7 @@ def nginx(tmp_path):
 @pytest.fixture
 def keys(tmp_path):
     """A builder's key pair, and a second (untrusted) one."""
-    from pytest_trt.remote_cache import generate_keypair
+    from pytest_trt.cache.remote import generate_keypair
 
     return {"builder": generate_keypair(tmp_path / "keys", "builder"),
             "stranger": generate_keypair(tmp_path / "keys", "stranger")}

@@ -20,8 +20,7 @@ import pytest
 from report_schema import assert_valid_report
 
 from pytest_trt.cache import ArtifactCache
-from pytest_trt.errors import CacheWarning, UsageError
-from pytest_trt.remote_cache import (
+from pytest_trt.cache.remote import (
     MANIFEST,
     PREFIX,
     RemoteTier,
@@ -30,6 +29,7 @@ from pytest_trt.remote_cache import (
     published_name,
     sign_manifest,
 )
+from pytest_trt.errors import CacheWarning, UsageError
 
 pytestmark = pytest.mark.remote_cache
 

@@ -249,7 +249,7 @@ def test_a_misspelled_member_fails_the_tier(surfaces, tmp_path):
     for rel in inventory.ADAPTER_FILES:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, tmp_path / rel)
-    compat = tmp_path / "pytest_trt/backends/trt_compat.py"
+    compat = tmp_path / "pytest_trt/backends/tensorrt/compat.py"
     text = compat.read_text()
     assert "context.set_all_tensors_debug_state(" in text
     compat.write_text(text.replace("context.set_all_tensors_debug_state(", "context.set_all_tensor_debug_state("))
@@ -286,7 +286,7 @@ def test_api_differences_between_versions(surfaces, static, recorded):
 
 def test_strong_typing_from_10_0(surfaces):
     """Settles the strong-typing minimum: STRONGLY_TYPED is in the real 10.0.1 bindings."""
-    from pytest_trt.backends.trt_compat import STRONG_TYPING_MIN
+    from pytest_trt.backends.tensorrt.compat import STRONG_TYPING_MIN
 
     oldest = surfaces["trt-10.0.1"]
     assert "STRONGLY_TYPED" in oldest["classes"]["NetworkDefinitionCreationFlag"]["values"]
@@ -337,5 +337,5 @@ def test_get_tensor_profile_values_labels_its_parameters_the_wrong_way_round(sur
         (names,), (types,) = entry["signatures"], entry["types"]
         assert names == ["name", "profile_index"], release.version
         assert "int" in types[0].lower() and types[1] == "str", (release.version, types)
-    text = (REPO / "pytest_trt/backends/trt_runner.py").read_text()
+    text = (REPO / "pytest_trt/backends/tensorrt/runner.py").read_text()
     assert "engine.get_tensor_profile_values(index, n)" in text

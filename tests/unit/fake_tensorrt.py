@@ -4,7 +4,7 @@ It imitates the small part of the TensorRT Python API that ``pytest_trt/backends
 calls, so the glue (typing selection, weak hints, config flags, timing cache, error
 mapping, inspector parsing, the runner's buffer handling) can be tested on machines
 without TensorRT or a GPU. It proves nothing about TensorRT itself: names and
-behaviours follow what ``pytest_trt/backends/trt_compat.py`` cites from NVIDIA's
+behaviours follow what ``pytest_trt/backends/tensorrt/compat.py`` cites from NVIDIA's
 sources, and any mistake there is repeated here. ``tests/gpu/`` must pass on a real
 GPU before any of this is trusted.
 

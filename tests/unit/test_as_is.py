@@ -25,15 +25,20 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trt import PrecisionPolicy
 from pytest_trt.backends.base import BuildConfig, get_backend
-from pytest_trt.baseline import normalize_baseline, reference_label, reference_model, reference_outputs
 from pytest_trt.compare import compare_outputs
 from pytest_trt.errors import ModelError, PatternError, PrecisionError, UsageError
-from pytest_trt.layers import LayerReport
-from pytest_trt.model import load_model
+from pytest_trt.layers.report import LayerReport
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import export_feeds, graph_model
 from pytest_trt.plan import AS_WRITTEN
 from pytest_trt.realize import realize_emulation, realize_strong
-from pytest_trt.testing_models import export_feeds, graph_model
-from pytest_trt.upcast import needs_upcast, upcast_notes, upcast_to_fp32
+from pytest_trt.reference.baseline import (
+    normalize_baseline,
+    reference_label,
+    reference_model,
+    reference_outputs,
+)
+from pytest_trt.reference.upcast import needs_upcast, upcast_notes, upcast_to_fp32
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -263,7 +268,7 @@ def test_upcast_qdq_removes_fake_quant_or_keeps_it(qdq):
 
 
 def test_fp32_model_is_its_own_reference():
-    from pytest_trt.testing_models import decomposed_layernorm_block
+    from pytest_trt.model.testing_models import decomposed_layernorm_block
 
     model = load_model(decomposed_layernorm_block())
     assert not needs_upcast(model)
@@ -444,7 +449,7 @@ def test_good_per_axis_qdq_is_accepted_and_dequantized():
 
 # -- TensorRT refuses weak typing for as-is plans; the CLI ------------------------------------
 def test_tensorrt_supports_refuses_weak_typing_for_as_is(monkeypatch, mixed_plan, mixed):
-    from pytest_trt.backends import tensorrt as trt_backend
+    from pytest_trt.backends.tensorrt import backend as trt_backend
 
     monkeypatch.setattr(trt_backend, "installed_version", lambda backend: "10.8.0")
     backend = trt_backend.TensorRTBackend()
@@ -479,7 +484,7 @@ def test_mixed_realization_of_a_real_export_reads_back_as_is(path):
     """A policy's strong realization IS a mixed model with Casts (what autocast tools emit).
     Read back as_is, it must plan every original node as the policy did, and its emulation
     must round exactly where the policy's emulation does (bitwise equal outputs)."""
-    from pytest_trt.policy import Rule
+    from pytest_trt.plan.policy import Rule
 
     model = load_model(path)
     keep = [p for p in _LN if any(Rule(p, "fp32").matches(n) for n in model.graph.node)]

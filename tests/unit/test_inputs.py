@@ -40,7 +40,7 @@ from pytest_trt.inputs import (
     save_feeds,
     symbolic_dims,
 )
-from pytest_trt.model import load_model
+from pytest_trt.model.load import load_model
 
 REPO = Path(__file__).resolve().parents[2]
 VOCAB = 50
@@ -588,7 +588,7 @@ def test_seed_must_be_a_non_negative_int(flt, seed):
 
 @pytest.mark.parametrize("seed", [-1, 1.5, True, np.bool_(True), "0", None])
 def test_check_seed_refuses_what_is_not_a_non_negative_int(seed):
-    # check_seed is the public check the trt marker's seed= goes through (case.py)
+    # check_seed is the public check the trt marker's seed= goes through (glue/case.py)
     with pytest.raises(InputError, match=r"^seed must be a non-negative integer, got "):
         check_seed(seed)
 

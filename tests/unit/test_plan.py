@@ -10,10 +10,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from pytest_trt.errors import ModelError, PatternError
-from pytest_trt.model import load_model
-from pytest_trt.plan import PrecisionPlan, UnsupportedPrecisionError
-from pytest_trt.policy import PrecisionPolicy
-from pytest_trt.testing_models import (
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import (
     attention_block,
     decomposed_layernorm_block,
     graph_model,
@@ -22,6 +20,8 @@ from pytest_trt.testing_models import (
     resize_model,
     shared_initializer_model,
 )
+from pytest_trt.plan import PrecisionPlan, UnsupportedPrecisionError
+from pytest_trt.plan.policy import PrecisionPolicy
 
 F, F16, D, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.INT64
 LN = "/encoder/layer.0/attention/output/LayerNorm"

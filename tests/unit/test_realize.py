@@ -18,13 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from pytest_trt.dtypes import ELEM_OF_PRECISION
-from pytest_trt.model import load_model
-from pytest_trt.plan import UnsupportedPrecisionError
-from pytest_trt.policy import PrecisionPolicy, Rule
-from pytest_trt.realize import realization_notes, realize_emulation, realize_strong, weak_hints
-from pytest_trt.realize.strong import BF16_MAX, bf16_bits_to_fp32, round_to, to_bf16_bits, to_fp16
-from pytest_trt.testing_models import (
+from pytest_trt.core.dtypes import ELEM_OF_PRECISION
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import (
     BUILDERS,
     attention_block,
     decomposed_layernorm_block,
@@ -35,6 +31,10 @@ from pytest_trt.testing_models import (
     sample_feeds,
     shared_initializer_model,
 )
+from pytest_trt.plan import UnsupportedPrecisionError
+from pytest_trt.plan.policy import PrecisionPolicy, Rule
+from pytest_trt.realize import realization_notes, realize_emulation, realize_strong, weak_hints
+from pytest_trt.realize.strong import BF16_MAX, bf16_bits_to_fp32, round_to, to_bf16_bits, to_fp16
 
 ort = pytest.importorskip("onnxruntime")
 

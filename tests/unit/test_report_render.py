@@ -17,7 +17,7 @@ import pytest
 
 from pytest_trt.compare import compare_outputs
 from pytest_trt.report import html_report, json_report, plots, summary
-from pytest_trt.settings import Settings
+from pytest_trt.run.settings import Settings
 
 # --------------------------------------------------------------------------------------
 # hand-made records
@@ -65,8 +65,8 @@ NODES = [
 
 
 def layerwise_record():
-    """A real Divergence (layerwise.py's classes) turned into the compact record."""
-    from pytest_trt.layerwise import Divergence, TensorError
+    """A real Divergence (locate/divergence.py's classes) turned into the compact record."""
+    from pytest_trt.locate.divergence import Divergence, TensorError
 
     rows = [TensorError(f"{n}_output_0", n, op, i, precision=p, max_abs=v, rel=v / 10, available=avail,
                         divergent=(n == "/c/Pow"), jump=100.0 if n == "/c/Pow" else 1.0)
@@ -408,7 +408,7 @@ def test_html_of_an_empty_session():
 # --trt-gpus mapping
 # --------------------------------------------------------------------------------------
 def test_assign_devices():
-    from pytest_trt.xdist_gpus import assign_devices
+    from pytest_trt.glue.xdist_gpus import assign_devices
 
     assert assign_devices(["gw0", "gw1"], ["0", "1", "2"], None) == {"gw0": "0", "gw1": "1"}
     assert assign_devices(["gw0", "gw1", "gw2", "gw3"], ["5", "7"], None) == {
@@ -422,7 +422,7 @@ def test_assign_devices():
 
 
 def test_parse_gpus():
-    from pytest_trt.xdist_gpus import parse_gpus
+    from pytest_trt.glue.xdist_gpus import parse_gpus
 
     assert parse_gpus("auto") is None and parse_gpus(" 2 ") == 2
     for bad in ("0", "-1", "two"):
@@ -431,7 +431,8 @@ def test_parse_gpus():
 
 
 def test_visible_devices_honour_cuda_visible_devices(monkeypatch):
-    from pytest_trt import environment, xdist_gpus
+    from pytest_trt.core import environment
+    from pytest_trt.glue import xdist_gpus
 
     three = (environment.GpuInfo("G", "9.0", "1"),) * 3
     monkeypatch.setattr(environment, "gpus", lambda: three)
@@ -469,7 +470,7 @@ def test_svg_curve_leaves_gaps_for_tensors_the_engine_did_not_expose():
 
 def test_precision_check_records_of_verify_are_read_as_they_are():
     """verify.PrecisionCheck.to_json(): its nodes are the matched ones, statuses pass/fail/..."""
-    from pytest_trt.verify import NodeVerdict, PrecisionCheck
+    from pytest_trt.verify.precision import NodeVerdict, PrecisionCheck
 
     check = PrecisionCheck(
         pattern="*/LayerNorm/*", precision="fp32", method="inspect", model="enc.onnx", policy="fp16",

@@ -10,14 +10,14 @@ import pytest
 
 import pytest_trt
 from pytest_trt.backends.base import BuildConfig, get_backend
-from pytest_trt.baseline import fp32_baseline
 from pytest_trt.cache import ArtifactCache
 from pytest_trt.compare import compare_outputs
 from pytest_trt.inputs import make_feeds
-from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import export_feeds
+from pytest_trt.plan.policy import PrecisionPolicy
+from pytest_trt.reference.baseline import fp32_baseline
 from pytest_trt.suggest import candidate_groups, compress_groups, escape_glob, scope_of, suggest_fp32_islands
-from pytest_trt.testing_models import export_feeds
 
 ROOT = Path(__file__).resolve().parents[2]
 ENCODER14 = ROOT / "example_suite" / "models" / "encoder_opset14.onnx"
@@ -277,7 +277,7 @@ def gpt2_outlier():
 def test_gpt2_answer_leaves_no_inf_inside(gpt2_outlier):
     # Before: the search proposed only ['/transformer/ln_f/*'] (outputs pass: the blocks' contributions
     # are small), while `locate` with that policy found Inf in four LayerNorm Pow nodes.
-    from pytest_trt.layerwise import locate_divergence
+    from pytest_trt.locate.divergence import locate_divergence
 
     feeds = export_feeds(gpt2_outlier, seed=0)
     old = get_backend("emulate").build(PrecisionPolicy("fp16", keep_fp32=["/transformer/ln_f/*"]).resolve(gpt2_outlier),

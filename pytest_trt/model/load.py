@@ -1,0 +1,178 @@
+"""Loading and checking ONNX models.
+
+A :class:`Model` is the one object every later stage (plan, realizations, baseline,
+backends, inputs) receives. It is created once per file and carries the content hash
+used in cache keys, so a changed file never reuses a stale engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import onnx
+from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+
+from ..errors import ModelError
+
+
+@dataclass(eq=False)
+class Model:
+    """An ONNX model read from disk (or given in memory), checked, with stable node names.
+
+    Attributes:
+        proto: the ``onnx.ModelProto`` (external data loaded).
+        path: the file it came from, or None for an in-memory model.
+        sha256: hash of the serialized model: the model part of every cache key.
+        renamed_nodes: ``{new_name: reason}`` for nodes that had no name or a duplicate
+            name; patterns and reports use the new names.
+    """
+
+    proto: Any
+    path: Path | None = None
+    sha256: str = ""
+    renamed_nodes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """Short human name: the file name, or the graph name for in-memory models."""
+        if self.path is not None:
+            return self.path.name
+        return self.proto.graph.name or "<in-memory model>"
+
+    @property
+    def graph(self):
+        return self.proto.graph
+
+    @property
+    def opset(self) -> int:
+        """The default-domain opset version."""
+        for imp in self.proto.opset_import:
+            if imp.domain in ("", "ai.onnx"):
+                return int(imp.version)
+        return 1
+
+    def node_names(self) -> list[str]:
+        return [n.name for n in self.proto.graph.node]
+
+    def input_names(self) -> list[str]:
+        inits = {i.name for i in self.proto.graph.initializer}
+        return [i.name for i in self.proto.graph.input if i.name not in inits]
+
+    def output_names(self) -> list[str]:
+        return [o.name for o in self.proto.graph.output]
+
+    def serialized(self) -> bytes:
+        return self.proto.SerializeToString()
+
+    def __repr__(self) -> str:
+        return f"Model({self.label!r}, sha256={self.sha256[:12]})"
+
+
+def _name_nodes(proto) -> dict[str, str]:
+    """Give unnamed nodes a name and make duplicate names unique.
+
+    Patterns and engine layer names refer to nodes by name, so every node needs one.
+    TensorRT's ONNX parser names layers after nodes too; a model whose nodes are
+    unnamed gets ``<op_type>_<index>`` names here, which is also what ``plan`` shows.
+    """
+    renamed: dict[str, str] = {}
+    seen: set[str] = set()
+    for index, node in enumerate(proto.graph.node):
+        if not node.name:
+            base = f"{node.op_type}_{index}"
+            reason = "node had no name"
+        elif node.name in seen:
+            base = node.name
+            reason = f"duplicate node name {node.name!r}"
+        else:
+            seen.add(node.name)
+            continue
+        name, k = base, 1
+        while name in seen:
+            k += 1
+            name = f"{base}__{k}"
+        node.name = name
+        seen.add(name)
+        renamed[name] = reason
+    return renamed
+
+
+def load_model(source: Any, *, check: bool = True) -> Model:
+    """Read and check an ONNX model.
+
+    ``source`` may be a path, a :class:`Model` (returned as is) or an
+    ``onnx.ModelProto``. Errors name the file and say what to do: a missing file, a
+    file that is not ONNX, missing external data, a model ``onnx.checker`` rejects.
+
+    >>> model = load_model("models/encoder.onnx")   # doctest: +SKIP
+    """
+    if isinstance(source, Model):
+        return source
+    path: Path | None = None
+    if isinstance(source, onnx.ModelProto):
+        proto = onnx.ModelProto()
+        proto.CopyFrom(source)
+    elif isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        proto = _read_proto(path)
+        _load_external_data(proto, path)
+    else:
+        raise ModelError(f"expected a path to an ONNX file or an onnx.ModelProto, got {type(source).__name__}")
+
+    where = str(path) if path else (proto.graph.name or "in-memory model")
+    if check:
+        try:
+            onnx.checker.check_model(proto)
+        except onnx.checker.ValidationError as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            raise ModelError(f"{where} fails onnx.checker: {first}. Fix or re-export the model.") from exc
+    digest = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
+    renamed = _name_nodes(proto)
+    return Model(proto=proto, path=path, sha256=digest, renamed_nodes=renamed)
+
+
+def _read_proto(path: Path) -> onnx.ModelProto:
+    """The ModelProto in ``path`` (external data not loaded yet); ModelError saying what is wrong with the file."""
+    if not path.exists():
+        raise ModelError(f"ONNX model not found: {path} (check the path; relative paths are "
+                         f"resolved against the current directory {Path.cwd()})")
+    if path.is_dir():
+        raise ModelError(f"ONNX model path is a directory, not a file: {path}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelError(f"cannot read ONNX model {path}: {exc.strerror or exc}") from exc
+    if not data:
+        raise ModelError(f"ONNX model {path} is empty (0 bytes): was it written completely?")
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception as exc:  # google.protobuf.message.DecodeError and friends
+        raise ModelError(
+            f"{path} is not a valid ONNX model (protobuf parse failed: {exc}); "
+            f"it may be truncated or a different file format"
+        ) from exc
+    if not proto.graph.node and not proto.graph.output:
+        raise ModelError(f"{path} parsed as an empty ONNX model (no graph): is it really an .onnx file?")
+    return proto
+
+
+def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
+    """Load the weights ``proto`` keeps in files next to ``path``; ModelError naming a missing one."""
+    try:
+        if any(uses_external_data(t) for t in proto.graph.initializer):
+            load_external_data_for_model(proto, str(path.parent))
+    except (FileNotFoundError, onnx.checker.ValidationError) as exc:
+        # onnx raises ValidationError ("... should be stored in ..., but it is not regular file")
+        # for a missing data file, FileNotFoundError in older versions
+        missing = getattr(exc, "filename", None) or str(exc).strip().splitlines()[0]
+        raise ModelError(
+            f"{path} stores weights as external data, but a data file is missing: {missing}. "
+            f"Keep the external data files next to the model."
+        ) from exc
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read its external data: {exc}") from exc
