@@ -234,7 +234,7 @@ class ArtifactCache:
             with contextlib.suppress(InvalidEntry):  # a failure is re-checked under the lock
                 manifest = validate_entry(entry, kind, key, parts)
                 if usable(manifest):
-                    return self._hit(kind, key, entry, manifest, label, 0.0, time.monotonic() - t0)
+                    return self._hit(kind, key, parts, entry, manifest, label, 0.0, time.monotonic() - t0)
 
         with self._locked(key, what=f"{kind} entry {entry}") as waited:
             if check:
@@ -246,14 +246,15 @@ class ArtifactCache:
                     if not rebuild:  # (a rebuild replaces it anyway)
                         self._drop_corrupt(kind, key, entry, label, str(exc))
                 if usable(manifest):
-                    return self._hit(kind, key, entry, manifest, label, waited, time.monotonic() - t0)
+                    return self._hit(kind, key, parts, entry, manifest, label, waited, time.monotonic() - t0,
+                                     locked=True)
             result = self._build(kind, key, parts, build, entry, label, waited, use_remote=not rebuild)
             if self.max_bytes is not None:
                 with contextlib.suppress(CacheError):
                     self.prune(protect=(entry,))
             return result
 
-    def _hit(self, kind, key, entry, manifest, label, waited, seconds) -> CacheResult:
+    def _hit(self, kind, key, parts, entry, manifest, label, waited, seconds, *, locked=False) -> CacheResult:
         touch(entry / MANIFEST)
         self._record_quietly("hit", kind, key, label or manifest.get("label", ""), round(seconds, 6),
                              waited=round(waited, 6))
@@ -261,7 +262,27 @@ class ArtifactCache:
         built = manifest.get("build_seconds")
         if isinstance(built, (int, float)):
             self.stats.seconds_saved += max(0.0, float(built) - seconds)
+        if self.remote is not None and self.remote.wants_publish_check(kind, key, manifest):
+            self._publish_hit(kind, key, parts, entry, manifest, label or manifest.get("label", ""), locked)
         return CacheResult(entry, key, True, 0.0, waited, kind, manifest, "local")
+
+    def _publish_hit(self, kind, key, parts, entry, manifest, label, locked) -> None:
+        """A read-write remote tier uploads a local hit that was never published (its builder was
+        killed or cut off mid-upload), under the key's lock so that the entry cannot be replaced
+        or evicted meanwhile; a lock held elsewhere (a build of the key) skips it this time."""
+        remote = self.remote
+        ctx = None if locked else self._try_lock(key, what=f"{kind} entry {entry}")
+        if remote is None or (not locked and ctx is None):
+            return
+        try:
+            if not locked and read_manifest_quietly(entry)[1] != manifest:
+                return  # replaced since it was validated (a rebuild elsewhere): that one is its own builder's
+            remote.ensure_published(kind, key, parts, entry, manifest, label=label)
+        except OSError:
+            return  # vanished meanwhile: nothing to publish
+        finally:
+            if ctx is not None:
+                ctx.__exit__(None, None, None)
 
     def _drop_corrupt(self, kind, key, entry, label, reason) -> None:
         warnings.warn(

@@ -6,18 +6,13 @@ from typing import Any
 
 from ..backends.tensorrt.parser_check import require
 from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..compare.figures import DETAILS_MAX_ELEMENTS
 from ..core.jsonsafe import json_number
 from ..errors import BackendUnavailable
-from ..glue.case import DETAILS_MAX_ELEMENTS
 from ..locate.ranges import range_message, range_overflows
 from ..reference.baseline import reference_label, reference_model
 from ..report.rows import binding_text, tolerance_bound
 from .common import (
-    add_engine_flags,
-    add_input_flags,
-    add_model_and_policy,
-    add_parser_check_flag,
-    add_tolerance_flags,
     build_config_from_args,
     emit_json,
     feeds_from_args,
@@ -25,24 +20,6 @@ from .common import (
     policy_from_args,
     session_from_args,
 )
-
-
-def add_parser(sub: Any) -> None:
-    """The ``compare`` subcommand and its flags."""
-    p = sub.add_parser("compare", help="compare the engine with the FP32 ONNX Runtime baseline",
-                       description="Build (or load from the cache) the engine for MODEL under the policy, run it "
-                       "and the FP32 ONNX Runtime baseline on the same inputs, and compare. Exit 0 within "
-                       "tolerance, 1 outside, 2 on usage or input errors.")
-    add_model_and_policy(p)
-    add_engine_flags(p)
-    add_input_flags(p)
-    add_tolerance_flags(p)
-    p.add_argument("--baseline", choices=("fp32", "as-written"), default="fp32",
-                   help="reference: fp32 = ONNX Runtime on the model upcast to FP32 (Q/DQ removed; for an FP32 model, "
-                   "the model itself), as-written = ONNX Runtime on the model as written (fake-quant for Q/DQ) "
-                   "(default: fp32)")
-    add_parser_check_flag(p)
-    p.set_defaults(run=run)
 
 
 def prepare(args: Any) -> tuple[Any, Any, Any, Any, Any, Any]:

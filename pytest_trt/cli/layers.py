@@ -23,36 +23,13 @@ from ..errors import PrecisionError
 from ..plan.policy import parse_rule
 from ..verify.precision import assert_precision
 from .common import (
-    add_engine_flags,
-    add_input_flags,
-    add_model_and_policy,
     build_config_from_args,
-    cli_spelling,
     emit_json,
     feeds_from_args,
     policy_from_args,
     session_from_args,
 )
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("layers", help="planned vs observed precision per node (the engine's layer report)",
-                       description="Build (or load from the cache) the engine for MODEL under the policy and print "
-                       "what it runs: per ONNX node the planned and the observed precision, the status "
-                       "(ok/mismatch/unverifiable/fixed) and the layer or Myelin region that carries it. Exit 0; "
-                       "with --expect, 1 when an expectation fails; 2 on usage or input errors.")
-    add_model_and_policy(p)
-    add_engine_flags(p)
-    add_input_flags(p)
-    p.add_argument("--status", action="append", default=[], metavar="STATUS",
-                   choices=("ok", "mismatch", "unverifiable", "fixed"),
-                   help="show only nodes with this status (repeatable; table only)")
-    p.add_argument("--expect", action="append", default=[], metavar="PATTERN=PREC",
-                   help="assert that the nodes matching PATTERN are shown running in PREC (repeatable); "
-                        "exit 1 if one fails")
-    p.add_argument("--allow-unverifiable", action="store_true",
-                   help="with --expect: list unverifiable nodes as warnings instead of failing")
-    p.set_defaults(run=run)
+from .spelling import cli_spelling
 
 
 def run(args) -> int:

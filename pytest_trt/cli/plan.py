@@ -13,24 +13,10 @@ from ..model.load import load_model
 from ..plan import PrecisionPlan
 from ..realize import realize_strong
 from .common import (
-    add_model_and_policy,
-    add_parser_check_flag,
     emit_json,
     parser_check_from_args,
     policy_from_args,
 )
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("plan", help="resolve a precision policy against a model and show every node's precision",
-                       description="Resolve the precision policy against MODEL: node, op type, precision and the "
-                       "rule that decided it. A pattern that matches no node is an error (exit 2).")
-    add_model_and_policy(p)
-    p.add_argument("--export-onnx", metavar="PATH", help="write the strongly typed realization (Casts at island "
-                   "boundaries) to PATH; never over MODEL, and over another existing file only with --force")
-    p.add_argument("--force", action="store_true", help="with --export-onnx: overwrite an existing PATH")
-    add_parser_check_flag(p)
-    p.set_defaults(run=run)
 
 
 def _check_export_path(args: argparse.Namespace) -> None:

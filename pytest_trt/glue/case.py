@@ -27,6 +27,7 @@ import pytest
 from ..backends.base import get_backend
 from ..backends.tensorrt.parser_check import require
 from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..compare.figures import DETAILS_MAX_ELEMENTS
 from ..core.dtypes import normalize_precision
 from ..core.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
 from ..errors import AccuracyError, ParserCheckError, PrecisionError, UsageError
@@ -57,9 +58,6 @@ class Tolerances(NamedTuple):
     rtol: dict
 
 
-# Figures of *passing* outputs (max errors, for the summary and reports) cost an exact
-# second pass; above this many elements only failing outputs get them.
-DETAILS_MAX_ELEMENTS = 1 << 22
 #: where feeds that failed and that no seed can regenerate are saved (next to --trt-report, else in rootdir)
 ARTIFACTS_DIRNAME = "trt-artifacts"
 

@@ -179,9 +179,12 @@ class TrtSession:
                 from ..cache.remote import ENV_AUTH, ENV_KEY, RemoteTier  # load path: imported once in use
 
                 key = os.environ.get(ENV_KEY) or None
+                source = self.settings.sources.get("trt_remote_cache", "default")
                 self._remote = RemoteTier(self.settings.remote_cache, mode=self.settings.remote_cache_mode,
                                           private_key=key, trusted=self.settings.remote_cache_trust,
-                                          auth=os.environ.get(ENV_AUTH) or None, flag_prefix=self.flag_prefix)
+                                          auth=os.environ.get(ENV_AUTH) or None,
+                                          timeout=self.settings.remote_cache_timeout, flag_prefix=self.flag_prefix,
+                                          url_source=None if source == "default" else source)
             return self._remote
 
     def cache_stats(self):

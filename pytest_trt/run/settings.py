@@ -12,8 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends.base import BACKEND_CHOICES, TYPING_CHOICES
-from ..backends.tensorrt.parser_check import PARSER_CHECK_CHOICES
+from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TYPING_CHOICES
 from ..errors import PatternError, UsageError
 from ..plan.rules import validate_pattern
 
@@ -86,6 +85,9 @@ OPTIONS: tuple[Option, ...] = (
            "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST, comma-separated; a builder also trusts its own key). "
            "Write it --trt-remote-cache-trust=KEY.",
            "list", (), metavar="KEY", path=True),
+    Option("trt-remote-cache-timeout", "Seconds one remote cache entry may take to arrive, plus 1 s per MiB of its "
+           "files (a floor of 1 MiB/s); a slower entry is built locally and the remote is not asked again in the "
+           "session (default: 60).", "float", 60.0, metavar="SECONDS"),
     Option("trt-rebuild", "Ignore cached engines and baselines and rebuild them (default: off).", "bool", False),
     # the defaults named here are pytest_trt.compare's DEFAULT_TOLERANCES / DEFAULT_MIN_COSINE
     # (tests/plugin/test_options.py checks they agree; not imported: compare imports numpy)
@@ -153,7 +155,10 @@ def _convert(opt: Option, value, source: str):
             if number == float("inf"):
                 raise ValueError("must be finite (an infinite tolerance switches the accuracy check off; "
                                  "deselect such tests with -k/-m instead, or mark a test that only wants the "
-                                 "figures @pytest.mark.trt(no_check=True))")
+                                 "figures @pytest.mark.trt(no_check=True))" if opt.name in ("trt-atol", "trt-rtol")
+                                 else "must be finite")
+            if number == 0 and opt.name == "trt-remote-cache-timeout":
+                raise ValueError("must be more than 0 seconds")
             return number
         if opt.kind == "int":
             number = int(value)
@@ -295,6 +300,8 @@ class Settings:
     remote_cache: str | None = None
     remote_cache_mode: str = "auto"
     remote_cache_trust: tuple = ()
+    #: --trt-remote-cache-timeout (the default is pytest_trt.cache.remote.layout.DEFAULT_TIMEOUT)
+    remote_cache_timeout: float = 60.0
     rebuild: bool = False
     atol: float | None = None
     rtol: float | None = None
@@ -369,6 +376,7 @@ def resolve_settings(config) -> Settings:
         remote_cache=remote[0],
         remote_cache_mode=remote[1],
         remote_cache_trust=remote[2],
+        remote_cache_timeout=float(values["trt_remote_cache_timeout"]),
         rebuild=bool(values["trt_rebuild"]),
         atol=values["trt_atol"],
         rtol=values["trt_rtol"],

@@ -40,17 +40,6 @@ PARTS = {"model": "sha256-of-model", "gpu": {"name": "NVIDIA H100", "cc": "9.0"}
 HERE = Path(__file__).parent
 
 
-@pytest.fixture(params=["webdav", "file"])
-def remote(request, tmp_path):
-    """(url, the directory where the server keeps the cache's files)."""
-    if request.param == "webdav":
-        server = request.getfixturevalue("nginx")
-        return server.url, server.root / "cache"
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    return f"file://{shared}", shared
-
-
 def builder(url, keys, **kw):
     return RemoteTier(url, mode="rw", private_key=keys["builder"]["private"], trusted=[keys["builder"]["public"]], **kw)
 

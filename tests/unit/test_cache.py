@@ -263,6 +263,11 @@ CORRUPTIONS = {
         lambda e: (e / "manifest.json").write_bytes((e / "manifest.json").read_bytes()[:40]),
         "manifest.json is not valid JSON",
     ),
+    # audit F10: RecursionError on every run, never discarded
+    "deeply-nested-manifest": (
+        lambda e: (e / "manifest.json").write_bytes(b"[" * 100_000 + b"]" * 100_000),
+        "manifest.json is not valid JSON (nested more than 64 levels deep",
+    ),
     "foreign-file": (
         lambda e: (e / "evil.so").write_bytes(b"\x7fELF"),
         "not listed in manifest.json (foreign): evil.so",
@@ -302,6 +307,21 @@ def test_unusable_entry_warns_names_it_and_is_rebuilt(cache, root, corruption):
     corrupt = [e for e in cache.events() if e["event"] == "corrupt"]
     assert len(corrupt) == 1 and text in corrupt[0]["reason"] and corrupt[0]["path"] == str(entry)
     assert tmp_items(root) == []
+
+
+@pytest.mark.parametrize("manifest", ["nested", "fifo"])
+def test_listing_survives_a_hostile_manifest(cache, root, manifest):
+    """entries(), prune() and clear() read manifests without validating them (audit F10): a manifest
+    nested 100k deep, or a named pipe in its place, is listed as an entry without a manifest."""
+    entry = cache.get_or_build("engine", PARTS, Builder()).path
+    (entry / "manifest.json").unlink()
+    if manifest == "nested":
+        (entry / "manifest.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    else:
+        os.mkfifo(entry / "manifest.json")
+    (listed,) = cache.entries()
+    assert listed.path == entry and listed.manifest is None
+    assert cache.clear() == 1 and not entry.exists()
 
 
 def test_corrupt_entry_is_removed_even_when_the_rebuild_fails(cache, root):

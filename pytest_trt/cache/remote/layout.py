@@ -9,6 +9,7 @@ environment variables and modes of ``--trt-remote-cache*``, and the install hint
 from __future__ import annotations
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "ENV_AUTH",
     "ENV_KEY",
     "ENV_MODE",
@@ -18,6 +19,7 @@ __all__ = [
     "MANIFEST",
     "MODES",
     "PREFIX",
+    "SECONDS_PER_MIB",
     "published_name",
 ]
 
@@ -32,6 +34,13 @@ PREFIX = "pytest-trt-remote-v1"
 MANIFEST = "manifest.json"
 MODES = ("auto", "ro", "rw")
 EXTRA_HINT = "install the remote extra: pip install 'pytest-trt[remote]'"
+#: ``--trt-remote-cache-timeout``: seconds one entry's fetch may take (its manifest and first
+#: bytes), plus SECONDS_PER_MIB for each MiB of its signed files; past that the entry is built
+#: locally and the remote is not asked again in the session. 1 s per MiB is a floor of 1 MiB/s
+#: (8 Mbit/s): a remote slower than that is no faster than building a large engine locally, and
+#: a server that trickles bytes (under every per-read timeout) is stopped.
+DEFAULT_TIMEOUT = 60.0
+SECONDS_PER_MIB = 1.0
 
 
 def published_name(kid: str) -> str:

@@ -8,8 +8,11 @@ write an object, publish a manifest only if absent (``link(2)``, WebDAV ``MOVE``
 :class:`~pytest_trt.cache.CacheStats`; :func:`describe_error` and
 :func:`is_connection_error` tell an unreachable remote from one that refuses. WebDAV goes
 through webdav4's client and its httpx session directly (one GET or PUT per file instead of
-fsspec's PROPFIND/MKCOL walks). fsspec, webdav4 and httpx are imported on first use (the
-``remote`` extra).
+fsspec's PROPFIND/MKCOL walks); ``file://`` through :mod:`~pytest_trt.cache.remote.localfs`
+(regular files only, no link followed). Reads stop at a wall-clock deadline the tier sets per
+entry (:meth:`Transport.set_deadline`; :class:`DeadlineExceeded`), and an error writing the
+*local* copy is :class:`LocalDiskError`, never mistaken for the remote's. fsspec, webdav4 and
+httpx are imported on first use (the ``remote`` extra).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import errno
 import hashlib
 import io
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,8 +30,10 @@ from typing import TYPE_CHECKING, Any
 from ...core.lazy import lazy_import
 from ...errors import UsageError
 from .. import CacheStats
+from . import localfs
 from .layout import EXTRA_HINT
 from .signing import RejectedEntry
+from .urls import Redactor, display_url
 
 if TYPE_CHECKING:
     import fsspec
@@ -40,7 +46,42 @@ else:
     webdav4_client = lazy_import("webdav4.client", extra="remote")
     webdav4_fsspec = lazy_import("webdav4.fsspec", extra="remote")
 
-__all__ = ["Transport", "describe_error", "is_connection_error", "open_filesystem", "transport_errors"]
+__all__ = [
+    "DeadlineExceeded",
+    "LocalDiskError",
+    "Transport",
+    "describe_error",
+    "is_connection_error",
+    "open_filesystem",
+    "transport_errors",
+]
+
+#: httpx's timeout of one network operation (connect, one read, one write); a read also stops
+#: at the entry's deadline
+HTTP_TIMEOUT = 30.0
+
+
+class DeadlineExceeded(TimeoutError):
+    """A read did not complete within the entry's wall-clock deadline (the message says which)."""
+
+
+class LocalDiskError(Exception):
+    """Writing the local copy of a downloaded file failed: the local disk's error (``error``), not the remote's."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Unopened:
+    """The filesystem of a URL whose transport could not be set up at session start (an ftp://
+    server that refused the connection): every use raises that error, which the tier reports as
+    an unreachable remote, as it does for a WebDAV server that is down."""
+
+    protocol = ("unopened",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
 
 
 def open_filesystem(url: str, auth: str | None, on_request: Callable[[], None] | None = None,
@@ -49,21 +90,25 @@ def open_filesystem(url: str, auth: str | None, on_request: Callable[[], None] |
     """(fsspec filesystem, root path, counts_requests) for a remote cache URL.
 
     ``on_request()`` is called for every HTTP request where the transport lets us see them
-    (WebDAV, through httpx's event hooks); then ``counts_requests`` is True.
+    (WebDAV, through httpx's event hooks); then ``counts_requests`` is True. A URL that no
+    installed filesystem can serve is a :class:`~pytest_trt.errors.UsageError`; a filesystem
+    that fails to connect while it is created (ftp://, sftp://) gives an :class:`_Unopened`
+    one. Messages show the URL without its secrets.
     """
+    shown, redact = display_url(url), Redactor(url, auth)
     try:
         filesystem = fsspec.filesystem  # the first use imports fsspec
     except ImportError:
-        raise UsageError(f"{flag} {url}: the remote cache uses fsspec: {EXTRA_HINT}") from None
+        raise UsageError(f"{flag} {shown}: the remote cache uses fsspec: {EXTRA_HINT}") from None
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme in ("http", "https", "webdav+http", "webdav+https"):
         try:
             webdav_filesystem = webdav4_fsspec.WebdavFileSystem
         except ImportError:
-            raise UsageError(f"{flag} {url}: WebDAV needs the `webdav4` package: {EXTRA_HINT}") from None
+            raise UsageError(f"{flag} {shown}: WebDAV needs the `webdav4` package: {EXTRA_HINT}") from None
         base = url.split("+", 1)[1] if scheme.startswith("webdav+") else url
         # (a fresh instance: fsspec would otherwise share one per URL, with another tier's counters)
-        kwargs: dict[str, Any] = {"retry": False, "timeout": 30, "skip_instance_cache": True}
+        kwargs: dict[str, Any] = {"retry": False, "timeout": HTTP_TIMEOUT, "skip_instance_cache": True}
         if on_request is not None:
             hooks: dict[str, list[Callable[[Any], None]]] = {"request": [lambda request: on_request()]}
             if on_response is not None:
@@ -72,22 +117,35 @@ def open_filesystem(url: str, auth: str | None, on_request: Callable[[], None] |
         if auth:
             user, _, password = auth.partition(":")
             kwargs["auth"] = (user, password)
-        return webdav_filesystem(base.rstrip("/"), **kwargs), "", on_request is not None
+        try:
+            return webdav_filesystem(base.rstrip("/"), **kwargs), "", on_request is not None
+        except Exception as exc:  # (httpx refuses some URLs that urllib accepts)
+            raise UsageError(f"{flag} {shown}: not a usable WebDAV URL ({redact(str(exc))})") from None
     if scheme in ("", "file", "local"):
         path = url.split("://", 1)[1] if scheme else url
         if not os.path.isabs(path):
-            raise UsageError(f"{flag} {url}: a local remote cache needs an absolute path "
+            raise UsageError(f"{flag} {shown}: a local remote cache needs an absolute path "
                              f"(file:///shared/trt-cache)")
-        return filesystem("file"), path.rstrip("/"), False
+        return filesystem("file"), path.rstrip("/") or "/", False
+    try:
+        fsspec.get_filesystem_class(fsspec.core.split_protocol(url)[0])
+    except (ImportError, ValueError) as exc:
+        raise UsageError(f"{flag} {shown}: fsspec cannot open it ({redact(str(exc))}); s3://, gs:// and az:// "
+                         f"need s3fs, gcsfs or adlfs installed") from None
     try:
         fs, root = fsspec.core.url_to_fs(url)
-    except (ImportError, ValueError) as exc:
-        raise UsageError(f"{flag} {url}: fsspec cannot open it ({exc}); s3://, gs:// and az:// need "
-                         f"s3fs, gcsfs or adlfs installed") from None
+    except (ImportError, TypeError) as exc:
+        raise UsageError(f"{flag} {shown}: fsspec cannot open it ({redact(str(exc))})") from None
+    except Exception as exc:  # connecting failed: reported as an unreachable remote at first use
+        return _Unopened(exc), "", False
     return fs, root.rstrip("/"), False
 
 
 def describe_error(exc: BaseException, status: int | None = None) -> str:
+    """What went wrong, in a few words: full (507, ENOSPC), read-only (401/403/405, EROFS), an HTTP
+    status, a missed deadline or a planted link (their own message), else the exception."""
+    if isinstance(exc, (DeadlineExceeded, localfs.UnsafeStorePath)):
+        return str(exc)
     if status is None:
         status = getattr(getattr(exc, "response", None), "status_code", None)
     if status is None:
@@ -149,6 +207,10 @@ class Transport:
         protocol = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
         self.local = "file" in protocol or "local" in protocol
         self.webdav = "webdav" in protocol
+        #: ``time.monotonic()`` after which a read gives up (:class:`DeadlineExceeded`), and what
+        #: the message says; set per entry by the tier
+        self._deadline: float | None = None
+        self._deadline_text = ""
 
     def close(self) -> None:
         """Close the HTTP connections (WebDAV)."""
@@ -158,7 +220,10 @@ class Transport:
 
     def path(self, *parts: str) -> str:
         """The remote path of ``parts`` under the root."""
-        return "/".join(p for p in (self.root, *parts) if p)
+        root = self.root.rstrip("/")
+        if self.local and not root:  # the store is the filesystem's root
+            return "/" + "/".join(parts)
+        return "/".join(p for p in (root, *parts) if p)
 
     def _note_status(self, status: int) -> None:
         if status >= 400 and status != 404:
@@ -167,21 +232,51 @@ class Transport:
     def _count_request(self) -> None:
         self.stats.remote_requests += 1
 
+    def _opened(self) -> Any:
+        if isinstance(self.fs, _Unopened):
+            raise self.fs.error
+        return self.fs
+
     def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """``fn(*args, **kwargs)``, counted as one request where the transport cannot count real ones."""
         if not self._counted:  # one filesystem call ~ one request (HTTP transports count the real ones)
             self.stats.remote_requests += 1
         return fn(*args, **kwargs)
 
+    def _parts(self, path: str) -> list[str]:
+        """``path`` (under the root) as the list of its names below the root."""
+        prefix = self.root.rstrip("/") + "/"
+        return path[len(prefix):].split("/") if path.startswith(prefix) else path.lstrip("/").split("/")
+
     def exists(self, path: str) -> bool:
         """Whether ``path`` exists on the remote."""
-        return bool(self.call(self.fs.exists, path))
+        if self.local:
+            return bool(self.call(localfs.exists, path))
+        return bool(self.call(self._opened().exists, path))
 
-    # WebDAV goes through webdav4's client and its httpx session directly: one GET per file
-    # (streamed, stopped at the signed size) and one PUT per file (collections created only
-    # when the server says they are missing), instead of fsspec's PROPFIND before every read and
-    # PROPFIND/MKCOL walk before every write (nginx: 17 requests to publish a one-file entry
-    # that way, 4 this way; 2 to fetch it instead of 5).
+    # ------------------------------------------------------------------ the deadline of an entry
+
+    def set_deadline(self, seconds: float | None, text: str = "") -> None:
+        """Reads give up ``seconds`` from now (None: no deadline) with :class:`DeadlineExceeded`\\(``text``)."""
+        self._deadline = None if seconds is None else time.monotonic() + seconds
+        self._deadline_text = text
+
+    def extend_deadline(self, seconds: float, text: str = "") -> None:
+        """Move the current deadline ``seconds`` later (the allowance for files of a known size)."""
+        if self._deadline is not None:
+            self._deadline += seconds
+            self._deadline_text = text or self._deadline_text
+
+    def _check_deadline(self) -> None:
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            raise DeadlineExceeded(self._deadline_text or "the remote cache answered too slowly")
+
+    def _http_timeout(self) -> Any:
+        """httpx's timeouts for one request: no single network wait beyond the deadline."""
+        if self._deadline is None:
+            return HTTP_TIMEOUT
+        self._check_deadline()
+        return max(0.05, min(HTTP_TIMEOUT, self._deadline - time.monotonic()))
 
     # WebDAV goes through webdav4's client and its httpx session directly: one GET per file
     # (streamed, stopped at the signed size) and one PUT per file (collections created only
@@ -190,7 +285,7 @@ class Transport:
     # that way, 4 this way; 2 to fetch it instead of 5).
 
     def read_small(self, path: str, limit: int) -> bytes:
-        """The bytes of ``path`` (at most ``limit``); FileNotFoundError when absent."""
+        """The bytes of ``path`` (at most ``limit``, else RejectedEntry); FileNotFoundError when absent."""
         chunks, size = [], 0
         for chunk in self.stream(path):
             size += len(chunk)
@@ -200,35 +295,63 @@ class Transport:
         return b"".join(chunks)
 
     def read_to_file(self, path: str, local: Path, signed_size: int) -> tuple[str, int]:
-        """Stream ``path`` into ``local``, hashing; stops past the signed size. Returns (sha256, size)."""
+        """Stream ``path`` into the new file ``local``, hashing; stops past the signed size. Returns (sha256, size).
+
+        An OSError of the local file (a full local disk) is raised as :class:`LocalDiskError`:
+        it says nothing about the remote.
+        """
         h, size = hashlib.sha256(), 0
-        with open(local, "xb") as out:
+        try:
+            out = open(local, "xb")  # noqa: SIM115 (closed below: its errors are the local disk's)
+        except OSError as exc:
+            raise LocalDiskError(exc) from exc
+        try:
             for chunk in self.stream(path):
                 size += len(chunk)
                 if size > signed_size:
                     raise RejectedEntry(f"{local.name!r} has more bytes than the signed {signed_size} (stopped "
-                                    f"reading; tampered file)")
+                                        f"reading; tampered file)")
                 h.update(chunk)
-                out.write(chunk)
+                try:
+                    out.write(chunk)
+                except OSError as exc:
+                    raise LocalDiskError(exc) from exc
+            try:
+                out.close()
+            except OSError as exc:
+                raise LocalDiskError(exc) from exc
+        finally:
+            with contextlib.suppress(OSError):
+                out.close()
         self.stats.remote_bytes_down += size
         return h.hexdigest(), size
 
     def stream(self, path: str) -> Iterator[bytes]:
+        """The bytes of ``path`` in chunks as they arrive; FileNotFoundError when absent, RejectedEntry
+        when it is no regular file (file://), DeadlineExceeded past the entry's deadline."""
         self.http_status = None
+        self._check_deadline()
         if self.webdav:
             client = self.fs.client
-            with client.http.stream("GET", client.join_url(path)) as response:
+            with client.http.stream("GET", client.join_url(path), timeout=self._http_timeout()) as response:
                 if response.status_code == 404:
                     raise FileNotFoundError(errno.ENOENT, "not on the remote", path)
                 response.raise_for_status()
-                yield from response.iter_bytes(1 << 20)
+                for chunk in response.iter_bytes():  # (as received: the deadline is checked between reads)
+                    self._check_deadline()
+                    yield chunk
             return
-        with self.call(self.fs.open, path, "rb") as f:
+        if self.local:
+            f = self.call(localfs.open_regular, path, "/".join(self._parts(path)[-3:]))
+        else:
+            f = self.call(self._opened().open, path, "rb")
+        with f:
             while chunk := f.read(1 << 20):
+                self._check_deadline()
                 yield chunk
 
     def write(self, path: str, source: Path | bytes) -> None:
-        """Write a local file or bytes to ``path`` (creating parents where the transport needs it)."""
+        """Write a local file or bytes to the new object ``path`` (creating parents where the transport needs it)."""
         if self.webdav:
             def put() -> None:
                 if isinstance(source, bytes):
@@ -251,19 +374,18 @@ class Transport:
                 put()
             return
         if self.local:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            self.call(localfs.write_new, self.root, self._parts(path), source)
+            return
+        fs = self._opened()
         if isinstance(source, bytes):
-            self.call(self.fs.pipe_file, path, source)
+            self.call(fs.pipe_file, path, source)
         else:
-            self.call(self.fs.put_file, str(source), path)
+            self.call(fs.put_file, str(source), path)
 
     def publish_if_absent(self, staged: str, published: str, manifest: bytes) -> bool:
+        """Make ``staged`` (an uploaded manifest) the object ``published`` unless that exists; True if it did."""
         if self.local:
-            try:
-                self.call(os.link, staged, published)
-            except FileExistsError:
-                return False
-            return True
+            return bool(self.call(localfs.link_new, self.root, self._parts(staged), self._parts(published)))
         if self.webdav:
             try:
                 self.call(self.fs.client.move, staged, published, overwrite=False)
@@ -271,7 +393,7 @@ class Transport:
                 return False
             return True
         try:
-            self.call(self.fs.pipe_file, published, manifest, mode="create")
+            self.call(self._opened().pipe_file, published, manifest, mode="create")
         except FileExistsError:
             return False
         return True
