@@ -45,7 +45,10 @@ def add_engine_flags(p: Any) -> None:
     p.add_argument("--backend", choices=BACKEND_CHOICES, default="auto",
                    help="auto = TensorRT when available with a GPU, else emulate (default: auto)")
     p.add_argument("--typing", choices=TYPING_CHOICES, default="auto", help="network typing (default: auto)")
-    p.add_argument("--cache-dir", default=None, help="artifact cache (default: $PYTEST_TRT_CACHE_DIR or ./.trt-cache)")
+    p.add_argument("--cache-dir", default=None,
+                   help="artifact cache (default: $PYTEST_TRT_CACHE_DIR, else <rootdir>/.trt-cache, the cache pytest "
+                   "uses here: rootdir is the nearest directory up from the current one with a pytest configuration "
+                   "file, else the current directory)")
     p.add_argument("--rebuild", action="store_true", help="ignore cached engines and baselines")
     p.add_argument("--remote-cache", metavar="URL", default=None,
                    help="remote engine cache behind the local one: file:///dir, https://host/path (WebDAV), "
@@ -61,10 +64,11 @@ def add_engine_flags(p: Any) -> None:
                    "entry is built locally and the remote is not asked again (default: 60)")
 
 
-def number(*, minimum: float | None = None, exclusive: bool = False, allow_inf: bool = False, integer: bool = False):
+def number(*, minimum: float | None = None, exclusive: bool = False, allow_inf: bool = False, integer: bool = False,
+           maximum: int | None = None):
     """An argparse ``type``: a finite number (an int with ``integer``) at or above ``minimum``
-    (above it with ``exclusive``). argparse turns the message into ``argument --FLAG: ...`` with the
-    subcommand's usage, exit 2."""
+    (above it with ``exclusive``) and at most ``maximum``. argparse turns the message into
+    ``argument --FLAG: ...`` with the subcommand's usage, exit 2."""
 
     def parse(text: str):
         try:
@@ -77,6 +81,8 @@ def number(*, minimum: float | None = None, exclusive: bool = False, allow_inf: 
             raise argparse.ArgumentTypeError(f"must be finite, got {text}")
         if minimum is not None and (value < minimum or (exclusive and value == minimum)):
             raise argparse.ArgumentTypeError(f"must be {'>' if exclusive else '>='} {minimum:g}, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {text}")
         return value
 
     parse.__name__ = "int" if integer else "number"
@@ -91,7 +97,7 @@ def add_input_flags(p: Any) -> None:
                    help="input feeds from .npz file(s); several files (one flag or repeated) are merged, an "
                    "input in two files is an error")
     p.add_argument("--val-range", nargs="+", action="append", default=[], metavar="NAME:[lo,hi]",
-                   help="value ranges of generated inputs, Polygraphy spelling: --val-range input_ids:[0,30521] [-1,1] "
+                   help="value ranges of generated inputs, Polygraphy spelling: --val-range input_ids:[0,<vocab_size-1>] [-1,1] "
                    "(several after one flag, or the flag repeated)")
     p.add_argument("--input-shapes", nargs="+", action="append", default=[], metavar="NAME:[d,...]",
                    help="shapes of inputs with symbolic dims, Polygraphy spelling: --input-shapes input_ids:[2,128] "

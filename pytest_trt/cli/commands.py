@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..core.choices import MAX_RECHECK_SEEDS, MIN_RECHECK_SEEDS
 from ..core.lazy import lazy_import
 from .args import (
     add_engine_flags,
@@ -85,8 +86,10 @@ def add_layers(sub: Any) -> None:
     p = sub.add_parser("layers", help="planned vs observed precision per node (the engine's layer report)",
                        description="Build (or load from the cache) the engine for MODEL under the policy and print "
                        "what it runs: per ONNX node the planned and the observed precision, the status "
-                       "(ok/mismatch/unverifiable/fixed) and the layer or Myelin region that carries it. Exit 0; "
-                       "with --expect, 1 when an expectation fails; 2 on usage or input errors.")
+                       "(ok/mismatch/unverifiable/fixed) and the layer or Myelin region that carries it. No input "
+                       "is run: only shapes matter (--input-shapes for symbolic dims on TensorRT; emulate needs "
+                       "none), --val-range is not needed. Exit 0; with --expect, 1 when an expectation fails; 2 on "
+                       "usage or input errors.")
     add_model_and_policy(p)
     add_engine_flags(p)
     add_input_flags(p)
@@ -142,8 +145,10 @@ def add_suggest(sub: Any) -> None:
                    help="budget of builds, the first one included, >= 1 (default: 30)")
     p.add_argument("--threshold", type=number(minimum=0, exclusive=True), default=None,
                    help="relative-error threshold of the layerwise comparisons, > 0 (default: per precision)")
-    p.add_argument("--recheck-seeds", type=number(minimum=1, integer=True), default=3, metavar="N",
-                   help="re-check every answer on N more input seeds, --seed + 1 ... + N (at least 3; default: 3); "
+    p.add_argument("--recheck-seeds", type=number(minimum=1, integer=True, maximum=MAX_RECHECK_SEEDS), default=3,
+                   metavar="N",
+                   help=f"re-check every answer on N more input seeds, --seed + 1 ... + N ({MIN_RECHECK_SEEDS} to "
+                        f"{MAX_RECHECK_SEEDS}; default: 3); "
                         "generated like the inputs, or with --load-inputs the loaded values permuted by seed")
     p.set_defaults(run=_later(suggest, "run"))
 

@@ -12,11 +12,12 @@ from typing import Any
 from ..backends.base import BuildConfig
 from ..backends.tensorrt.parser_check import check_parser
 from ..backends.tensorrt.parser_check import require as require_parser_check
+from ..core.locations import CACHE_DIR_ENV, default_cache_dir
 from ..errors import UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
 from ..plan.policy import PrecisionPolicy
 from ..run.session import TrtSession
-from ..run.settings import DEFAULT_CACHE_DIRNAME, Settings, remote_settings
+from ..run.settings import Settings, remote_settings
 from .args import flat
 
 
@@ -41,12 +42,14 @@ def policy_from_args(args):
 def session_from_args(args):
 
 
-    sources = {"trt_cache_dir": "--cache-dir" if args.cache_dir else "default", "trt_backend": "--backend",
+    cache_source = "--cache-dir" if args.cache_dir else f"${CACHE_DIR_ENV}" if os.environ.get(CACHE_DIR_ENV) \
+        else "default"
+    sources = {"trt_cache_dir": cache_source, "trt_backend": "--backend",
                "trt_typing": "--typing",
                "trt_remote_cache": "--remote-cache",
                "trt_remote_cache_mode": "--remote-cache-mode" if args.remote_cache_mode else "default"}
     remote = remote_settings(args.remote_cache, args.remote_cache_mode, tuple(args.remote_cache_trust), sources)
-    cache_dir = args.cache_dir or os.environ.get("PYTEST_TRT_CACHE_DIR") or DEFAULT_CACHE_DIRNAME
+    cache_dir = args.cache_dir or default_cache_dir()  # the plugin's rule (pytest_trt.core.locations)
     settings = Settings(
         precision="fp16" if getattr(args, "fp16", False) else "bf16" if getattr(args, "bf16", False) else "fp32",
         backend=args.backend, typing=args.typing, cache_dir=Path(cache_dir).expanduser().resolve(),

@@ -20,6 +20,7 @@ from .common import (
     policy_from_args,
     session_from_args,
 )
+from .spelling import cli_spelling
 
 
 def prepare(args: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
@@ -97,13 +98,16 @@ def run(args: Any) -> int:
         extra = {"range_overflows": [o.to_json() for o in overflows]} if overflows else {}
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "seed": args.seed, "baseline": args.baseline,
-                   **figures_json(result, ratios), **extra, "passed": passed, "accuracy_passed": result.passed,
+                   **figures_json(result, ratios), **extra, "notes": [cli_spelling(n) for n in plan.notes],
+                   "passed": passed, "accuracy_passed": result.passed,
                    "parser_check": parsed.to_json() if parsed is not None else None})
     else:
         print(f"{model.label}: {engine.describe()}")
         if engine.backend_name == "emulate":
             print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
         print(f"reference: {reference_label(model, args.baseline)}")
+        for note in plan.notes:  # e.g. a mixed-precision model whose FP32 island --fp16 lowers (try --as-is)
+            print(f"note: {cli_spelling(note)}")
         print(result.message())
         print(ratio_line(ratios))
         if overflows:

@@ -9,7 +9,9 @@ with ``evidence`` counts for the report and for each ``--expect`` check. On the
 ``emulate`` backend the report is derived from the plan (emulated = planned) and says so.
 
 Input shapes (``--input-shapes``) are needed for TensorRT's optimization profile when
-the model has symbolic dims; the ``emulate`` backend needs none.
+the model has symbolic dims; the ``emulate`` backend needs none. No input is run, so no
+value is needed either: ``--val-range`` is not asked for (an integer input's range
+matters to ``compare``, not here), and ``--load-inputs`` only lends its arrays' shapes.
 
 Exit 0 (a report, whatever it shows). With ``--expect PATTERN=PREC`` (repeatable) each
 expectation runs :func:`pytest_trt.assert_precision`; exit 1 if any fails.
@@ -20,8 +22,10 @@ from __future__ import annotations
 import sys
 
 from ..errors import PrecisionError
+from ..inputs import parse_input_shape, resolve_profile
 from ..plan.policy import parse_rule
 from ..verify.precision import assert_precision
+from .args import flat
 from .common import (
     build_config_from_args,
     emit_json,
@@ -38,10 +42,15 @@ def run(args) -> int:
     session = session_from_args(args)
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
-    if session.backend.name == "emulate" and not (args.input_shapes or args.load_inputs):
-        config = session.build_config()  # emulation ignores shapes and profiles: no inputs needed
-    else:
+    if args.load_inputs:
         config = build_config_from_args(args, model, feeds_from_args(args, model))
+    elif args.input_shapes or session.backend.name != "emulate":
+        # only the shapes matter (the optimization profile); values, e.g. an integer input's
+        # range, do not: the same profile compare builds from its feeds, so the cache entry is shared
+        shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else None
+        config = session.build_config(profiles=(resolve_profile(model, shapes=shapes),))
+    else:
+        config = session.build_config()  # emulation ignores shapes and profiles: no inputs needed
     engine, event = session.engine(plan, config)
     report = engine.layers()
     checks, failed = [], []

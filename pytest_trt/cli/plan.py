@@ -17,6 +17,7 @@ from .common import (
     parser_check_from_args,
     policy_from_args,
 )
+from .spelling import cli_spelling
 
 
 def _check_export_path(args: argparse.Namespace) -> None:
@@ -68,3 +69,5 @@ def _print_plan(plan: PrecisionPlan) -> None:
         print(f"{name:<{widths[0]}}  {op:<{widths[1]}}  {prec:<{widths[2]}}  {rule}")
     counts = plan.counts()
     print("\n" + ", ".join(f"{k}: {v}" for k, v in counts.items() if v) + f"  ({len(rows)} nodes; policy {plan.policy.describe()})")
+    for note in plan.notes:  # e.g. a mixed-precision model whose FP32 island --fp16 lowers: --as-is tests it as written
+        print(f"note: {cli_spelling(note)}")

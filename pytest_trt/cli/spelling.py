@@ -34,6 +34,7 @@ _CLI_SPELLING = (
     ("max_builds", re.compile(r"Raise max_builds"), "Raise --max-builds"),
     ("findings", re.compile(r"\(PrecisionError\.findings\.to_json\(\) lists all\)"), "(--json lists all)"),
     # options the CLI has under another name (check with `pytest-trt compare --help`)
+    ("as_is", re.compile(r"as_is=True \(--trt-as-is\)"), "--as-is"),
     ("typing", re.compile(r"--trt-typing(?![\w-])"), "--typing"),
     ("rebuild", re.compile(r"--trt-rebuild(?![\w-])"), "--rebuild"),
     ("backend", re.compile(r"--trt-backend(?![\w-])"), "--backend"),

@@ -102,6 +102,14 @@ class TrtCase:
         path = Path(value)
         return path if path.is_absolute() else self.base_dir / path
 
+    def path_origin(self, keyword: str, value) -> str | None:
+        """How the marker's relative ``keyword=value`` path was resolved, for "not found" messages."""
+        if Path(value).is_absolute():
+            return None
+        test_file = getattr(self.node, "path", None)
+        where = f"the test file {test_file}" if test_file else f"the current directory {Path.cwd()}"
+        return f"{keyword}={str(value)!r} in the trt marker is relative to {where}"
+
     @functools.cached_property
     def model(self):
         source = self.options.get("model")
@@ -111,7 +119,7 @@ class TrtCase:
                 f"or trt_build(model, ...)"
             )
         if isinstance(source, (str, Path)):
-            source = self.resolve_path(source)
+            return self.session.model(self.resolve_path(source), origin=self.path_origin("model", source))
         return self.session.model(source)
 
     @functools.cached_property
@@ -147,12 +155,15 @@ class TrtCase:
             return PrecisionPolicy(default=default, keep_fp32=tuple(keep), rules=self._rules(),
                                    as_is=True, expect_fp32=expect)
         # Patterns from the command line / ini apply to every test; one that matches
-        # nothing in *this* model is skipped here (it is meant for other models).
+        # nothing in *this* model, or only its fixed nodes (which no pattern changes: a
+        # marker's or the CLI's such pattern is a PatternError), is skipped here (it is
+        # meant for other models).
         # Each pattern's use is noted: one that matches in no model of the run fails the session.
         nodes = list(self.model.graph.node)
+        fixed = self._fixed_nodes() if self.session.settings.keep_fp32 else frozenset()
         for pattern in self.session.settings.keep_fp32:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
-            matched = any(rule.matches(n) for n in nodes)
+            matched = any(rule.matches(n) and n.name not in fixed for n in nodes)
             self.session.patterns.note(pattern, self.model.label, matched, nodes)
             if pattern not in keep and matched:
                 keep.append(pattern)
@@ -160,6 +171,11 @@ class TrtCase:
         if expect:
             kwargs["expect_fp32"] = expect
         return PrecisionPolicy(**kwargs)
+
+    def _fixed_nodes(self) -> frozenset:
+        """Names of the model's fixed nodes (the same under every policy; the FP32 plan is memoized)."""
+        plan = self.session.plan(self.model, PrecisionPolicy("fp32"))
+        return frozenset(name for name, d in plan.nodes.items() if d.kind != "compute")
 
     def _rules(self) -> tuple:
         """The marker's ``rules=``: ``"PATTERN=PREC"`` strings, ``(pattern, precision)`` pairs, or a mapping
@@ -325,7 +341,7 @@ class TrtCase:
         if inputs is not None:
             if isinstance(inputs, (str, Path)):
                 refuse_report_path(self.session.settings, self.resolve_path(inputs), "the inputs file a test loads")
-                feeds = Feeds(load_feeds(self.resolve_path(inputs)))
+                feeds = Feeds(load_feeds(self.resolve_path(inputs), origin=self.path_origin("inputs", inputs)))
                 feeds.source = str(self.resolve_path(inputs))
             else:
                 feeds = Feeds(inputs)
