@@ -21,6 +21,7 @@ from .core.records import BaselineFallbackRecord, ParserRecord, Record, record_f
 from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
 from .glue import hookspec, xdist_gpus
 from .glue.activation import (
+    CASE_KEY,
     RECORDS_KEY,
     SESSION_KEY,
     activate,
@@ -236,6 +237,33 @@ def pytest_runtest_makereport(item, call):
     if trt_test:
         _attach_results(item, call, report, session)
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """``--trt-ledger``: after the test body, the ledger of the engine its ``trt`` case built. When the
+    body failed, a ledger that cannot be made stays quiet: the test's own failure is the headline."""
+    try:
+        result = yield
+    except BaseException:
+        _auto_ledger(item, quiet=True)
+        raise
+    _auto_ledger(item, quiet=False)
+    return result
+
+
+def _auto_ledger(item, *, quiet: bool) -> None:
+    session = current_session(item.config)
+    if session is None or not session.settings.ledger:
+        return
+    case = item.stash.get(CASE_KEY, None)
+    if case is None:
+        return
+    try:
+        case.auto_ledger()
+    except Exception:
+        if not quiet:
+            raise
 
 
 def skip_reason_of(report) -> str:

@@ -13,13 +13,26 @@ the model has symbolic dims; the ``emulate`` backend needs none.
 
 Exit 0 (a report, whatever it shows). With ``--expect PATTERN=PREC`` (repeatable) each
 expectation runs :func:`pytest_trt.assert_precision`; exit 1 if any fails.
+
+``--ledger`` prints the ledger instead (:mod:`pytest_trt.ledger`): per ONNX node the declared
+precision and its rule, the realized precision and its evidence, the engine layer (TensorRT) or
+node (ONNX Runtime CUDA) that ran it and its time, with roll-ups per scope and per precision;
+``--timing`` picks the timing source (auto: TensorRT's own, else ONNX Runtime CUDA, else none,
+saying why). ``--export-profile PATH`` writes trtexec's ``--exportProfile`` JSON, ``--export-trace
+PATH`` a Chrome/Perfetto trace (both need time; each implies ``--ledger``).
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
-from ..errors import PrecisionError
+from ..errors import PrecisionError, UsageError
+from ..ledger import chrome_trace, ledger_of, trtexec_profile
+from ..ledger.ort_cuda import ort_cuda_reason
+from ..ledger.render import TOP
+from ..ledger.timing import TIMING_CHOICES, backend_timing_reason, check_available
 from ..plan.policy import parse_rule
 from ..verify.precision import assert_precision
 from .common import (
@@ -30,6 +43,7 @@ from .common import (
     cli_spelling,
     emit_json,
     feeds_from_args,
+    number,
     policy_from_args,
     session_from_args,
 )
@@ -52,7 +66,31 @@ def add_parser(sub) -> None:
                         "exit 1 if one fails")
     p.add_argument("--allow-unverifiable", action="store_true",
                    help="with --expect: list unverifiable nodes as warnings instead of failing")
+    add_ledger_flags(p)
     p.set_defaults(run=run)
+
+
+def add_ledger_flags(p) -> None:
+    """``--ledger`` and the flags of its timing and exports."""
+    p.add_argument("--ledger", action="store_true",
+                   help="print the ledger: per ONNX node declared precision (and rule), realized precision (and "
+                        "evidence), engine layer or node, time and share; roll-ups per scope and precision")
+    p.add_argument("--timing", choices=TIMING_CHOICES, default="auto",
+                   help="with --ledger: auto = the engine's own per-layer timing (TensorRT), else ONNX Runtime CUDA "
+                        "(the strongly typed realization, not TensorRT), else none (the time column says why); "
+                        "engine / onnxruntime-cuda = that source or an error; off = no time (default: auto)")
+    p.add_argument("--iterations", type=number(minimum=1, integer=True), default=50, metavar="N",
+                   help="with --ledger: timed runs, >= 1 (default: 50)")
+    p.add_argument("--warmup", type=number(minimum=0, integer=True), default=10, metavar="N",
+                   help="with --ledger: untimed runs first, >= 0 (default: 10)")
+    p.add_argument("--all", action="store_true", dest="all_rows",
+                   help=f"with --ledger: every row (default: the rows of the top {TOP} units by time, or of the "
+                        f"nodes whose precision is in question when there is no time)")
+    p.add_argument("--export-profile", metavar="PATH", default=None,
+                   help="write the ledger's times as trtexec --exportProfile JSON (implies --ledger; needs time)")
+    p.add_argument("--export-trace", metavar="PATH", default=None,
+                   help="write the ledger as a Chrome/Perfetto trace, one run by median times (implies --ledger; "
+                        "needs time)")
 
 
 def run(args) -> int:
@@ -66,6 +104,8 @@ def run(args) -> int:
     else:
         config = build_config_from_args(args, model, feeds_from_args(args, model))
     engine, event = session.engine(plan, config)
+    if args.ledger or args.export_profile or args.export_trace:
+        return _ledger(args, session, model, engine, event, plan)
     report = engine.layers()
     checks, failed = [], []
     for rule in expectations:
@@ -89,3 +129,30 @@ def run(args) -> int:
         for error in failed:
             print(cli_spelling(str(error)), file=sys.stderr)
     return 1 if failed else 0
+
+
+def _ledger(args, session, model, engine, event, plan) -> int:
+    """``--ledger``: the ledger as text or JSON, and its exports."""
+    check_available(args.timing, session.backend, "--timing")
+    needed = args.timing != "off" and (backend_timing_reason(session.backend) is None or ort_cuda_reason() is None)
+    feeds = feeds_from_args(args, model) if needed else {}
+    ledger = ledger_of(engine, feeds, timing=args.timing, warmup=args.warmup, iterations=args.iterations,
+                       source="--timing")
+    data = ledger.to_json()
+    exports = [(args.export_profile, trtexec_profile, "--export-profile"),
+               (args.export_trace, chrome_trace, "--export-trace")]
+    for path, export, flag in exports:
+        if path:
+            if not ledger.timed:
+                raise UsageError(f"{flag}: the ledger of {model.label} has no time ({ledger.time_reason})")
+            Path(path).write_text(json.dumps(export(data), indent=1) + "\n")
+    if args.json:
+        emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
+                   "engine": event.to_json(), "ledger": data})
+    else:
+        print(f"{model.label}: {engine.describe()}")
+        print(ledger.table(top=None if args.all_rows else TOP))
+        for path, _, flag in exports:
+            if path:
+                print(f"{flag}: wrote {path}")
+    return 0

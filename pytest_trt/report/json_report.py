@@ -11,6 +11,10 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
+* **3** (2026-11-26): ledgers (issue 32): ``tests[].ledgers`` (``trt.ledger()``, ``--trt-ledger``: per
+  ONNX node declared precision and rule, realized precision and evidence, engine layer or node,
+  time and share; units, roll-ups per scope and precision, the timing source or why there is no
+  time) and ``summary.ledgers``, ``summary.ledgers_timed``.
 * **2** (2026-11-23):
 
   - every trt test is listed (also those that failed before recording anything), with
@@ -36,12 +40,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 2,
+      "schema_version": 3,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -69,6 +73,7 @@ Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
         "parser_promotions": 4,                         # distinct (model, policy, node) computed higher than planned
         "baseline_fallbacks": 1,                        # distinct (model, node list) of CUDA baselines with
         "baseline_fallback_nodes": 2,                   # float nodes on ONNX Runtime's CPU provider; their nodes
+        "ledgers": 1, "ledgers_timed": 0,               # ledgers recorded; those with measured GPU time
         # the cache, every kind (engines, baselines, emulation graphs), summed over xdist workers:
         "local_hits": 3, "cache_builds": 2,
         "remote_hits": 1, "remote_misses": 2, "remote_rejected": 0,   # rejected: failed verification, rebuilt
@@ -150,6 +155,28 @@ Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
              "error": null | "<parser or builder message>", "cache_hit": bool, "build_seconds": float, "key": ...,
              "explicit": bool}                          # true: trt.check_parser(); false: --trt-parser-check
           ],
+          "ledgers": [                                  # trt.ledger() / --trt-ledger (auto: true): Ledger.to_json()
+            {"auto": false, "model": ..., "policy": ..., "backend": "emulate", "typing": "emulated",
+             "layer_source": "emulation" | "inspector" | "network", "low_precision": "fp16" | "bf16" | null,
+             "unit": "engine layer" | "ONNX node",
+             "time_source": "tensorrt" | "onnxruntime-cuda" | null,  # null: no time, and why:
+             "time_label": "ONNX Runtime CUDA, not TensorRT" | ..., "time_reason": "CPU emulation computes ...",
+             "timing": null | {"source", "label", "unit", "warmup", "iterations", "device", "total_ms",
+                               "end_to_end": {stats}, "overhead", "notes"},
+             "total_ms": null | 1.23, "constants": 2,     # Constant nodes: counted, no rows
+             "collapse": ["11,329 ONNX nodes in 1 engine layer ({ForeignNode[...]}), 98% of the time"],
+             "precisions": {"fp32": {"units", "nodes", "time_ms", "share"}, "fp16": ..., "mixed": ..., "fixed": ...,
+                            "other": ...},              # by declared precision; realized_precisions likewise
+             "scopes": [{"scope", "nodes", "declared": {precision: count}, "time_ms", "inclusive_ms", "share",
+                         "precision"}],
+             "units": [{"name", "nodes", "other_nodes", "layer_type", "myelin", "region", "scope", "bucket",
+                        "realized_bucket", "time_ms", "stats": {"median_ms", "mean_ms", "min_ms", "max_ms", "q1_ms",
+                        "q3_ms", "count", "spread"}, "provider", "unmatched", "origin"}],
+             "rows": [{"node", "path", "scope", "module_class", "op_type", "origin": "model" | "realization" |
+                       "runtime" | "engine", "declared", "rule", "realized", "evidence", "status", "units",
+                       "unit_nodes", "time_ms", "share", "spread", "shared", "provider", "timed_dtypes"}],
+             "notes": [...]}
+          ],
           "baseline_fallbacks": [                       # --trt-baseline-provider cuda: float nodes that ran on
             {"model": "gpt2.onnx", "provider": "cuda",  # ONNX Runtime's CPU provider (from its profile; also a
              "nodes": [["/h.0/attn/Where", "Where"]]}   # ProviderFallbackWarning). Shape/index nodes not listed
@@ -190,6 +217,8 @@ read back with ``record_from_json``, which rejects an unknown kind, a missing or
   topological order: ``{"tensor", "node", "op_type", "index", "precision" (planned), "compute",
   "available", "max_abs", "rel" (max abs error / max |reference|), "jump", "divergent", "nonfinite"}``.
 * ``ParserRecord`` ``{"kind": "parser", <ParserCheck.to_json()>, "message", "explicit": bool (optional)}``
+* ``LedgerRecord`` ``{"kind": "ledger", "model", "policy", "backend", "ledger": Ledger.to_json(), "auto": bool
+  (optional)}``
 
 Every kind may carry ``"examples": n`` when condensed (``report/condense.py``).
 """
@@ -208,12 +237,13 @@ import pytest
 from .._version import __version__
 from ..cache.remote import CacheStats
 from ..core import environment
-from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
+from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, LedgerRecord, ParserRecord
 from .outcomes import verdict_text
 from .rows import (
     accuracy_rows,
     baseline_fallbacks,
     engine_counts,
+    ledger_rows,
     parser_promotions,
     parser_rows,
     precision_rows,
@@ -222,7 +252,7 @@ from .rows import (
     tolerance_ratio,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -291,7 +321,8 @@ def entry_of_test(res: dict) -> dict[str, Any]:
             "precision": _precision_entries(single),
             "layerwise": [{k: v for k, v in rec.to_json().items() if k != "kind"}
                           for _, rec in records_of(single, LayerwiseRecord)],
-            "parser": parser, "baseline_fallbacks": fallbacks}
+            "parser": parser, "baseline_fallbacks": fallbacks,
+            "ledgers": [{"auto": bool(rec.auto), **rec.ledger} for _, rec in records_of(single, LedgerRecord)]}
 
 
 def _engine_entry(rec: EngineRecord) -> dict[str, Any]:
@@ -327,6 +358,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
     counts = engine_counts(results)
     parser = parser_rows(results)
     fallbacks = baseline_fallbacks(results)
+    ledgers = ledger_rows(results)
     outcomes: dict[str, int] = {}
     for res in results:
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
@@ -344,6 +376,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "parser_checks": len(parser), "parser_checks_failed": sum(1 for r in parser if not r.get("passed")),
             "parser_promotions": len(parser_promotions(parser)),
             "baseline_fallbacks": len(fallbacks), "baseline_fallback_nodes": sum(len(f["nodes"]) for f in fallbacks),
+            "ledgers": len(ledgers), "ledgers_timed": sum(1 for row in ledgers if row["ledger"].get("time_source")),
             **cache_summary(session),
         },
         "tests": [_extended(session, entry_of_test(res), res) for res in results],
