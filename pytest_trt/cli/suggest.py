@@ -7,7 +7,9 @@ guided by layerwise errors; see :mod:`pytest_trt.suggest`. Prints the patterns r
 values permuted by seed) with no NaN/Inf inside where the FP32 reference is finite. Exit 0
 when an answer was found (including "nothing needs to change"); 1 when none was, when the
 outputs pass only with NaN/Inf inside (``passes_output_only``), or when the answer keeps more
-than half of the compute nodes FP32 (``fp32_in_effect``); 2 on usage or input errors.
+than half of the compute nodes FP32 (``fp32_in_effect``); 2 on usage or input errors. An answer
+says what each island costs in time (``--timing``: TensorRT's own timing or ONNX Runtime CUDA,
+the plan with and without it, same inputs and runs), or why that cannot be measured here.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..backends.base import TIMING_CHOICES
 from ..errors import UsageError
 from ..glue.case import Feeds
+from ..ledger.timing import check_available
 from ..suggest import MIN_RECHECK_SEEDS, suggest_fp32_islands
 from .common import (
     add_engine_flags,
@@ -55,6 +59,13 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--recheck-seeds", type=number(minimum=1, integer=True), default=3, metavar="N",
                    help="re-check every answer on N more input seeds, --seed + 1 ... + N (at least 3; default: 3); "
                         "generated like the inputs, or with --load-inputs the loaded values permuted by seed")
+    p.add_argument("--timing", choices=TIMING_CHOICES, default="auto",
+                   help="how each proposed FP32 island's cost is measured (the plan with and without it, same inputs "
+                        "and runs): auto = TensorRT's own timing, else ONNX Runtime CUDA (not TensorRT), else not "
+                        "measured (the message says why); engine / onnxruntime-cuda = that source or an error; "
+                        "off (default: auto)")
+    p.add_argument("--iterations", type=number(minimum=1, integer=True), default=50, metavar="N",
+                   help="timed runs per plan for the island costs, >= 1 (default: 50)")
     p.set_defaults(run=run)
 
 
@@ -64,6 +75,7 @@ def run(args: Any) -> int:
         raise UsageError(f"--recheck-seeds must be at least {MIN_RECHECK_SEEDS} (every answer is re-checked on at "
                          f"least {MIN_RECHECK_SEEDS} more seeds), got {args.recheck_seeds}")
     session = session_from_args(args)
+    check_available(args.timing, session.backend, "--timing")
     model = session.model(args.model)
     policy = policy_from_args(args)
     session.plan(model, policy)  # pattern and model errors surface here, before any build
@@ -80,7 +92,8 @@ def run(args: Any) -> int:
         feeds.seed = feeds_seed
     found = suggest_fp32_islands(model, policy, feeds, backend=session.backend, cache=session.cache,
                                  rtol=args.rtol, atol=args.atol, config=config, max_builds=args.max_builds,
-                                 threshold=args.threshold, recheck_seeds=seeds, make_feeds=make)
+                                 threshold=args.threshold, recheck_seeds=seeds, make_feeds=make, timing=args.timing,
+                                 timing_iterations=args.iterations)
     if args.json:
         emit_json({"model": str(args.model), "seed": args.seed, **found.to_json()})
     else:

@@ -47,11 +47,26 @@ class OrtNodeTimes:
 
 def _output_dtypes(args: dict) -> list[str]:
     """Element types of ``output_type_shape`` (``[{"float16": [1, 8, 64]}]`` -> ``["float16"]``)."""
-    out = []
+    out: list[str] = []
     for entry in args.get("output_type_shape") or ():
         if isinstance(entry, dict):
             out.extend(str(k) for k in entry)
     return out
+
+
+def _measured_runs(events: list[dict], warmup: int) -> list[tuple[float, float]]:
+    """``(start, end)`` in microseconds of each ``model_run`` after the warm-ups."""
+    runs = sorted((float(e.get("ts", 0)), float(e.get("ts", 0)) + float(e.get("dur", 0)))
+                  for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
+    if len(runs) <= warmup:
+        raise ValueError(f"the ONNX Runtime profile holds {len(runs)} run(s) (model_run events); {warmup} warm-up "
+                         f"run(s) and at least one measured run were expected")
+    return runs[warmup:]
+
+
+def _node_events(events: list[dict]) -> list[dict]:
+    return sorted((e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith(KERNEL_SUFFIX)),
+                  key=lambda e: float(e.get("ts", 0)))
 
 
 def read_ort_profile(events: Any, *, warmup: int = 0) -> OrtNodeTimes:
@@ -64,18 +79,11 @@ def read_ort_profile(events: Any, *, warmup: int = 0) -> OrtNodeTimes:
     if not isinstance(events, list):
         raise ValueError(f"an ONNX Runtime profile is a JSON list of events, got {type(events).__name__}")
     events = [e for e in events if isinstance(e, dict)]
-    runs = sorted((float(e.get("ts", 0)), float(e.get("ts", 0)) + float(e.get("dur", 0)))
-                  for e in events if e.get("cat") == "Session" and e.get("name") == "model_run")
-    if len(runs) <= warmup:
-        raise ValueError(f"the ONNX Runtime profile holds {len(runs)} run(s) (model_run events); {warmup} warm-up "
-                         f"run(s) and at least one measured run were expected")
-    measured = runs[warmup:]
+    measured = _measured_runs(events, warmup)
     out = OrtNodeTimes(runs=len(measured), skipped=warmup, run_ms=[(end - start) / 1000.0 for start, end in measured])
     per_run: list[dict[str, float]] = [{} for _ in measured]
-    nodes = sorted((e for e in events if e.get("cat") == "Node" and str(e.get("name", "")).endswith(KERNEL_SUFFIX)),
-                   key=lambda e: float(e.get("ts", 0)))
     i = 0
-    for e in nodes:
+    for e in _node_events(events):
         ts = float(e.get("ts", 0))
         while i < len(measured) and ts > measured[i][1]:
             i += 1
@@ -84,11 +92,11 @@ def read_ort_profile(events: Any, *, warmup: int = 0) -> OrtNodeTimes:
         if ts < measured[i][0]:
             continue  # a warm-up run's node (or one outside any run)
         name = str(e["name"])[: -len(KERNEL_SUFFIX)]
-        args = e.get("args") or {}
         per_run[i][name] = per_run[i].get(name, 0.0) + float(e.get("dur", 0)) / 1000.0
-        out.providers.setdefault(name, str(args.get("provider", "")))
-        out.op_types.setdefault(name, str(args.get("op_name", "")))
         if name not in out.dtypes:
+            args = e.get("args") or {}
+            out.providers[name] = str(args.get("provider", ""))
+            out.op_types[name] = str(args.get("op_name", ""))
             out.dtypes[name] = _output_dtypes(args)
     for run in per_run:  # execution order of the first run that executed the node
         for name in run:

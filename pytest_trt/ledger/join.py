@@ -110,7 +110,7 @@ class _Join:
             decided = {self.plan.nodes[n].precision for n in unit.nodes}
             unit.bucket = _bucket(decided) if unit.nodes else "other"
             realized = {self.realized(n) for n in unit.nodes}
-            unit.realized_bucket = _bucket(realized) if unit.nodes else "other"
+            unit.realized_bucket = ("unknown" if "unknown" in realized else _bucket(realized)) if unit.nodes else "other"
             labels = [node_label(self.model, n).scope for n in unit.nodes]
             if not labels and unit.other_nodes:
                 labels = [node_label(self.model, n).scope for n in unit.other_nodes]
@@ -121,10 +121,14 @@ class _Join:
                     unit.time_ms, unit.stats = stats.median, stats.to_json()
 
     def realized(self, name: str) -> str | None:
+        """The realized precision of a compute node; ``unknown`` where the report cannot show it (an
+        unverifiable node's kernel boundary says nothing about the node: its dtype is not its precision)."""
         obs = self.report.nodes.get(name)
         if obs is None or obs.status == "fixed":
             return None
-        return obs.observed if obs.observed in ("fp32", "fp16", "bf16") else ("mixed" if obs.observed else "unknown")
+        if obs.status == "unverifiable" or not obs.observed:
+            return "unknown"
+        return obs.observed if obs.observed in ("fp32", "fp16", "bf16") else "mixed"
 
     # -- rows ---------------------------------------------------------------------------
     def rows(self, total: float | None) -> list[LedgerRow]:
@@ -141,17 +145,12 @@ class _Join:
         units = [self.units[u] for u in self.by_node.get(name, []) if u in self.units]
         row = LedgerRow(node=name, path=label.path, scope=label.scope, op_type=d.op_type,
                         module_class=label.module_class, declared=d.precision, rule=d.rule,
-                        realized=obs.observed if obs is not None else None,
-                        evidence=obs.evidence if obs is not None else None,
-                        status=obs.status if obs is not None else None,
                         units=[u.name for u in units], unit_nodes=max((len(u.nodes) for u in units), default=0))
+        if obs is not None:
+            row.realized = obs.observed if obs.status != "unverifiable" else None
+            row.evidence, row.status = obs.evidence, obs.status
         row.shared = row.unit_nodes > 1
-        timed = [u for u in units if u.time_ms is not None]
-        if timed:
-            row.time_ms = sum(u.time_ms for u in timed if u.time_ms is not None)
-            row.share = row.time_ms / total if total else None
-            spreads = [u.stats["spread"] for u in timed if u.stats and isinstance(u.stats.get("spread"), float)]
-            row.spread = max(spreads) if spreads else None
+        _time_row(row, [u for u in units if u.time_ms is not None], total)
         if self.profile is not None and self.profile.unit == "ONNX node":
             row.provider = self.profile.providers.get(name) or None
             row.timed_dtypes = list(self.profile.dtypes.get(name, ()))
@@ -192,41 +191,29 @@ class _Join:
         for entry in out.values():
             entry["share"] = json_number(entry["time_ms"] / total, 6) if total else None
             entry["time_ms"] = json_number(entry["time_ms"], 6)
-        return {b: out[b] for b in (*BUCKETS, "unknown") if b in out}
+        return {b: out[b] for b in BUCKETS if b in out}
 
     def scopes(self, total: float | None) -> list[dict[str, Any]]:
         """Per scope, in graph order: its nodes, the time of the units whose nodes all lie in it
         (``time_ms``), and with its sub-scopes (``inclusive_ms``)."""
         order: dict[str, dict[str, Any]] = {}
         for name in self.nodes:
-            scope = node_label(self.model, name).scope
-            entry = order.setdefault(scope, {"scope": scope, "nodes": 0, "declared": {}, "time_ms": None,
-                                             "inclusive_ms": None, "share": None})
+            entry = _scope_entry(order, node_label(self.model, name).scope)
             entry["nodes"] += 1
             key = self.plan.nodes[name].precision or "fixed"
             entry["declared"][key] = entry["declared"].get(key, 0) + 1
         ran: dict[str, set] = {}
+        inclusive: dict[str, float] = {}
         for unit in self.units.values():
-            entry = order.setdefault(unit.scope, {"scope": unit.scope, "nodes": 0, "declared": {}, "time_ms": None,
-                                                  "inclusive_ms": None, "share": None})
+            entry = _scope_entry(order, unit.scope)
             if unit.bucket not in ("other", "fixed"):
                 ran.setdefault(unit.scope, set()).add(unit.bucket)
             if unit.time_ms is not None:
                 entry["time_ms"] = (entry["time_ms"] or 0.0) + unit.time_ms
+                for scope in _ancestors(unit.scope):
+                    inclusive[scope] = inclusive.get(scope, 0.0) + unit.time_ms
         for entry in order.values():
-            prefix = entry["scope"].rstrip("/") + "/"
-            inside = [u.time_ms for u in self.units.values() if u.time_ms is not None
-                      and (u.scope == entry["scope"] or u.scope.startswith(prefix) or entry["scope"] == ROOT_SCOPE)]
-            if inside:
-                entry["inclusive_ms"] = json_number(sum(inside), 6)
-            if entry["time_ms"] is not None:
-                entry["share"] = json_number(entry["time_ms"] / total, 6) if total else None
-                entry["time_ms"] = json_number(entry["time_ms"], 6)
-            # the precision of what ran in this scope: its units' (a kernel fusing the scope's FP32 nodes
-            # with others is mixed), else the declared precision of its nodes
-            floats = ran.get(entry["scope"]) or {k for k in entry["declared"] if k != "fixed"}
-            entry["precision"] = (next(iter(floats)) if len(floats) == 1 else "mixed" if floats
-                                  else ("fixed" if entry["declared"] else "other"))
+            _finish_scope(entry, inclusive.get(entry["scope"]), ran.get(entry["scope"]), total)
         return list(order.values())
 
     def collapse(self, total: float | None) -> list[str]:
@@ -254,6 +241,49 @@ class _Join:
                 lines.append(f"Myelin region {region}: {len(nodes):,} ONNX nodes in {len(units)} engine layers "
                              f"(kgen/gemm kernels of the detailed build){share_text(sum(times) if times else None)}")
         return lines
+
+
+def _time_row(row: LedgerRow, timed: list[LedgerUnit], total: float | None) -> None:
+    """A node's time: the sum of its carrying units' medians (each shared with the unit's other nodes)."""
+    if not timed:
+        return
+    row.time_ms = sum(u.time_ms for u in timed if u.time_ms is not None)
+    row.share = row.time_ms / total if total else None
+    spreads = [u.stats["spread"] for u in timed if u.stats and isinstance(u.stats.get("spread"), float)]
+    row.spread = max(spreads) if spreads else None
+
+
+def _scope_entry(order: dict[str, dict[str, Any]], scope: str) -> dict[str, Any]:
+    return order.setdefault(scope, {"scope": scope, "nodes": 0, "declared": {}, "time_ms": None,
+                                    "inclusive_ms": None, "share": None})
+
+
+def _ancestors(scope: str) -> list[str]:
+    """``/a/b`` -> ``["/a/b", "/a", "/"]``: the scopes whose inclusive time a unit there counts for."""
+    parts = [p for p in scope.split("/") if p]
+    return ["/" + "/".join(parts[:i]) if i else ROOT_SCOPE for i in range(len(parts), -1, -1)]
+
+
+def _finish_scope(entry: dict[str, Any], inclusive: float | None, ran: set | None, total: float | None) -> None:
+    """Shares and JSON numbers of one scope; its precision is that of what ran there (its units': a kernel
+    fusing the scope's FP32 nodes with others is mixed), else the declared precision of its nodes."""
+    if inclusive is not None:
+        entry["inclusive_ms"] = json_number(inclusive, 6)
+    if entry["time_ms"] is not None:
+        entry["share"] = json_number(entry["time_ms"] / total, 6) if total else None
+        entry["time_ms"] = json_number(entry["time_ms"], 6)
+    floats = ran or {k for k in entry["declared"] if k != "fixed"}
+    entry["precision"] = (next(iter(floats)) if len(floats) == 1 else "mixed" if floats
+                          else ("fixed" if entry["declared"] else "other"))
+
+
+def _profile_notes(ledger: Ledger, profile: LayerProfile) -> None:
+    """The profile's summary first, and the units no inspector layer has."""
+    unmatched = [u.name for u in ledger.units if u.unmatched]
+    if unmatched:
+        ledger.notes.append(f"{len(unmatched)} timed unit(s) match no layer of the engine inspector (kept as rows "
+                            f"of their own): {', '.join(unmatched[:3])}{', ...' if len(unmatched) > 3 else ''}")
+    ledger.notes.insert(0, profile.summary())
 
 
 def build_ledger(plan: PrecisionPlan, report: LayerReport, profile: LayerProfile | None = None, *,
@@ -289,9 +319,5 @@ def build_ledger(plan: PrecisionPlan, report: LayerReport, profile: LayerProfile
     ledger.scopes = join.scopes(total)
     ledger.collapse = join.collapse(total)
     if profile is not None:
-        unmatched = [u.name for u in ledger.units if u.unmatched]
-        if unmatched:
-            ledger.notes.append(f"{len(unmatched)} timed unit(s) match no layer of the engine inspector (kept as rows "
-                                f"of their own): {', '.join(unmatched[:3])}{', ...' if len(unmatched) > 3 else ''}")
-        ledger.notes.insert(0, profile.summary())
+        _profile_notes(ledger, profile)
     return ledger

@@ -24,7 +24,9 @@ Words:
   (``scopes``: a layer fusing a whole network lands on ``/``) and to the declared precision
   of its nodes (``precisions``: ``mixed`` when they differ; ``fixed`` for shape/index math;
   ``other`` for units carrying no node of the model). In a low-precision plan the ``fp32``
-  bucket is the time spent in FP32 islands.
+  bucket is the time spent in FP32 islands. By realized precision, a unit carrying a node whose
+  precision the engine cannot show (status ``unverifiable``) is ``unknown``: a fused kernel's
+  boundary dtype is not the precision of the nodes inside it.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from .render import ledger_text
 
 __all__ = ["BUCKETS", "Ledger", "LedgerRow", "LedgerUnit"]
 
-#: the precision buckets of the roll-ups, in display order
-BUCKETS = ("fp32", "fp16", "bf16", "mixed", "fixed", "other")
+#: the precision buckets of the roll-ups, in display order (``unknown``: realized precision not shown)
+BUCKETS = ("fp32", "fp16", "bf16", "mixed", "fixed", "unknown", "other")
 
 
 @dataclass

@@ -95,7 +95,8 @@ def run_worker(directory: Path, proto: onnx.ModelProto | None, feeds: dict, *, p
     """
     if proto is not None:
         _write_model(proto, directory / "model.onnx")
-        np.savez(directory / "feeds.npz", **{k: np.asarray(v) for k, v in feeds.items()})
+        arrays: dict[str, np.ndarray] = {str(k): np.asarray(v) for k, v in feeds.items()}
+        np.savez(directory / "feeds.npz", **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as its bool flag
     (directory / "job.json").write_text(json.dumps({"provider": provider, "warmup": warmup, "iterations": iterations,
                                                     "profile": profile, "label": label}))
     (directory / "result.json").unlink(missing_ok=True)

@@ -70,10 +70,12 @@ def top_units(data: dict, n: int = TOP) -> list[dict]:
 
 
 def _realized_of(data: dict, unit: dict) -> str:
+    """``fp16 (inferred)``: the unit's realized bucket and how its nodes' precision is known."""
     rows = {r["node"]: r for r in data.get("rows", ()) if r.get("node")}
-    seen = sorted({f"{rows[n].get('realized') or '-'} ({rows[n].get('evidence') or '-'})"
-                   for n in unit.get("nodes", ()) if n in rows})
-    return seen[0] if len(seen) == 1 else ("mixed" if seen else "-")
+    evidence = sorted({str(rows[n].get("evidence")) for n in unit.get("nodes", ()) if n in rows and
+                       rows[n].get("evidence")})
+    bucket = unit.get("realized_bucket") or "-"
+    return f"{bucket} ({', '.join(evidence)})" if evidence else bucket
 
 
 def _unit_line(data: dict, unit: dict, total: float | None) -> str:
@@ -85,7 +87,7 @@ def _unit_line(data: dict, unit: dict, total: float | None) -> str:
     elif nodes:
         what = f"{unit.get('layer_type') or ''}".strip() or "1 ONNX node"
     else:
-        what = f"{unit.get('layer_type') or 'layer'} {_ORIGINS.get(unit.get('origin'), 'carrying no node of the model')}"
+        what = f"{unit.get('layer_type') or 'layer'} {_ORIGINS.get(str(unit.get('origin')), 'carrying no node of the model')}"
     flag = " [CPU provider]" if unit.get("provider") == _CPU_PROVIDER else ""
     flag += " [not in the inspector's layers]" if unit.get("unmatched") else ""
     return (f"    {_pct(share):>6}  {_ms(unit['time_ms']):>9}  {'+-' + _pct(spread) if spread is not None else '':>8}  "
