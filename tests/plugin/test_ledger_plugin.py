@@ -43,17 +43,17 @@ def test_no_engine(trt):
 
 
 def test_trt_ledger_puts_ledgers_in_the_terminal_the_json_and_the_html(pytester):
-    pytester.makepyfile(test_ledger=SUITE)
+    pytester.makepyfile(test_ledger_suite=SUITE)
     result = pytester.runpytest(f"--trt-cache-dir={pytester.path / 'cache'}", "--trt-ledger", "--trt-report=r.json",
                                 "--trt-html=r.html", "-p", "no:randomly")
     result.assert_outcomes(passed=3, failed=1)
     out = result.stdout.str()
-    assert "test_ledger.py::test_checked: ledger of encoder_opset14.onnx [fp16; fp32: */LayerNorm/*] on emulate" in out
+    assert "test_ledger_suite.py::test_checked: ledger of encoder_opset14.onnx [fp16; fp32: */LayerNorm/*] on emulate" in out
     assert f"time: none ({NO_GPU_TIME}" in out
     assert "by declared precision: fp32 (FP32 islands) 36 nodes, fp16 62 nodes" in out
     assert "FP32 islands: /encoder/layer.0/attention/output/LayerNorm (9)" in out
     # the failing test keeps its failure and still gets its ledger; a test that built no engine gets none
-    assert "AccuracyError" in out and "test_ledger.py::test_failing: ledger of" in out
+    assert "AccuracyError" in out and "test_ledger_suite.py::test_failing: ledger of" in out
     assert "test_no_engine: ledger" not in out
     data = assert_valid_report(json.loads((pytester.path / "r.json").read_text()))
     ledgers = {t["nodeid"].split("::")[1]: t["ledgers"] for t in data["tests"]}
@@ -73,7 +73,7 @@ def test_trt_ledger_puts_ledgers_in_the_terminal_the_json_and_the_html(pytester)
 
 
 def test_ini_twins_and_trt_ledger_without_the_option(pytester):
-    pytester.makepyfile(test_ledger=SUITE)
+    pytester.makepyfile(test_ledger_suite=SUITE)
     pytester.makeini("[pytest]\ntrt_ledger = true\ntrt_ledger_timing = off\n")
     result = pytester.runpytest(f"--trt-cache-dir={pytester.path / 'cache'}", "-k", "checked", "-p", "no:randomly")
     result.assert_outcomes(passed=1)
@@ -81,7 +81,7 @@ def test_ini_twins_and_trt_ledger_without_the_option(pytester):
 
 
 def test_an_explicit_ledger_timing_that_cannot_run_is_a_usage_error(pytester):
-    pytester.makepyfile(test_ledger=SUITE)
+    pytester.makepyfile(test_ledger_suite=SUITE)
     result = pytester.runpytest("--trt-backend=emulate", "--trt-ledger", "--trt-ledger-timing", "engine")
     assert result.ret == 4
     result.stderr.fnmatch_lines([f"*--trt-ledger-timing engine: {NO_GPU_TIME}*use --trt-ledger-timing auto*"])
