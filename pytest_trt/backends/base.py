@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core import runstate
+from ..core.choices import BACKEND_CHOICES as BACKEND_CHOICES  # re-exported: the old home of the name
+from ..core.choices import TYPING_CHOICES
 from ..errors import BackendUnavailable, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,11 +27,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layers.timing import LayerProfile
     from ..plan import PrecisionPlan
 
-#: the built-in choices of ``--trt-backend`` (plugins add more: :func:`backend_names`)
-BACKEND_CHOICES = ("auto", "tensorrt", "tensorrt-rtx", "emulate")
-TYPING_CHOICES = ("auto", "strong", "weak")
-#: the ledger's timing sources (``--trt-ledger-timing``; :mod:`pytest_trt.ledger.timing`)
-TIMING_CHOICES = ("auto", "engine", "onnxruntime-cuda", "off")
+# the built-in choices of ``--trt-backend`` (plugins add more: :func:`backend_names`) and of
+# ``--trt-typing`` are in pytest_trt.core.choices (read by --help without importing this module)
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,17 @@ class EmulateBackend(Backend):
     def layer_timing_reason(self) -> str | None:
         return NO_GPU_TIME
 
+    #: Why ``typing="weak"`` cannot be honoured here (a usage error: the run would not be what was asked).
+    WEAK_TYPING_REASON = ("emulation has no weak typing: it runs the plan's types exactly, as strong typing "
+                          "does, while weak typing hands TensorRT per-layer hints it may override; use "
+                          "strong or auto, or run weak typing on TensorRT <= 10.x")
+
+    def supports(self, plan, config: BuildConfig) -> str | None:
+        """None, except for weak typing, which emulation cannot honour (see :data:`WEAK_TYPING_REASON`)."""
+        if config.typing == "weak":
+            return self.WEAK_TYPING_REASON
+        return None
+
     def cache_parts(self, plan, config):
         parts = super().cache_parts(plan, config)
         # Emulation ignores builder settings (typing, TF32, profiles, workspace): keep

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.locations import default_cache_dir
 from ..errors import CacheError, CacheWarning, UsageError
 from .entry import (
     MANIFEST,
@@ -64,28 +65,6 @@ _CACHEDIR_TAG = (
 )
 _PROBE_PREFIX = ".pytest-trt-probe-"
 _HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
-
-
-def default_cache_dir() -> Path:
-    """``$PYTEST_TRT_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-trt``, else ``~/.cache/pytest-trt``.
-
-    On Windows without those variables: ``%LOCALAPPDATA%\\pytest-trt\\Cache``.
-    """
-    env = os.environ.get("PYTEST_TRT_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and os.path.isabs(xdg):  # the XDG spec says relative values are to be ignored
-        return Path(xdg) / "pytest-trt"
-    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
-        return Path(os.environ["LOCALAPPDATA"]) / "pytest-trt" / "Cache"
-    try:
-        home = Path.home()
-    except (RuntimeError, KeyError) as exc:
-        raise CacheError(
-            f"cannot find a home directory for the pytest-trt cache ({exc}). {_HINT_DIR}."
-        ) from exc
-    return home / ".cache" / "pytest-trt"
 
 
 class ArtifactCache:

@@ -6,18 +6,13 @@ from typing import Any
 
 from ..backends.tensorrt.parser_check import require
 from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..compare.figures import DETAILS_MAX_ELEMENTS
 from ..core.jsonsafe import json_number
 from ..errors import BackendUnavailable
-from ..glue.case import DETAILS_MAX_ELEMENTS
 from ..locate.ranges import range_message, range_overflows
 from ..reference.baseline import reference_label, reference_model
-from ..report.summary import tolerance_ratio
+from ..report.rows import tolerance_ratio
 from .common import (
-    add_engine_flags,
-    add_input_flags,
-    add_model_and_policy,
-    add_parser_check_flag,
-    add_tolerance_flags,
     build_config_from_args,
     emit_json,
     feeds_from_args,
@@ -25,24 +20,7 @@ from .common import (
     policy_from_args,
     session_from_args,
 )
-
-
-def add_parser(sub: Any) -> None:
-    """The ``compare`` subcommand and its flags."""
-    p = sub.add_parser("compare", help="compare the engine with the FP32 ONNX Runtime baseline",
-                       description="Build (or load from the cache) the engine for MODEL under the policy, run it "
-                       "and the FP32 ONNX Runtime baseline on the same inputs, and compare. Exit 0 within "
-                       "tolerance, 1 outside, 2 on usage or input errors.")
-    add_model_and_policy(p)
-    add_engine_flags(p)
-    add_input_flags(p)
-    add_tolerance_flags(p)
-    p.add_argument("--baseline", choices=("fp32", "as-written"), default="fp32",
-                   help="reference: fp32 = ONNX Runtime on the model upcast to FP32 (Q/DQ removed; for an FP32 model, "
-                   "the model itself), as-written = ONNX Runtime on the model as written (fake-quant for Q/DQ) "
-                   "(default: fp32)")
-    add_parser_check_flag(p)
-    p.set_defaults(run=run)
+from .spelling import cli_spelling
 
 
 def prepare(args: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
@@ -114,13 +92,16 @@ def run(args: Any) -> int:
         extra = {"range_overflows": [o.to_json() for o in overflows]} if overflows else {}
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "seed": args.seed, "baseline": args.baseline,
-                   **figures_json(result, ratios), **extra, "passed": passed, "accuracy_passed": result.passed,
+                   **figures_json(result, ratios), **extra, "notes": [cli_spelling(n) for n in plan.notes],
+                   "passed": passed, "accuracy_passed": result.passed,
                    "parser_check": parsed.to_json() if parsed is not None else None})
     else:
         print(f"{model.label}: {engine.describe()}")
         if engine.backend_name == "emulate":
             print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
         print(f"reference: {reference_label(model, args.baseline)}")
+        for note in plan.notes:  # e.g. a mixed-precision model whose FP32 island --fp16 lowers (try --as-is)
+            print(f"note: {cli_spelling(note)}")
         print(result.message())
         print(ratio_line(ratios))
         if overflows:

@@ -9,7 +9,9 @@ with ``evidence`` counts for the report and for each ``--expect`` check. On the
 ``emulate`` backend the report is derived from the plan (emulated = planned) and says so.
 
 Input shapes (``--input-shapes``) are needed for TensorRT's optimization profile when
-the model has symbolic dims; the ``emulate`` backend needs none.
+the model has symbolic dims; the ``emulate`` backend needs none. No input is run, so no
+value is needed either: ``--val-range`` is not asked for (an integer input's range
+matters to ``compare``, not here), and ``--load-inputs`` only lends its arrays' shapes.
 
 Exit 0 (a report, whatever it shows). With ``--expect PATTERN=PREC`` (repeatable) each
 expectation runs :func:`pytest_trt.assert_precision`; exit 1 if any fails.
@@ -18,8 +20,10 @@ expectation runs :func:`pytest_trt.assert_precision`; exit 1 if any fails.
 precision and its rule, the realized precision and its evidence, the engine layer (TensorRT) or
 node (ONNX Runtime CUDA) that ran it and its time, with roll-ups per scope and per precision;
 ``--timing`` picks the timing source (auto: TensorRT's own, else ONNX Runtime CUDA, else none,
-saying why). ``--export-profile PATH`` writes trtexec's ``--exportProfile`` JSON, ``--export-trace
-PATH`` a Chrome/Perfetto trace (both need time; each implies ``--ledger``).
+saying why). Timing runs the engine, so then the inputs' values matter too (``--val-range`` for
+integer inputs, or ``--load-inputs``). ``--export-profile PATH`` writes trtexec's
+``--exportProfile`` JSON, ``--export-trace PATH`` a Chrome/Perfetto trace (both need time; each
+implies ``--ledger``).
 """
 
 from __future__ import annotations
@@ -29,68 +33,22 @@ import sys
 from pathlib import Path
 
 from ..errors import PrecisionError, UsageError
+from ..inputs import parse_input_shape, resolve_profile
 from ..ledger import chrome_trace, ledger_of, trtexec_profile
 from ..ledger.ort_cuda import ort_cuda_reason
 from ..ledger.render import TOP
-from ..ledger.timing import TIMING_CHOICES, backend_timing_reason, check_available
+from ..ledger.timing import backend_timing_reason, check_available
 from ..plan.policy import parse_rule
 from ..verify.precision import assert_precision
+from .args import flat
 from .common import (
-    add_engine_flags,
-    add_input_flags,
-    add_model_and_policy,
     build_config_from_args,
-    cli_spelling,
     emit_json,
     feeds_from_args,
-    number,
     policy_from_args,
     session_from_args,
 )
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("layers", help="planned vs observed precision per node (the engine's layer report)",
-                       description="Build (or load from the cache) the engine for MODEL under the policy and print "
-                       "what it runs: per ONNX node the planned and the observed precision, the status "
-                       "(ok/mismatch/unverifiable/fixed) and the layer or Myelin region that carries it. Exit 0; "
-                       "with --expect, 1 when an expectation fails; 2 on usage or input errors.")
-    add_model_and_policy(p)
-    add_engine_flags(p)
-    add_input_flags(p)
-    p.add_argument("--status", action="append", default=[], metavar="STATUS",
-                   choices=("ok", "mismatch", "unverifiable", "fixed"),
-                   help="show only nodes with this status (repeatable; table only)")
-    p.add_argument("--expect", action="append", default=[], metavar="PATTERN=PREC",
-                   help="assert that the nodes matching PATTERN are shown running in PREC (repeatable); "
-                        "exit 1 if one fails")
-    p.add_argument("--allow-unverifiable", action="store_true",
-                   help="with --expect: list unverifiable nodes as warnings instead of failing")
-    add_ledger_flags(p)
-    p.set_defaults(run=run)
-
-
-def add_ledger_flags(p) -> None:
-    """``--ledger`` and the flags of its timing and exports."""
-    p.add_argument("--ledger", action="store_true",
-                   help="print the ledger: per ONNX node declared precision (and rule), realized precision (and "
-                        "evidence), engine layer or node, time and share; roll-ups per scope and precision")
-    p.add_argument("--timing", choices=TIMING_CHOICES, default="auto",
-                   help="with --ledger: auto = the engine's own per-layer timing (TensorRT), else ONNX Runtime CUDA "
-                        "(the strongly typed realization, not TensorRT), else none (the time column says why); "
-                        "engine / onnxruntime-cuda = that source or an error; off = no time (default: auto)")
-    p.add_argument("--iterations", type=number(minimum=1, integer=True), default=50, metavar="N",
-                   help="with --ledger: timed runs, >= 1 (default: 50)")
-    p.add_argument("--warmup", type=number(minimum=0, integer=True), default=10, metavar="N",
-                   help="with --ledger: untimed runs first, >= 0 (default: 10)")
-    p.add_argument("--all", action="store_true", dest="all_rows",
-                   help=f"with --ledger: every row (default: the rows of the top {TOP} units by time, or of the "
-                        f"nodes whose precision is in question when there is no time)")
-    p.add_argument("--export-profile", metavar="PATH", default=None,
-                   help="write the ledger's times as trtexec --exportProfile JSON (implies --ledger; needs time)")
-    p.add_argument("--export-trace", metavar="PATH", default=None,
-                   help="write the ledger as a Chrome/Perfetto trace, one run by median times (implies --ledger; "
-                        "needs time)")
+from .spelling import cli_spelling
 
 
 def run(args) -> int:
@@ -99,10 +57,15 @@ def run(args) -> int:
     session = session_from_args(args)
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
-    if session.backend.name == "emulate" and not (args.input_shapes or args.load_inputs):
-        config = session.build_config()  # emulation ignores shapes and profiles: no inputs needed
-    else:
+    if args.load_inputs:
         config = build_config_from_args(args, model, feeds_from_args(args, model))
+    elif args.input_shapes or session.backend.name != "emulate":
+        # only the shapes matter (the optimization profile); values, e.g. an integer input's
+        # range, do not: the same profile compare builds from its feeds, so the cache entry is shared
+        shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else None
+        config = session.build_config(profiles=(resolve_profile(model, shapes=shapes),))
+    else:
+        config = session.build_config()  # emulation ignores shapes and profiles: no inputs needed
     engine, event = session.engine(plan, config)
     if args.ledger or args.export_profile or args.export_trace:
         return _ledger(args, session, model, engine, event, plan)

@@ -14,10 +14,15 @@ from typing import Any
 
 from ..core.jsonsafe import json_number
 
-__all__ = ["TABLE_ROWS", "Element", "OutputFigures"]
+__all__ = ["DETAILS_MAX_ELEMENTS", "TABLE_ROWS", "Element", "OutputFigures"]
 
 #: Rows of the mismatch table in the failure message.
 TABLE_ROWS = 10
+
+#: Figures of *passing* outputs (max errors, for the summary and reports) cost an exact
+#: second pass; the plugin and the console script compute them up to this many elements
+#: per comparison, above it only failing outputs get them.
+DETAILS_MAX_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True)

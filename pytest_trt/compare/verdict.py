@@ -22,7 +22,7 @@ from .arguments import pair_up, per_output
 from .detail import detail_exact, detail_float
 from .figures import Element, OutputFigures
 from .messages import fmt_cos, fmt_db, fmt_shape, output_report, result_message, summary_line, would_pass
-from .metrics import metric_sums
+from .metrics import MetricSums, exact_metric_sums
 from .scan import beyond_atol, category, passes_exact, passes_float, working_dtype
 from .tolerances import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES, SEMANTICS
 
@@ -235,19 +235,40 @@ def _compare_one(name: str, a: np.ndarray | None, e: np.ndarray | None, *, rtol:
             detail_exact(oc, a, e)
         return oc
 
-    if default_cosine and e.size and not beyond_atol(e, atol):
-        # numerically zero at this tolerance: no direction to compare, the element rule judges it
-        min_cosine = oc.min_cosine = None
+    _judge_float(oc, a, e, rtol=rtol, atol=atol, equal_nan=equal_nan, min_cosine=min_cosine,
+                 min_snr_db=min_snr_db, details=details, default_cosine=default_cosine)
+    return oc
+
+
+def _judge_float(oc: OutputComparison, a: np.ndarray, e: np.ndarray, *, rtol: float, atol: float,
+                 equal_nan: bool, min_cosine: float | None, min_snr_db: float | None, details: bool,
+                 default_cosine: bool) -> None:
+    """A float output: the one-pass scan (verdict and metric sums), the detailed pass when it
+    cannot prove a pass (or details were asked), then the floors."""
     W = working_dtype(a, e)
     want_metrics = details or min_cosine is not None or min_snr_db is not None
-    ok = passes_float(a, e, W, rtol, atol) if e.size else True
+    sums = MetricSums() if want_metrics and e.size and not details else None
+    ok = passes_float(a, e, W, rtol, atol, sums) if e.size else True  # one pass: verdict and metric sums
+    settled = None
     if not ok or details:
         detail_float(oc, a, e, W, rtol, atol, equal_nan)
-    elif want_metrics:
-        sums = metric_sums(a, e)
-        oc.cosine, oc.snr_db, oc.metric_elements = sums.cosine(), sums.snr_db(), sums.n
+    elif sums is not None:
+        settled = sums if sums.settle() else exact_metric_sums(a, e)  # exact when the fast sums are not
+        oc.cosine, oc.snr_db, oc.metric_elements = settled.cosine(), settled.snr_db(), settled.n
+    if default_cosine and e.size and not _reference_beyond_atol(e, atol, settled):
+        # numerically zero at this tolerance: no direction to compare, the element rule judges it
+        min_cosine = oc.min_cosine = None
+        if settled is not None and min_snr_db is None:  # computed for the default floor only
+            oc.cosine = oc.snr_db = oc.metric_elements = None
     _check_metrics(oc, min_cosine, min_snr_db, default_cosine)
-    return oc
+
+
+def _reference_beyond_atol(e: np.ndarray, atol: float, sums: MetricSums | None) -> bool:
+    """Whether some finite element of ``e`` exceeds ``atol``; from the passing scan's sums when
+    they say so (a mean square above ``atol**2``), else by a blocked scan of ``e``."""
+    if sums is not None and sums.mean_square_e_exceeds(atol):
+        return True
+    return beyond_atol(e, atol)
 
 
 def _one_sided(name: str, a: np.ndarray | None, e: np.ndarray | None, *, rtol: float,

@@ -19,6 +19,8 @@ else:  # the plugin parses options with this module: onnx is imported on first u
 FP32, FP16, BF16 = "fp32", "fp16", "bf16"
 PRECISIONS = (FP32, FP16, BF16)
 LOW_PRECISIONS = (FP16, BF16)
+#: The largest finite value of each low precision (BF16's is 0x7F7F; FP32's FLT_MAX rounds past it to inf).
+LARGEST_FINITE = {FP16: 65504.0, BF16: 3.3895313892515355e38}
 
 # onnx.TensorProto.DataType values
 ELEM_FLOAT = 1

@@ -26,6 +26,7 @@ import pytest
 from ..backends.base import get_backend
 from ..backends.tensorrt.parser_check import require
 from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..compare.figures import DETAILS_MAX_ELEMENTS
 from ..core.dtypes import normalize_precision
 from ..core.records import AccuracyRecord, EngineRecord, LedgerRecord, ParserRecord, PrecisionRecord, Record
 from ..errors import AccuracyError, PrecisionError, UsageError
@@ -55,9 +56,6 @@ class Tolerances(NamedTuple):
     rtol: dict
 
 
-# Figures of *passing* outputs (max errors, for the summary and reports) cost an exact
-# second pass; above this many elements only failing outputs get them.
-DETAILS_MAX_ELEMENTS = 1 << 22
 #: where feeds that failed and that no seed can regenerate are saved (next to --trt-report, else in rootdir)
 ARTIFACTS_DIRNAME = "trt-artifacts"
 
@@ -102,6 +100,14 @@ class TrtCase:
         path = Path(value)
         return path if path.is_absolute() else self.base_dir / path
 
+    def path_origin(self, keyword: str, value) -> str | None:
+        """How the marker's relative ``keyword=value`` path was resolved, for "not found" messages."""
+        if Path(value).is_absolute():
+            return None
+        test_file = getattr(self.node, "path", None)
+        where = f"the test file {test_file}" if test_file else f"the current directory {Path.cwd()}"
+        return f"{keyword}={str(value)!r} in the trt marker is relative to {where}"
+
     @functools.cached_property
     def model(self):
         source = self.options.get("model")
@@ -111,7 +117,7 @@ class TrtCase:
                 f"or trt_build(model, ...)"
             )
         if isinstance(source, (str, Path)):
-            source = self.resolve_path(source)
+            return self.session.model(self.resolve_path(source), origin=self.path_origin("model", source))
         return self.session.model(source)
 
     @functools.cached_property
@@ -147,16 +153,24 @@ class TrtCase:
             return PrecisionPolicy(default=default, keep_fp32=tuple(keep), rules=self._rules(),
                                    as_is=True, expect_fp32=expect)
         # Patterns from the command line / ini apply to every test; one that matches
-        # nothing in *this* model is skipped here (it is meant for other models).
+        # nothing in *this* model, or only its fixed nodes (which no pattern changes: a
+        # marker's or the CLI's such pattern is a PatternError), is skipped here (it is
+        # meant for other models).
         nodes = list(self.model.graph.node)
+        fixed = self._fixed_nodes() if self.session.settings.keep_fp32 else frozenset()
         for pattern in self.session.settings.keep_fp32:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
-            if pattern not in keep and any(rule.matches(n) for n in nodes):
+            if pattern not in keep and any(rule.matches(n) and n.name not in fixed for n in nodes):
                 keep.append(pattern)
         kwargs: dict[str, Any] = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
         if expect:
             kwargs["expect_fp32"] = expect
         return PrecisionPolicy(**kwargs)
+
+    def _fixed_nodes(self) -> frozenset:
+        """Names of the model's fixed nodes (the same under every policy; the FP32 plan is memoized)."""
+        plan = self.session.plan(self.model, PrecisionPolicy("fp32"))
+        return frozenset(name for name, d in plan.nodes.items() if d.kind != "compute")
 
     def _rules(self) -> tuple:
         """The marker's ``rules=``: ``"PATTERN=PREC"`` strings, ``(pattern, precision)`` pairs, or a mapping
@@ -320,7 +334,7 @@ class TrtCase:
         dims = overrides.pop("dims", self.options.get("dims"))
         if inputs is not None:
             if isinstance(inputs, (str, Path)):
-                feeds = Feeds(load_feeds(self.resolve_path(inputs)))
+                feeds = Feeds(load_feeds(self.resolve_path(inputs), origin=self.path_origin("inputs", inputs)))
                 feeds.source = str(self.resolve_path(inputs))
             else:
                 feeds = Feeds(inputs)

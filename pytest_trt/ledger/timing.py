@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..backends.base import TIMING_CHOICES
+from ..core.choices import TIMING_CHOICES
 from ..errors import BackendUnavailable, UsageError
 from .join import build_ledger
 from .ort_cuda import OrtTimingError, ort_cuda_reason, time_plan

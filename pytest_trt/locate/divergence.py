@@ -32,6 +32,11 @@ that ``x - mean`` does not inherit; without this rule it would be blamed on heal
 Only compute nodes of the plan can be divergent (a ``Constant`` rounded by FP16, such as
 LayerNorm's epsilon 1e-12 becoming 0, is reported but never blamed).
 
+An engine's ``+-inf`` where the FP32 reference holds a *masking value* of the same sign (an
+attention mask's ``-FLT_MAX``, beyond the plan's low-precision range: see
+:mod:`pytest_trt.locate.masking`) is what the mask means in that precision: such elements are counted
+in ``saturated``, not as NaN/Inf, and leave the node's error alone.
+
 Tensors the engine does not expose (TensorRT fuses them away) are ``available=False``;
 their consumers are judged against the worst error further upstream.
 
@@ -49,8 +54,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.dtypes import LARGEST_FINITE
 from ..core.jsonsafe import json_number
 from ..reference.baseline import fp32_intermediates
+from .masking import is_masking, sentinels
 from .scopes import scope_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -93,6 +100,9 @@ class TensorError:
         mean_abs: mean |engine - reference| over the elements finite on both sides.
         nan, inf: NaN / Inf elements of the engine where the reference is finite.
         nonfinite: elements where engine and reference disagree and one is NaN/Inf.
+        saturated: elements where the reference holds a masking value beyond the plan's low
+            precision and the engine the infinity of the same sign (a mask saturating as
+            intended); not counted in ``nan``, ``inf``, ``nonfinite`` or the errors.
         upstream: worst ``rel`` of the node's inputs (graph inputs and weights count 0).
         worst_input: the input tensor with that error (None when all are exact).
         upstream_nonfinite: some input already had non-finite disagreements.
@@ -115,6 +125,7 @@ class TensorError:
     nan: int = 0
     inf: int = 0
     nonfinite: int = 0
+    saturated: int = 0
     upstream: float = 0.0
     worst_input: str | None = None
     upstream_nonfinite: bool = False
@@ -150,7 +161,7 @@ class TensorError:
             "shape": list(self.shape) if self.shape is not None else None,
             "max_abs": _json(self.max_abs), "max_ref": _json(self.max_ref), "rel": _json(self.rel),
             "mean_abs": _json(self.mean_abs), "nan": self.nan, "inf": self.inf, "nonfinite": self.nonfinite,
-            "upstream": _json(self.upstream), "worst_input": self.worst_input,
+            "saturated": self.saturated, "upstream": _json(self.upstream), "worst_input": self.worst_input,
             "upstream_nonfinite": self.upstream_nonfinite, "jump": _json(self.jump),
             "divergent": self.divergent, "new_nonfinite": self.new_nonfinite, "problem": self.problem,
         }
@@ -180,6 +191,7 @@ class Divergence:
     backend: str = ""
     policy: str = ""
     output_names: list[str] = field(default_factory=list)
+    low_precision: str | None = None
 
     @property
     def found(self) -> bool:
@@ -190,6 +202,11 @@ class Divergence:
     def divergent(self) -> list[TensorError]:
         """Every divergent row, in topological order."""
         return [t for t in self.tensors if t.divergent]
+
+    @property
+    def saturated(self) -> list[TensorError]:
+        """Rows where masking values saturated to +-inf as intended (see :mod:`pytest_trt.locate.masking`)."""
+        return [t for t in self.tensors if t.saturated]
 
     @property
     def outputs(self) -> list[TensorError]:
@@ -239,6 +256,12 @@ class Divergence:
         if shown:
             lines.append("top contributors (error jump over the node's inputs):")
             lines.extend("  " + line for line in _table(shown))
+        masked = self.saturated
+        if masked:
+            nodes = ", ".join(t.node for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
+            lines.append(f"masking values: {sum(t.saturated for t in masked)} element(s) where FP32 holds a masking "
+                         f"constant beyond the {self.low_precision} range (such as an attention mask's -FLT_MAX) are "
+                         f"+-inf in the engine at {nodes}: the mask saturating as intended, not counted as NaN/Inf")
         outs = self.outputs
         if outs:
             lines.append("outputs: " + "; ".join(f"{t.tensor} max abs {fmt_error(t.max_abs)} rel {fmt_error(t.rel)}"
@@ -298,7 +321,7 @@ def locate_divergence(engine: Engine, feeds: dict, *, threshold: float | None = 
     return Divergence(
         first=first, top=ranked[: max(int(top), 0)], tensors=rows, note=note, threshold=float(threshold),
         jump=float(jump), model=model.label, backend=getattr(engine, "backend_name", "?"),
-        policy=plan.policy.describe(), output_names=list(model.output_names()),
+        policy=plan.policy.describe(), output_names=list(model.output_names()), low_precision=low,
     )
 
 
@@ -306,6 +329,9 @@ def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: fl
                     floor: float = UNIT_ROUNDOFF["fp16"]) -> list[TensorError]:
     """Per-tensor rows in topological order (the work behind :func:`locate_divergence`)."""
     decisions = plan.nodes if plan is not None else {}
+    low = getattr(plan, "low_precision", None)
+    limit = LARGEST_FINITE.get(low) if low else None
+    masking = (limit, sentinels(model, limit)) if limit is not None else None
     rows: list[TensorError] = []
     eff: dict[str, float] = {}  # tensor -> error carried (rel, or the worst upstream one when unavailable)
     bad: dict[str, bool] = {}   # tensor -> carries NaN/Inf disagreements
@@ -325,7 +351,7 @@ def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: fl
                 continue
             row = TensorError(tensor=out, node=node.name, op_type=node.op_type, index=index, precision=precision,
                               compute=compute, upstream=up, worst_input=worst, upstream_nonfinite=up_bad)
-            _fill(row, values.get(out), reference[out])
+            _fill(row, values.get(out), reference[out], masking)
             if row.available:
                 eff[out] = row.rel
                 bad[out] = row.nonfinite > 0
@@ -365,7 +391,7 @@ def _require_persistence(model, rows: list[TensorError], eff: dict, threshold: f
 # --------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------
-def _fill(row: TensorError, actual, expected) -> None:
+def _fill(row: TensorError, actual, expected, masking: tuple | None = None) -> None:
     r = np.asarray(expected)
     row.shape = tuple(int(d) for d in r.shape)
     if actual is None:
@@ -388,9 +414,18 @@ def _fill(row: TensorError, actual, expected) -> None:
     with np.errstate(invalid="ignore", over="ignore"):
         equal = a == r
     disagree = ~(both | equal)  # one side non-finite and not identical (inf == inf is fine)
+    inf_here = np.isinf(a) & r_fin
+    if masking is not None and np.any(inf_here):
+        limit, marks = masking
+        candidates = inf_here & (np.abs(r) > limit) & (np.sign(a) == np.sign(r))
+        saturated = np.zeros_like(candidates)
+        saturated[candidates] = is_masking(np.abs(r[candidates]), marks)
+        row.saturated = int(np.count_nonzero(saturated))
+        disagree &= ~saturated
+        inf_here &= ~saturated
     row.nonfinite = int(np.count_nonzero(disagree))
     row.nan = int(np.count_nonzero(np.isnan(a) & r_fin))
-    row.inf = int(np.count_nonzero(np.isinf(a) & r_fin))
+    row.inf = int(np.count_nonzero(inf_here))
     # NaN in the engine where the reference is +-inf counts as a disagreement too (already in `disagree`)
     if np.any(r_fin):
         row.max_ref = float(np.max(np.abs(r[r_fin])))

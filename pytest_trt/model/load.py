@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx.external_data_helper import load_external_data_for_model, uses_external_data
+from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_model, uses_external_data
 
 from ..errors import ModelError
 
@@ -101,12 +101,16 @@ def _name_nodes(proto) -> dict[str, str]:
     return renamed
 
 
-def load_model(source: Any, *, check: bool = True) -> Model:
+def load_model(source: Any, *, check: bool = True, origin: str | None = None) -> Model:
     """Read and check an ONNX model.
 
     ``source`` may be a path, a :class:`Model` (returned as is) or an
     ``onnx.ModelProto``. Errors name the file and say what to do: a missing file, a
     file that is not ONNX, missing external data, a model ``onnx.checker`` rejects.
+    ``origin`` says where the path came from and how a relative one was resolved, for the
+    "not found" message (``"model='m.onnx' in the trt marker is relative to the test file
+    /p/test_a.py"``); without it a relative path is said to be resolved against the current
+    directory, which is what ``open`` does.
 
     >>> model = load_model("models/encoder.onnx")   # doctest: +SKIP
     """
@@ -118,7 +122,7 @@ def load_model(source: Any, *, check: bool = True) -> Model:
         proto.CopyFrom(source)
     elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        proto = _read_proto(path)
+        proto = _read_proto(path, origin)
         _load_external_data(proto, path)
     else:
         raise ModelError(f"expected a path to an ONNX file or an onnx.ModelProto, got {type(source).__name__}")
@@ -135,11 +139,10 @@ def load_model(source: Any, *, check: bool = True) -> Model:
     return Model(proto=proto, path=path, sha256=digest, renamed_nodes=renamed)
 
 
-def _read_proto(path: Path) -> onnx.ModelProto:
+def _read_proto(path: Path, origin: str | None = None) -> onnx.ModelProto:
     """The ModelProto in ``path`` (external data not loaded yet); ModelError saying what is wrong with the file."""
     if not path.exists():
-        raise ModelError(f"ONNX model not found: {path} (check the path; relative paths are "
-                         f"resolved against the current directory {Path.cwd()})")
+        raise ModelError(f"ONNX model not found: {path} (check the path; {origin or not_found_hint(path)})")
     if path.is_dir():
         raise ModelError(f"ONNX model path is a directory, not a file: {path}")
     try:
@@ -161,10 +164,18 @@ def _read_proto(path: Path) -> onnx.ModelProto:
     return proto
 
 
+def not_found_hint(path: Path) -> str:
+    """How a path given to ``open`` was resolved: against the current directory when relative."""
+    if path.is_absolute():
+        return "the path is absolute"
+    return f"relative paths are resolved against the current directory {Path.cwd()}"
+
+
 def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
     """Load the weights ``proto`` keeps in files next to ``path``; ModelError naming a missing one."""
     try:
         if any(uses_external_data(t) for t in proto.graph.initializer):
+            _check_external_extents(proto, path)
             load_external_data_for_model(proto, str(path.parent))
     except (FileNotFoundError, onnx.checker.ValidationError) as exc:
         # onnx raises ValidationError ("... should be stored in ..., but it is not regular file")
@@ -176,3 +187,31 @@ def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
         ) from exc
     except OSError as exc:
         raise ModelError(f"{path}: cannot read its external data: {exc}") from exc
+    except ValueError as exc:  # onnx's own checks: a negative or non-numeric offset/length, data past the end
+        raise ModelError(f"{path}: its external data is malformed: {exc}. Re-export the model "
+                         f"(onnx.save(..., save_as_external_data=True)).") from exc
+
+
+def _check_external_extents(proto: onnx.ModelProto, path: Path) -> None:
+    """ModelError when a tensor's external ``offset + length`` reaches past the end of its data file.
+
+    Checked from the file's size before anything is read, whatever the onnx version does: a
+    damaged or hostile ``length`` (2**62) must not become an allocation. Locations that are not a
+    regular file next to the model are left to onnx, which refuses them with its own message.
+    """
+    for tensor in proto.graph.initializer:
+        if not uses_external_data(tensor):
+            continue
+        info = ExternalDataInfo(tensor)
+        data_file = path.parent / info.location
+        try:
+            size = data_file.stat().st_size
+        except (OSError, ValueError):  # missing, unreadable, or a location with a NUL byte: onnx says which
+            continue
+        offset = info.offset or 0
+        end = offset + (info.length if info.length is not None else 0)
+        if offset > size or end > size:
+            raise ModelError(
+                f"{path}: tensor {tensor.name!r} declares external data at offset {offset} with length "
+                f"{info.length} in {info.location!r}, but that file holds {size} bytes: the data file is "
+                f"truncated or belongs to another export. Re-export the model, or keep its data file next to it.")

@@ -60,7 +60,10 @@ class NodeDecision:
     kind: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "op_type": self.op_type, "precision": self.precision, "rule": self.rule}
+        """``{"name", "op_type", "precision", "rule"}``; ``precision`` is ``"fixed"`` for a fixed node, the
+        word ``counts``, the ``plan`` table and the layer report use (``rule`` says why it is fixed)."""
+        precision = self.precision if self.kind == COMPUTE and self.precision is not None else FIXED
+        return {"name": self.name, "op_type": self.op_type, "precision": precision, "rule": self.rule}
 
 
 @dataclass(frozen=True)
@@ -271,7 +274,8 @@ class PrecisionPlan:
 
     def to_json(self) -> dict[str, Any]:
         """``{"model", "policy", "nodes": [{"name","op_type","precision","rule"}], "counts"}``
-        (plus ``notes`` and ``expectation_failures`` when there are any)."""
+        (plus ``notes`` and ``expectation_failures`` when there are any); a node's ``precision`` is
+        one of the keys of ``counts`` (``"fixed"`` for fixed nodes)."""
         data = {
             "model": self.model.label,
             "policy": self.policy.to_json(),

@@ -175,6 +175,22 @@ def no_match_message(rule: Rule, label: str, nodes: list[Any]) -> str:
     return " ".join([head, *hints, fix])
 
 
+def fixed_only_message(rule: Rule, label: str, matched: list[Any], reasons: dict[str, str]) -> str:
+    """Why ``rule`` changes nothing in the model ``label``: every node it matches is fixed.
+
+    Fixed nodes (shape and integer math, Q/DQ, control flow, ...) keep their types as written
+    under every plan, so a pattern that selects only them selects no float computation: like a
+    pattern that matches no node, it is an error rather than a silent no-op.
+    """
+    source = f" (from {rule.source})" if rule.source not in ("api", "") else ""
+    first = matched[0]
+    why = reasons.get(first.name, "fixed")
+    return (f"precision pattern {rule.pattern!r}{source} selects no float computation in {label}: it matches "
+            f"{len(matched)} node(s), all fixed (e.g. {first.name!r}: {why.removeprefix('fixed: ')}), whose types "
+            f"every plan keeps as written, so the pattern changes nothing. Remove it, or name nodes that compute "
+            f"in float (`pytest-trt plan MODEL` lists every node; fixed ones show 'fixed').")
+
+
 def _op_type_hints(op_type: str, nodes: list[Any]) -> tuple[list[str], str]:
     types = sorted({n.op_type for n in nodes})
     close = closest(op_type, types)

@@ -122,6 +122,10 @@ class TrtSession:
         provider_source = settings.sources.get("trt_baseline_provider", "default")
         check_runtime(settings.baseline_provider, gpu=(backend.name != "emulate") or None,
                       source="--trt-baseline-provider" if provider_source == "default" else provider_source)
+        if backend.name == "emulate" and settings.typing == "weak":
+            # emulate's own supports() says why; refused at start like a typing TensorRT lacks
+            raise UsageError(f"{settings.sources.get('trt_typing', '--trt-typing')} weak cannot be honoured by "
+                             f"emulate ({reason}): {getattr(backend, 'WEAK_TYPING_REASON', 'emulation has no weak typing')}")
         if backend.name in ("tensorrt", "tensorrt-rtx") and settings.typing != "auto":
             # load path: imported once in use
             from ..backends.tensorrt.compat import installed_version, version_typing_reason
@@ -195,7 +199,8 @@ class TrtSession:
         return total
 
     # -- pipeline steps, memoized per process ---------------------------------------
-    def model(self, source) -> Model:
+    def model(self, source, *, origin: str | None = None) -> Model:
+        """The model of ``source``, loaded once per process; ``origin`` as in :func:`~pytest_trt.model.load.load_model`."""
         from ..model.load import Model, load_model  # load path: imported once in use
 
         if isinstance(source, Model):
@@ -203,7 +208,7 @@ class TrtSession:
         key = str(source)
         with self._lock:
             if key not in self._models:
-                self._models[key] = load_model(source)
+                self._models[key] = load_model(source, origin=origin)
             return self._models[key]
 
     def plan(self, model: Model, policy: PrecisionPolicy) -> PrecisionPlan:

@@ -1,8 +1,17 @@
 """Command-line and ini options: one table, one resolver.
 
-Every option is ``--trt-*`` with an ini twin ``trt_*``; precedence is
-marker kwargs > command line > ini > default (markers are applied per test by
-:mod:`pytest_trt.glue.case`). The table below drives ``pytest_addoption`` and the help texts.
+Every option is ``--trt-*`` with an ini twin ``trt_*``; a few have a documented environment
+variable (:attr:`Option.env`). One precedence, stated in the README's "Where each setting
+comes from" table:
+
+* session settings: command line > environment variable > ini > default;
+* per-test settings: ``trt.check()``/``trt.feeds()`` argument > closest marker > command
+  line > environment variable (none so far) > ini > per-precision default (markers and
+  call arguments are applied per test by :mod:`pytest_trt.glue.case`).
+
+A setting given twice at the same level (``--trt-fp16 --trt-bf16``) is a usage error; at
+different levels the higher wins (``--trt-bf16`` over an ini ``trt_fp16 = true``). The table
+below drives ``pytest_addoption``, the help texts and that README table's test.
 """
 
 from __future__ import annotations
@@ -12,11 +21,12 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..backends.base import BACKEND_CHOICES, TIMING_CHOICES, TYPING_CHOICES
-from ..backends.tensorrt.parser_check import PARSER_CHECK_CHOICES
+from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TIMING_CHOICES, TYPING_CHOICES
+from ..core.locations import CACHE_DIR_ENV, DEFAULT_CACHE_DIRNAME, default_cache_dir  # noqa: F401  (DEFAULT_CACHE_DIRNAME: re-exported)
 from ..errors import UsageError
 
-DEFAULT_CACHE_DIRNAME = ".trt-cache"
+#: Where a value came from, lowest first: a higher level wins; two values at one level contradict.
+LEVELS = ("default", "ini", "env", "command line")
 
 
 @dataclass(frozen=True)
@@ -33,6 +43,9 @@ class Option:
     #: a ``choice`` whose list plugins extend (``--trt-backend``): argparse takes any value, and
     #: the value is checked where the full list is known (:func:`pytest_trt.backends.base.select_backend`)
     open_choices: bool = False
+    #: the documented environment variable, between the command line and the ini (a list option's
+    #: value is comma- or whitespace-separated); None for most options
+    env: str | None = None
 
     @property
     def dest(self) -> str:
@@ -57,13 +70,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("trt-typing", "TensorRT network typing: auto = strong typing (TensorRT >= 10.0, the only typing in 11.x and RTX); "
            "strong = a strongly typed network, the plan's types are the contract (TensorRT >= 10.0); "
            "weak = per-layer hints with OBEY_PRECISION_CONSTRAINTS (TensorRT <= 10.x). A typing the installed "
-           "TensorRT lacks is a usage error. Default: auto.",
+           "TensorRT lacks, or weak on emulate (which has no weak typing), is a usage error. Default: auto.",
            "choice", "auto", TYPING_CHOICES),
     Option("trt-keep-fp32", "Keep nodes matching PATTERN in FP32 (shell glob over ONNX node names, or op:TYPE); "
            "repeatable; adds to the marker's keep_fp32. Default: none.", "list", (), metavar="PATTERN"),
     Option("trt-cache-dir", f"Directory of cached engines, baselines and timing caches "
-           f"(default: $PYTEST_TRT_CACHE_DIR or <rootdir>/{DEFAULT_CACHE_DIRNAME}). Write it --trt-cache-dir=DIR.",
-           "str", None, metavar="DIR", path=True),
+           f"(default: ${CACHE_DIR_ENV}, else ini trt_cache_dir, else <rootdir>/{DEFAULT_CACHE_DIRNAME}). "
+           f"Write it --trt-cache-dir=DIR.",
+           "str", None, metavar="DIR", path=True, env=CACHE_DIR_ENV),
     Option("trt-cache-max-size", "Evict least-recently-used cache entries beyond this size, e.g. 20G, 500M "
            "(default: no limit).", "str", None, metavar="SIZE"),
     Option("trt-engine-memory", "GPU memory the session's loaded engines may hold; beyond it the least recently "
@@ -74,16 +88,17 @@ OPTIONS: tuple[Option, ...] = (
            "(default: off).", "bool", False),
     Option("trt-remote-cache", "Remote engine cache shared by a fleet, behind the local cache: file:///shared/dir, "
            "https://host/path (WebDAV), s3://bucket/prefix, ... (needs the `remote` extra). Entries are signed "
-           "(Ed25519) and verified before use (default: $PYTEST_TRT_REMOTE_CACHE, else none).", "str", None,
-           metavar="URL"),
+           "(Ed25519) and verified before use (default: $PYTEST_TRT_REMOTE_CACHE, else ini, else none).", "str", None,
+           metavar="URL", env="PYTEST_TRT_REMOTE_CACHE"),
     Option("trt-remote-cache-mode", "ro = fetch only; rw = fetch and upload what this run builds (needs the private "
            "key in $PYTEST_TRT_REMOTE_CACHE_KEY); auto = rw when that key is set, else ro "
-           "(default: $PYTEST_TRT_REMOTE_CACHE_MODE, else auto).", "choice", "auto", ("auto", "ro", "rw")),
+           "(default: $PYTEST_TRT_REMOTE_CACHE_MODE, else ini, else auto).", "choice", "auto", ("auto", "ro", "rw"),
+           env="PYTEST_TRT_REMOTE_CACHE_MODE"),
     Option("trt-remote-cache-trust", "Public key whose signatures the remote cache accepts: a .pub file of "
            "`pytest-trt remote-cache keygen` or its 'ed25519:...' text; repeatable, for key rotation "
-           "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST, comma-separated; a builder also trusts its own key). "
-           "Write it --trt-remote-cache-trust=KEY.",
-           "list", (), metavar="KEY", path=True),
+           "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST, comma-separated, else ini; a builder also trusts its own "
+           "key). Write it --trt-remote-cache-trust=KEY.",
+           "list", (), metavar="KEY", path=True, env="PYTEST_TRT_REMOTE_CACHE_TRUST"),
     Option("trt-remote-cache-timeout", "Seconds one remote cache entry may take to arrive, plus 1 s per MiB of its "
            "files (a floor of 1 MiB/s); a slower entry is built locally and the remote is not asked again in the "
            "session (default: 60).", "float", 60.0, metavar="SECONDS"),
@@ -175,12 +190,29 @@ def _convert(opt: Option, value, source: str):
     return value
 
 
-def lookup_option(config, opt: Option):
-    """One option's value and where it came from: command line first, then ini, then the
-    default; returns ``(value, source)`` (source spelled as the user wrote it, e.g. ``--trt-gpus``)."""
+def level_of(source: str) -> str:
+    """The :data:`LEVELS` entry of a source as :func:`lookup_option` spells it."""
+    if source == "default":
+        return "default"
+    if source.startswith("ini "):
+        return "ini"
+    if source.startswith("$"):
+        return "env"
+    return "command line"
+
+
+def lookup_option(config, opt: Option, *, env: bool = True):
+    """One option's value and where it came from: the command line, then its environment variable
+    (:attr:`Option.env`; skipped with ``env=False``), then the ini, then the default; returns
+    ``(value, source)`` (source spelled as the user wrote it: ``--trt-gpus``, ``$PYTEST_TRT_CACHE_DIR``,
+    ``ini trt_gpus``, ``default``)."""
     cli = config.getoption(opt.dest, default=None)
     if cli is not None and cli != []:
         return _convert(opt, cli if opt.kind != "list" else tuple(cli), f"--{opt.name}"), f"--{opt.name}"
+    if env and opt.env and os.environ.get(opt.env):
+        raw = os.environ[opt.env]
+        value = tuple(raw.replace(",", " ").split()) if opt.kind == "list" else raw
+        return _convert(opt, value, f"${opt.env}"), f"${opt.env}"
     ini = config.getini(opt.ini)
     if opt.kind == "bool":
         if ini:
@@ -203,8 +235,8 @@ def given_options(config) -> list[str]:
     """
     given = []
     for opt in OPTIONS:
-        try:
-            _, source = lookup_option(config, opt)
+        try:  # environment variables do not put the plugin in use (a CI runner may export them for all jobs)
+            _, source = lookup_option(config, opt, env=False)
         except UsageError:
             source = f"--{opt.name}"
         if source != "default":
@@ -261,7 +293,7 @@ def parse_size(text: str | None) -> int | None:
 
 @dataclass
 class Settings:
-    """The run-wide options after precedence (command line > ini > default)."""
+    """The run-wide options after precedence (command line > environment variable > ini > default)."""
 
     precision: str = "fp32"
     precision_source: str = "default"
@@ -313,19 +345,10 @@ def resolve_settings(config) -> Settings:
                          f"installed into the local cache before it is loaded, which a read-only cache cannot "
                          f"hold. Use a writable --trt-cache-dir (--trt-remote-cache-mode ro keeps the remote "
                          f"read-only).")
-    if values["trt_fp16"] and values["trt_bf16"]:
-        raise UsageError("--trt-fp16 and --trt-bf16 both given (from "
-                         f"{sources['trt_fp16']} and {sources['trt_bf16']}): choose one default precision")
-    if values["trt_fp16"]:
-        precision, psource = "fp16", sources["trt_fp16"]
-    elif values["trt_bf16"]:
-        precision, psource = "bf16", sources["trt_bf16"]
-    else:
-        precision, psource = "fp32", "default"
+    precision, psource = _default_precision(values, sources)
     rootdir = Path(str(config.rootpath))
-    cache_dir = values["trt_cache_dir"] or os.environ.get("PYTEST_TRT_CACHE_DIR") or str(rootdir / DEFAULT_CACHE_DIRNAME)
-    if values["trt_cache_dir"] is None and os.environ.get("PYTEST_TRT_CACHE_DIR"):
-        sources["trt_cache_dir"] = "$PYTEST_TRT_CACHE_DIR"
+    # command line > $PYTEST_TRT_CACHE_DIR > ini (lookup_option) > the one default rule (pytest_trt.core.locations)
+    cache_dir = values["trt_cache_dir"] or str(default_cache_dir(rootdir=rootdir))
     cache_path = Path(cache_dir).expanduser()
     if not cache_path.is_absolute():
         cache_path = (Path(str(config.invocation_params.dir)) / cache_path).resolve()
@@ -370,11 +393,27 @@ def resolve_settings(config) -> Settings:
     )
 
 
+def _default_precision(values: dict, sources: dict) -> tuple[str, str]:
+    """``--trt-fp16`` / ``--trt-bf16`` (or their ini twins) as one setting: the higher level wins
+    (``--trt-bf16`` over an ini ``trt_fp16 = true``); both at one level contradict each other."""
+    given = [(LEVELS.index(level_of(sources[dest])), precision, sources[dest])
+             for dest, precision in (("trt_fp16", "fp16"), ("trt_bf16", "bf16")) if values[dest]]
+    if not given:
+        return "fp32", "default"
+    top = max(level for level, _, _ in given)
+    winners = [(precision, source) for level, precision, source in given if level == top]
+    if len(winners) > 1:
+        raise UsageError(f"--trt-fp16 and --trt-bf16 both given (from {winners[0][1]} and {winners[1][1]}): "
+                         f"choose one default precision")
+    return winners[0]
+
+
 def remote_settings(url, mode, trust, sources: dict) -> tuple[str | None, str, tuple]:
     """(url, mode, trusted keys) of the remote cache after the environment fallbacks.
 
     ``$PYTEST_TRT_REMOTE_CACHE``, ``$PYTEST_TRT_REMOTE_CACHE_MODE`` and ``$PYTEST_TRT_REMOTE_CACHE_TRUST``
-    (comma- or whitespace-separated) apply where neither the command line nor the ini file set a value.
+    (comma- or whitespace-separated) apply where the command line set no value (the console
+    script; under pytest :func:`lookup_option` has already put them above the ini).
     ``sources`` is updated with where each value came from.
     """
     if not url and os.environ.get("PYTEST_TRT_REMOTE_CACHE"):

@@ -95,7 +95,7 @@ from __future__ import annotations
 
 from ..locate.scopes import escape_glob, scope_of
 from .groups import GRADUAL_KIND_ORDER, KIND_ORDER, Group, candidate_groups, compress_groups
-from .recheck import MIN_RECHECK_SEEDS, InputSet, permuted_feeds
+from .recheck import MAX_RECHECK_SEEDS, MIN_RECHECK_SEEDS, InputSet, permuted_feeds
 from .result import Attempt, Suggestion
 from .search import DEFAULT_MAX_BUILDS, suggest_fp32_islands
 
@@ -103,6 +103,7 @@ __all__ = [
     "DEFAULT_MAX_BUILDS",
     "GRADUAL_KIND_ORDER",
     "KIND_ORDER",
+    "MAX_RECHECK_SEEDS",
     "MIN_RECHECK_SEEDS",
     "Attempt",
     "Group",

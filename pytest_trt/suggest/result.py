@@ -72,7 +72,8 @@ class Suggestion:
         builds: every engine built or loaded (distinct plans, re-loads to re-check an earlier plan,
             TensorRT layerwise probe builds); ``cache_hits`` of them came from the artifact cache.
         inputs: per input set of the final (or closest) plan: ``{"label", "seed", "outputs_passed",
-            "nonfinite_nodes", "accuracy"}``; the user's feeds first, then the re-check seeds.
+            "nonfinite_nodes", "accuracy"}`` (and ``"masking_nodes"``, where masking values saturated
+            to +-inf as intended, once the outputs passed); the user's feeds first, then the re-check seeds.
         recheck_seeds, recheck_source: the re-check seeds and how their feeds were made.
         nonfinite_nodes: nodes that introduced NaN/Inf where the FP32 reference is finite, under
             the plan of ``patterns`` (``passes-output-only``).
@@ -292,6 +293,11 @@ class Suggestion:
                 else:
                     parts.append(f"{i['label']}: NaN/Inf inside at {', '.join(i['nonfinite_nodes'][:3])}")
             verdict = "; ".join(parts) or "not every input set was reached"
+        masking = list(dict.fromkeys(n for i in self.inputs for n in i.get("masking_nodes", ())))
+        if masking:
+            shown = ", ".join(masking[:3]) + (f" and {len(masking) - 3} more" if len(masking) > 3 else "")
+            verdict += (f" (masking values such as an attention mask's -FLT_MAX become +-inf at {shown}, as the "
+                        f"mask intends: not counted)")
         source = f" ({self.recheck_source})" if self.recheck_source else ""
         return f"  checked on: {labels}{source}: {verdict}"
 

@@ -23,7 +23,7 @@ from ..compare import compare_outputs, default_tolerances
 from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
 from ..ledger.islands import island_costs
-from ..ledger.timing import DEFAULT_ITERATIONS, check_timing
+from ..ledger.timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, check_timing
 from ..locate.divergence import Divergence, locate_divergence
 from ..model.load import load_model
 from ..plan.policy import PrecisionPolicy, Rule
@@ -57,7 +57,7 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
                          rtol=None, atol=None, config: BuildConfig | None = None, max_builds: int | None = None,
                          threshold: float | None = None, baseline_provider: str = "cpu",
                          recheck_seeds=None, make_feeds=None, on_engine=None, timing: str = "auto",
-                         timing_iterations: int = DEFAULT_ITERATIONS) -> Suggestion:
+                         timing_iterations: int = DEFAULT_ITERATIONS, timing_warmup: int = DEFAULT_WARMUP) -> Suggestion:
     """Search the smallest set of FP32 islands (keep_fp32 patterns) with which ``model`` passes.
 
     Args:
@@ -83,7 +83,7 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
             (a TensorRT layerwise probe build too: its own ``build_info``); the pytest plugin
             records them, so the run's engine counts include the search's builds.
         timing: how the cost of each proposed FP32 island is measured (the plan with and without
-            it, same inputs, ``timing_iterations`` runs): ``auto`` (TensorRT's own timing, else
+            it, same inputs, ``timing_iterations`` runs after ``timing_warmup``): ``auto`` (TensorRT's own timing, else
             ONNX Runtime CUDA, else not measured, saying why), ``engine``, ``onnxruntime-cuda``,
             ``off`` (:mod:`pytest_trt.ledger.islands`; ``Suggestion.island_costs``).
 
@@ -99,7 +99,7 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
     if found.passed and found.patterns:
         found.island_costs = island_costs(
             search.model, search.policy, found.patterns, feeds, backend=search.backend, cache=cache,
-            config=search.config, timing=timing, iterations=timing_iterations, on_engine=on_engine,
+            config=search.config, timing=timing, warmup=timing_warmup, iterations=timing_iterations, on_engine=on_engine,
             nodes={g.pattern: len(g.nodes) for g in found.groups})
     return found
 
@@ -222,6 +222,7 @@ class _Search:
                 div = self.locate(attempt, index, engine=engine)
                 bad = [t.node for t in div.tensors if t.available and t.new_nonfinite and (t.nan or t.inf)]
                 entry["nonfinite_nodes"] = bad
+                entry["masking_nodes"] = [t.node for t in div.saturated]  # said, never counted as NaN/Inf
                 if bad and attempt.failing_set is None:
                     attempt.failing_set = index
                 attempt.nonfinite_nodes.extend(n for n in bad if n not in attempt.nonfinite_nodes)

@@ -24,8 +24,8 @@ def test_help_lists_every_option_with_its_default(pytester):
 
 
 def test_option_help_states_every_typing_and_the_calibrated_defaults():
-    from pytest_trt.backends.base import TYPING_CHOICES
     from pytest_trt.compare import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES
+    from pytest_trt.core.choices import TYPING_CHOICES
     from pytest_trt.run.settings import OPTIONS
 
     helps = {o.name: o.help for o in OPTIONS}

@@ -470,7 +470,26 @@ def test_cli_compare_as_is_with_both_baselines(tmp_path, capsys):
     assert "upcast to FP32, Q/DQ removed" in capsys.readouterr().out
     assert main(["compare", str(MIXED), *common, "--keep-fp32", "/norm/*"]) == 2
     assert "FP32 source model" in capsys.readouterr().err
-    assert main(["compare", str(MIXED), *common, "--typing", "weak", "--backend", "emulate"]) in (0, 1)
+    # emulation has no weak typing: a usage error, not a run that ignores the flag (issue 28)
+    assert main(["compare", str(MIXED), *common, "--typing", "weak", "--backend", "emulate"]) == 2
+    assert "--typing weak cannot be honoured by emulate" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["plan", "compare"])
+def test_cli_fp16_on_a_mixed_model_names_the_island_it_lowers_and_suggests_as_is(tmp_path, capsys, command):
+    # Issue 28: `plan --fp16` / `compare --fp16` on the autocast model lowered its FP32 norm silently
+    from pytest_trt.cli import main
+
+    extra = [] if command == "plan" else ["--cache-dir", str(tmp_path), "--input-shapes", "x:[8,64]",
+                                          "--backend", "emulate"]
+    assert main([command, str(MIXED), "--fp16", *extra]) == 0
+    out = capsys.readouterr().out
+    note = next(line for line in out.splitlines() if line.startswith("note: source model is mixed precision"))
+    assert "The model computes 6 node(s) in FP32 as written (e.g. '/norm/Pow', '/norm/ReduceSum', '/norm/Div'), " \
+           "which this policy lowers to fp16" in note
+    assert "use --as-is" in note and "as_is=True" not in note  # the console script's spelling
+    assert main([command, str(MIXED), "--as-is", *extra]) == 0
+    assert "--as-is" not in capsys.readouterr().out  # nothing to suggest when it is already given
 
 
 # -- real torch exports: their strongly typed FP16 realization is an autocast-style model -----

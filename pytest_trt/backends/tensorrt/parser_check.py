@@ -32,6 +32,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from ...core.choices import PARSER_CHECK_CHOICES
 from ...core.environment import module_available
 from ...errors import BackendUnavailable, BuildError, UsageError
 from ...layers.network_rule import HIGHER, LOWER, MEANING, judge, worst
@@ -42,11 +43,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..base import BuildConfig
     from .backend import TensorRTBackend
 
-# This module is in the plugin's load path (settings imports PARSER_CHECK_CHOICES): the
+# This module is in the plugin's load path (pytest_trt.run.session imports it): the
 # backends, realization and TensorRT glue it drives are imported inside the functions that
 # run a check, so loading the plugin imports none of them (numpy, onnx, TensorRT).
 
-PARSER_CHECK_CHOICES = ("off", "tensorrt-rtx")
 INSTALL_HINT = 'pip install "pytest-trt[rtx]" (from a checkout: pip install -e ".[rtx]")'
 
 PASSED, FAILED, SOURCE_UNPARSABLE = "passed", "failed", "source_unparsable"
