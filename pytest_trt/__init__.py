@@ -45,6 +45,7 @@ _LAZY = {
     "ParserCheck": "pytest_trt.backends.tensorrt.parser_check",
     "AccuracyError": "pytest_trt.errors",
     "PrecisionError": "pytest_trt.errors",
+    "ParserCheckError": "pytest_trt.errors",
     "PytestTrtError": "pytest_trt.errors",
     "UsageError": "pytest_trt.errors",
     "ModelError": "pytest_trt.errors",

@@ -11,7 +11,7 @@ from ..core.jsonsafe import json_number
 from ..errors import BackendUnavailable
 from ..locate.ranges import range_message, range_overflows
 from ..reference.baseline import reference_label, reference_model
-from ..report.rows import tolerance_ratio
+from ..report.rows import binding_text, tolerance_bound
 from .common import (
     build_config_from_args,
     emit_json,
@@ -41,39 +41,45 @@ def prepare(args: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
 
 
 def compare_figures(plan: Any, actual: dict, expected: dict,
-                    args: Any) -> tuple[CompareResult, Any, Any, dict[str, float | None]]:
+                    args: Any) -> tuple[CompareResult, Any, Any, dict[str, tuple[float | None, str | None]]]:
     """Compare under the policy's precision (its label and default tolerances), with the figures of
     passing outputs too (max abs / rel error, cosine, SNR) up to the plugin's size limit.
 
     Returns ``(result, rtol, atol, ratios)``; ``ratios`` maps each output to its x-tolerance
-    factor (the terminal summary's ``x tol``: > 1 fails), None where not computed.
+    factor and the bound that sets it (the terminal summary's ``x tol`` and ``bound``:
+    :func:`~pytest_trt.report.rows.tolerance_bound`), ``(None, None)`` where not computed.
     """
     precision = plan.low_precision or "fp32"
     d_rtol, d_atol = default_tolerances(precision)
     rtol = args.rtol if args.rtol is not None else d_rtol
     atol = args.atol if args.atol is not None else d_atol
     details = sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS
-    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=precision, details=details)
-    ratios = {name: tolerance_ratio(oc.to_json()) for name, oc in result.outputs.items()}
+    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=precision, details=details,
+                             no_check=bool(getattr(args, "no_check", False)))
+    ratios = {name: tolerance_bound(oc.to_json()) for name, oc in result.outputs.items()}
     return result, rtol, atol, ratios
 
 
-def figures_json(result: CompareResult, ratios: dict[str, float | None]) -> dict:
-    """``result.to_json()`` with each output's ``tolerance_ratio``."""
+def figures_json(result: CompareResult, ratios: dict[str, tuple[float | None, str | None]]) -> dict:
+    """``result.to_json()`` with each output's ``tolerance_ratio`` and ``binding``."""
     data = result.to_json()
     for name, out in data["outputs"].items():
-        out["tolerance_ratio"] = json_number(ratios.get(name))
+        ratio, binding = ratios.get(name, (None, None))
+        out["tolerance_ratio"] = json_number(ratio)
+        out["binding"] = binding
     return data
 
 
-def ratio_line(ratios: dict[str, float | None]) -> str:
-    """The terminal summary's ``x tol`` line: each output's worst error over its tolerance."""
-    def fmt(r: float | None) -> str:
-        return "n/a (figures not computed: output over the size limit)" if r is None else f"{r:.3g}"
+def ratio_line(ratios: dict[str, tuple[float | None, str | None]]) -> str:
+    """The terminal summary's ``x tol`` line: each output's largest bound, and which it is."""
+    def fmt(r: float | None, binding: str | None) -> str:
+        if r is None:
+            return "n/a (figures not computed: output over the size limit)"
+        return f"{r:.3g} ({binding_text(binding)})"
 
-    return ("x tol (worst element's error / tolerance, or (1 - cos) / (1 - min_cosine) where the cosine floor "
-            "is the larger; > 1 fails): "
-            + ", ".join(f"{name!r} {fmt(r)}" for name, r in ratios.items()))
+    return ("x tol (the largest of: the worst element's error / max(atol, rtol*|expected|), "
+            "(1 - cos) / (1 - min_cosine) where a cosine floor applies, the SNR floor's; > 1 fails): "
+            + ", ".join(f"{name!r} {fmt(r, b)}" for name, (r, b) in ratios.items()))
 
 
 def run(args: Any) -> int:

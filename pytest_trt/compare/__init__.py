@@ -29,7 +29,9 @@ special case: such an element passes iff ``abs_err <= atol``.
 * Optional whole-output checks: ``min_cosine`` (cosine similarity) and ``min_snr_db``
   (``10*log10(sum(e^2) / sum((a-e)^2))``) are checked *in addition* to the element check.
   Both are computed over the elements finite on both sides (the element check judges the
-  others). To rely on a metric alone, pass ``atol=float("inf")``.
+  others). To rely on a metric alone, pass ``no_check=True`` with the floor
+  (``min_cosine=0.999``): without ``no_check`` an infinite ``atol`` / ``rtol`` is a usage error,
+  since it switches the element check off (and with it the default cosine floor, below).
 
 Default tolerances (``default_tolerances``, ``default_min_cosine``)
 -----------------------------------------------------------------

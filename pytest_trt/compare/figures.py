@@ -76,6 +76,9 @@ class OutputFigures:
     worst_rel: Element | None = None
     needed_atol: float | None = None
     needed_rtol: float | None = None
+    #: the largest ``|actual - expected| / max(atol, rtol * |expected|)`` over the elements finite on
+    #: both sides: how much of its tolerance the worst element uses (> 1 exactly when one fails)
+    element_ratio: float | None = None
     unfixable: int = 0  # NaN / Inf mismatches: no tolerance makes them pass
     nan_actual: int | None = None
     nan_expected: int | None = None

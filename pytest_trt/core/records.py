@@ -152,6 +152,11 @@ class AccuracyRecord(Record):
         return self.result.get("precision")
 
     @property
+    def no_check(self) -> bool:
+        """Compared with ``no_check=True``: figures without a tolerance verdict."""
+        return bool(self.result.get("no_check"))
+
+    @property
     def outputs(self) -> dict[str, dict[str, Any]]:
         """``{output name: CompareResult output JSON}``, in the model's order."""
         return self.result.get("outputs") or {}

@@ -23,6 +23,7 @@ import pytest
 from ..backends.base import Backend, register_backend, unregister_backend
 from ..core import runstate
 from ..errors import PytestTrtError, UsageError
+from ..report.files import check_report_paths, refuse_report_path
 from ..run import settings as _settings
 from ..run.session import TrtSession
 
@@ -64,6 +65,8 @@ def activate(config: pytest.Config, why: str) -> TrtSession:
     try:
         _settings.check_path_option_forms(config)
         session_settings = _settings.resolve_settings(config)
+        if not hasattr(config, "workerinput"):  # the controller writes the reports: it checks their paths
+            check_report_paths(session_settings)
         started_at = getattr(config, "workerinput", {}).get("trt_session_start")
         plugin_backends = _register_plugin_backends(config)
         source = session_settings.sources.get("trt_backend", "--trt-backend")
@@ -78,6 +81,7 @@ def activate(config: pytest.Config, why: str) -> TrtSession:
     session.state, session.previous_state = state, previous_state
     session.activated_by = why
     session.plugin_backends = plugin_backends
+    session.guard_input = lambda path, what: refuse_report_path(session.settings, path, what)
     session.extend_test_entry = lambda entry, records: config.hook.pytest_trt_report_test(
         config=config, entry=entry, records=records)
     config.stash[SESSION_KEY] = session

@@ -15,6 +15,7 @@ FP32 baseline, compares, and records figures for the reports.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import shlex
 import warnings
@@ -29,12 +30,14 @@ from ..compare import CompareResult, compare_outputs, default_tolerances
 from ..compare.figures import DETAILS_MAX_ELEMENTS
 from ..core.dtypes import normalize_precision
 from ..core.records import AccuracyRecord, EngineRecord, LedgerRecord, ParserRecord, PrecisionRecord, Record
-from ..errors import AccuracyError, PrecisionError, UsageError
+from ..errors import AccuracyError, ParserCheckError, PrecisionError, UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
+from ..inputs.files import comment_text, write_replay_script
 from ..ledger import ledger_of
 from ..locate.divergence import locate_divergence
 from ..plan.policy import PrecisionPolicy, Rule
 from ..reference.baseline import normalize_baseline, reference_label, reference_model
+from ..report.files import refuse_report_path
 from ..report.plots import failing_output_figures, layerwise_record
 from ..report.rows import network_scopes
 from ..suggest import suggest_fp32_islands
@@ -156,11 +159,14 @@ class TrtCase:
         # nothing in *this* model, or only its fixed nodes (which no pattern changes: a
         # marker's or the CLI's such pattern is a PatternError), is skipped here (it is
         # meant for other models).
+        # Each pattern's use is noted: one that matches in no model of the run fails the session.
         nodes = list(self.model.graph.node)
         fixed = self._fixed_nodes() if self.session.settings.keep_fp32 else frozenset()
         for pattern in self.session.settings.keep_fp32:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
-            if pattern not in keep and any(rule.matches(n) and n.name not in fixed for n in nodes):
+            matched = any(rule.matches(n) and n.name not in fixed for n in nodes)
+            self.session.patterns.note(pattern, self.model.label, matched, nodes)
+            if pattern not in keep and matched:
                 keep.append(pattern)
         kwargs: dict[str, Any] = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
         if expect:
@@ -192,17 +198,18 @@ class TrtCase:
         resolved = self.resolve_tolerances(atol, rtol)
         return resolved.rtol, resolved.atol
 
-    def resolve_tolerances(self, atol=None, rtol=None) -> Tolerances:
+    def resolve_tolerances(self, atol=None, rtol=None, *, no_check: bool = False) -> Tolerances:
         """The tolerances a check would use, as ``Tolerances(atol={output: value}, rtol={output: value})``.
 
-        Precedence: call arguments > marker > command line > ini > per-precision default.
+        Precedence: call arguments > marker > command line > ini > per-precision default
+        (``inf`` under ``no_check=True``: no tolerance verdict where none is given).
         Each level may give one number, a dict per output name, or a dict per precision
         (``atol={"fp16": 1e-2, "bf16": 5e-2}``; each value a number or a dict per output):
         the plan's low precision (``fp32`` when there is none) picks the entry, and a level
         without one falls through to the next, as do outputs a level does not mention.
         """
         low = self.plan.low_precision or "fp32"
-        d_rtol, d_atol = default_tolerances(low)
+        d_rtol, d_atol = (math.inf, math.inf) if no_check else default_tolerances(low)
         s = self.session.settings
         outputs = self.model.output_names()
 
@@ -309,8 +316,8 @@ class TrtCase:
         """Parse and build this case's plan with TensorRT-RTX's real parser (CPU or GPU) and judge
         every node, planned vs parsed (see :mod:`pytest_trt.backends.tensorrt.parser_check`).
 
-        Raises :class:`~pytest_trt.errors.PrecisionError` when a node planned FP32 was parsed in
-        lower precision, or the realization is rejected; promotions to FP32 are reported, never
+        Raises :class:`~pytest_trt.errors.ParserCheckError` (a ``PrecisionError``) when a node
+        planned FP32 was parsed in lower precision, or the realization is rejected; promotions to FP32 are reported, never
         failed. UsageError when TensorRT-RTX is not installed. Returns the
         :class:`~pytest_trt.backends.tensorrt.parser_check.ParserCheck`. Independent of ``--trt-backend``: it
         adds a verdict, it does not run the model.
@@ -318,7 +325,7 @@ class TrtCase:
         require(which, "trt.check_parser()")
         check = self._parser_check(which, explicit=True)
         if not check.passed:
-            raise PrecisionError(check.message(), check)
+            raise ParserCheckError(check.message(), check)
         return check
 
     # -- inputs -------------------------------------------------------------------------
@@ -334,6 +341,7 @@ class TrtCase:
         dims = overrides.pop("dims", self.options.get("dims"))
         if inputs is not None:
             if isinstance(inputs, (str, Path)):
+                refuse_report_path(self.session.settings, self.resolve_path(inputs), "the inputs file a test loads")
                 feeds = Feeds(load_feeds(self.resolve_path(inputs), origin=self.path_origin("inputs", inputs)))
                 feeds.source = str(self.resolve_path(inputs))
             else:
@@ -386,11 +394,14 @@ class TrtCase:
         return self.engine.run(feeds)
 
     def check(self, feeds: dict | None = None, *, atol=None, rtol=None, min_cosine=None, min_snr_db=None,
-              locate: bool | None = None, baseline: str | None = None) -> CompareResult:
+              locate: bool | None = None, baseline: str | None = None, no_check: bool | None = None) -> CompareResult:
         """Compare the engine with the reference; raise AccuracyError with diagnostics when outside tolerance.
 
         Reference: ``baseline=`` argument > marker ``baseline`` > ``"fp32"`` (see :meth:`baseline`).
         Tolerances: arguments > marker > ``--trt-atol/--trt-rtol`` > ini > per-precision defaults.
+        An infinite tolerance is a UsageError unless ``no_check=True`` (argument > marker): the
+        figures are recorded without a tolerance verdict; NaN/Inf mismatches, missing outputs and
+        explicit ``min_cosine``/``min_snr_db`` floors still fail (the console script's ``--no-check``).
         First the policy's ``expect_fp32`` assertions: a selected node that the plan (for an
         as-is model: the model itself) computes in FP16/BF16 raises PrecisionError naming it.
         """
@@ -400,10 +411,11 @@ class TrtCase:
         engine = self.engine
         expected = self.session.baseline(reference_model(self.model, which), feeds)
         actual = engine.run(feeds)
-        resolved = self.resolve_tolerances(atol, rtol)
+        no_check = bool(self.options.get("no_check", False) if no_check is None else no_check)
+        resolved = self.resolve_tolerances(atol, rtol, no_check=no_check)
         rtol, atol = resolved.rtol, resolved.atol
         result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db,
-                                 precision=self.plan.low_precision or "fp32",
+                                 precision=self.plan.low_precision or "fp32", no_check=no_check,
                                  details=sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS)
         record = AccuracyRecord(model=self.model.label, backend=engine.backend_name,
                                 policy=self.plan.policy.describe(), seed=self.seed, baseline=which,
@@ -452,9 +464,8 @@ class TrtCase:
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.node.nodeid).strip("_")[:150]
         path = save_feeds(base / ARTIFACTS_DIRNAME / f"{stem}.npz", feeds)
         command = self.replay_command(shlex.quote(str(path)), which, tolerances)
-        script = path.with_suffix(".sh")
-        script.write_text(f"#!/bin/sh\n# replays the failing inputs of {self.node.nodeid}\n{command}\n")
-        script.chmod(0o755)
+        write_replay_script(path.with_suffix(".sh"), command,
+                            [f"replays the failing inputs of {comment_text(self.node.nodeid)}"])
         return path, command
 
     def replay_command(self, feeds_path: str, which: str = "fp32", tolerances=None) -> str:
@@ -479,6 +490,8 @@ class TrtCase:
             distinct = set(values.values())
             if len(distinct) == 1:
                 parts += [flag, repr(float(distinct.pop()))]
+        if any(math.isinf(v) for values in (rtol, atol) for v in values.values()):
+            parts.append("--no-check")  # the console script takes an infinite tolerance only with it
         parts += ["--backend", self.session.backend.name, "--load-inputs", feeds_path]
         return " ".join(parts)
 

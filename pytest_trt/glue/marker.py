@@ -8,6 +8,8 @@ usage error naming it, before :class:`~pytest_trt.glue.case.TrtCase` builds anyt
 
 from __future__ import annotations
 
+import math
+import numbers
 from pathlib import PurePath
 from typing import Any
 
@@ -19,7 +21,7 @@ from ..inputs import check_seed
 MARKER_KEYS = frozenset({
     "model", "precision", "policy", "keep_fp32", "rules", "atol", "rtol", "shapes", "dims", "profile",
     "val_range", "seed", "inputs", "typing", "as_is", "expect_fp32", "baseline", "requires", "tf32",
-    "locate_on_failure", "allow_nonfinite",
+    "locate_on_failure", "allow_nonfinite", "no_check",
 })
 
 
@@ -70,13 +72,34 @@ def validate_options(options: dict, where: str) -> None:
                          f"got {inputs!r}")
     if options.get("seed") is not None:
         options["seed"] = check_seed(options["seed"])
-    for key in ("as_is", "tf32", "locate_on_failure", "allow_nonfinite"):
+    for key in ("as_is", "tf32", "locate_on_failure", "allow_nonfinite", "no_check"):
         if options.get(key) is not None and not isinstance(options[key], bool):
             raise UsageError(f"{where}: @pytest.mark.trt({key}=...) takes True or False, got {options[key]!r}")
     for key in ("shapes", "dims", "val_range", "profile"):
         if options.get(key) is not None and not isinstance(options[key], dict):
             raise UsageError(f"{where}: @pytest.mark.trt({key}=...) takes a dict keyed by input or dim name, "
                              f"got {options[key]!r}")
+    _refuse_infinite_tolerances(options, where)
+
+
+def _refuse_infinite_tolerances(options: dict, where: str) -> None:
+    """``atol=inf`` / ``rtol=inf`` (anywhere in a per-output or per-precision dict) only with ``no_check=True``."""
+    if not options.get("no_check"):
+        for key in ("atol", "rtol"):
+            if _has_infinity(options.get(key)):
+                raise UsageError(
+                    f"{where}: @pytest.mark.trt({key}={options[key]!r}): an infinite tolerance switches the "
+                    f"accuracy check off (every finite element passes and the precision's default cosine floor "
+                    f"no longer applies), so a real overflow passes. Add no_check=True to the marker to compare "
+                    f"without a tolerance verdict (NaN/Inf mismatches and missing outputs still fail), or give a "
+                    f"finite tolerance")
+
+
+def _has_infinity(value) -> bool:
+    """A tolerance keyword (a number, or a dict per output or per precision, nested) holds an infinity."""
+    if isinstance(value, dict):
+        return any(_has_infinity(v) for v in value.values())
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isinf(value)
 
 
 __all__ = ["MARKER_KEYS", "marker_kwargs", "validate_options"]

@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import InputError
 from .generation import MAX_FEED_BYTES
 
-__all__ = ["load_feeds", "save_feeds"]
+__all__ = ["comment_text", "load_feeds", "save_feeds", "write_replay_script"]
 
 
 def load_feeds(path: str | os.PathLike[str], *, origin: str | None = None) -> dict[str, np.ndarray]:
@@ -134,3 +134,22 @@ def save_feeds(path: str | os.PathLike[str], feeds: Mapping[str, Any]) -> Path:
         raise
     return p
 
+
+
+def comment_text(text: object) -> str:
+    """``text`` fit for one ``#`` comment line of a shell script: as it is when every character is
+    printable, else its Python ``repr`` (quoted, with newlines and other control characters
+    escaped). A node id carries the test file's name verbatim, and a name holding a newline
+    would otherwise end the comment and put the rest on a line the shell runs (audit F11)."""
+    text = str(text)
+    return text if text.isprintable() else repr(text)
+
+
+def write_replay_script(path: str | os.PathLike[str], command: str, comments: list[str]) -> Path:
+    """Write an executable ``#!/bin/sh`` script: the ``comments`` (each made one safe line by
+    :func:`comment_text`), then ``command``, whose arguments the caller has quoted (``shlex.quote``)."""
+    script = Path(path)
+    lines = ["#!/bin/sh", *(f"# {comment_text(c)}" for c in comments), command]
+    script.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    script.chmod(0o755)
+    return script

@@ -13,12 +13,14 @@ import os
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..backends.base import Backend, BuildConfig, Engine, select_backend
 from ..backends.tensorrt.parser_check import check_parser, require
 from ..core.records import EngineRecord
 from ..errors import UsageError
+from .session_patterns import SessionPatterns
 from .settings import Settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,8 +98,16 @@ class TrtSession:
     skipped: list = field(default_factory=list)
     #: how the session came to be in use: the options given, or "a trt test was collected"
     activated_by: str = ""
+    #: which session-wide patterns (--trt-keep-fp32) matched in the models of the trt tests that ran
+    patterns: SessionPatterns = field(default_factory=SessionPatterns)
+    #: on the controller, after the run: why the session failed although its tests did not
+    #: (a session pattern that matched nothing; a report that could not be written)
+    session_failures: list = field(default_factory=list)
     #: backends registered for this run by plugins (the ``pytest_trt_backends`` hook)
     plugin_backends: tuple = ()
+    #: ``(path, what) -> None``, raising UsageError for a file the session must not load because the
+    #: report written at its end would replace it (set by the plugin; None in the console script)
+    guard_input: Any = None
     #: ``(entry, records) -> None``: extends a test's JSON report entry (the ``pytest_trt_report_test``
     #: hook; None outside pytest)
     extend_test_entry: Any = None
@@ -205,6 +215,8 @@ class TrtSession:
 
         if isinstance(source, Model):
             return source
+        if isinstance(source, (str, os.PathLike)) and self.guard_input is not None:
+            self.guard_input(Path(source), "the model a test loads")
         key = str(source)
         with self._lock:
             if key not in self._models:

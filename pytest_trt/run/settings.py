@@ -23,7 +23,8 @@ from pathlib import Path
 
 from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TIMING_CHOICES, TYPING_CHOICES
 from ..core.locations import CACHE_DIR_ENV, DEFAULT_CACHE_DIRNAME, default_cache_dir  # noqa: F401  (DEFAULT_CACHE_DIRNAME: re-exported)
-from ..errors import UsageError
+from ..errors import PatternError, UsageError
+from ..plan.rules import validate_pattern
 
 #: Where a value came from, lowest first: a higher level wins; two values at one level contradict.
 LEVELS = ("default", "ini", "env", "command line")
@@ -73,7 +74,8 @@ OPTIONS: tuple[Option, ...] = (
            "TensorRT lacks, or weak on emulate (which has no weak typing), is a usage error. Default: auto.",
            "choice", "auto", TYPING_CHOICES),
     Option("trt-keep-fp32", "Keep nodes matching PATTERN in FP32 (shell glob over ONNX node names, or op:TYPE); "
-           "repeatable; adds to the marker's keep_fp32. Default: none.", "list", (), metavar="PATTERN"),
+           "repeatable; adds to the marker's keep_fp32 in every model it matches. A pattern that matches no node "
+           "in any model of the trt tests that ran fails the session. Default: none.", "list", (), metavar="PATTERN"),
     Option("trt-cache-dir", f"Directory of cached engines, baselines and timing caches "
            f"(default: ${CACHE_DIR_ENV}, else ini trt_cache_dir, else <rootdir>/{DEFAULT_CACHE_DIRNAME}). "
            f"Write it --trt-cache-dir=DIR.",
@@ -111,7 +113,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("trt-rtol", "Relative tolerance for every output, finite and >= 0 (default: per precision: fp32 1e-5, "
            "fp16 2e-2, bf16 1e-1; fp16 and bf16 also check a whole-output cosine floor, 0.9999 and 0.999).",
            "float", None, metavar="RTOL"),
-    Option("trt-seed", "Seed of generated inputs (default: 0). Shown in failure messages for replay.", "int", 0, metavar="N"),
+    Option("trt-seed", "Seed of generated inputs, an integer >= 0 (default: 0). Shown in failure messages for replay.", "int", 0, metavar="N"),
     Option("trt-baseline-provider", "ONNX Runtime provider of the FP32 baseline: cpu (deterministic) or cuda "
            "(TF32 off). Default: cpu.", "choice", "cpu", ("cpu", "cuda")),
     Option("trt-locate-on-failure", "On an accuracy failure, run a layerwise comparison and name the first "
@@ -176,13 +178,17 @@ def _convert(opt: Option, value, source: str):
                 raise ValueError("must be a non-negative number")
             if number == float("inf"):
                 raise ValueError("must be finite (an infinite tolerance switches the accuracy check off; "
-                                 "deselect such tests with -k/-m instead)" if opt.name in ("trt-atol", "trt-rtol")
+                                 "deselect such tests with -k/-m instead, or mark a test that only wants the "
+                                 "figures @pytest.mark.trt(no_check=True))" if opt.name in ("trt-atol", "trt-rtol")
                                  else "must be finite")
             if number == 0 and opt.name == "trt-remote-cache-timeout":
                 raise ValueError("must be more than 0 seconds")
             return number
         if opt.kind == "int":
-            return int(value)
+            number = int(value)
+            if number < 0:  # --trt-seed -1 would fail every trt test (InputError) instead of stopping here
+                raise ValueError("must be a non-negative integer")
+            return number
     except (TypeError, ValueError) as exc:
         raise UsageError(f"{source}: invalid value {value!r} for {opt.name}: {exc}") from None
     if opt.kind == "choice" and value not in opt.choices and not opt.open_choices:
@@ -277,6 +283,32 @@ def check_path_option_forms(config) -> None:
                     f"{inifile or 'none'})")
 
 
+def describe_source(config, dest: str) -> str:
+    """Where an option's value came from, in words a user can act on: ``--trt-keep-fp32 on the
+    command line``, ``--trt-keep-fp32 in $PYTEST_ADDOPTS``, ``--trt-keep-fp32 in the ini file's
+    addopts (tox.ini)``, ``ini trt_keep_fp32 (tox.ini)`` or ``default``."""
+    opt = OPTIONS_BY_DEST[dest]
+    try:
+        _, source = lookup_option(config, opt)
+    except UsageError:
+        source = f"--{opt.name}"
+    inifile = getattr(config, "inipath", None)
+    if source == "default":
+        return source
+    if source.startswith("ini "):
+        return f"{source} ({inifile})" if inifile else source
+    flag = f"--{opt.name}"
+
+    def given(tokens) -> bool:
+        return any(str(t) == flag or str(t).startswith(flag + "=") for t in tokens)
+
+    if given(config.invocation_params.args):
+        return f"{flag} on the command line"
+    if given(_space_form_tokens()):
+        return f"{flag} in $PYTEST_ADDOPTS"
+    return f"{flag} in the ini file's addopts" + (f" ({inifile})" if inifile else "")
+
+
 def parse_size(text: str | None) -> int | None:
     """'20G' -> bytes. None stays None."""
     if text in (None, ""):
@@ -346,6 +378,11 @@ def resolve_settings(config) -> Settings:
                          f"hold. Use a writable --trt-cache-dir (--trt-remote-cache-mode ro keeps the remote "
                          f"read-only).")
     precision, psource = _default_precision(values, sources)
+    for pattern in values["trt_keep_fp32"] or ():
+        try:
+            validate_pattern(pattern)
+        except PatternError as exc:  # at start, not in every trt test
+            raise UsageError(f"{sources['trt_keep_fp32']}: {exc}") from None
     rootdir = Path(str(config.rootpath))
     # command line > $PYTEST_TRT_CACHE_DIR > ini (lookup_option) > the one default rule (pytest_trt.core.locations)
     cache_dir = values["trt_cache_dir"] or str(default_cache_dir(rootdir=rootdir))

@@ -118,6 +118,29 @@ def test_negative_tolerance_is_a_usage_error(pytester):
     result.stderr.fnmatch_lines(["*--trt-atol: invalid value '-1'*non-negative*"])
 
 
+@pytest.mark.parametrize("how", ["option", "ini"])
+def test_negative_seed_is_a_usage_error_at_start(pytester, how):
+    """Newcomer 2026-11-26 defect 9: ``--trt-seed -1`` failed every trt test (InputError, exit 1), which
+    a CI job reads as accuracy failures; like ``--trt-seed abc`` it is a usage error at start."""
+    pytester.makepyfile("""
+import pytest
+
+@pytest.mark.trt(model="m.onnx")
+def test_never_runs(trt):
+    pass
+""")
+    if how == "ini":
+        pytester.makeini("[pytest]\ntrt_seed = -1\n")
+        result = pytester.runpytest()
+        where = "ini trt_seed"
+    else:
+        result = pytester.runpytest("--trt-seed", "-1")
+        where = "--trt-seed"
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{where}: invalid value '-1' for trt-seed: must be a non-negative integer*"])
+    assert "never_runs" not in result.stdout.str()
+
+
 def test_unwritable_cache_dir_fails_at_session_start(pytester):
     blocker = pytester.path / "not-a-dir"
     blocker.write_text("a file where the cache directory should be")

@@ -155,7 +155,8 @@ def _bad_tolerance(value) -> bool:
         return any(k not in _OUT for k in value) or any(_bad_tolerance(v) for v in value.values())
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         return True
-    return math.isnan(float(value)) or float(value) < 0
+    # an infinite tolerance switches the check off: refused without no_check=True (issue 28)
+    return math.isnan(float(value)) or float(value) < 0 or math.isinf(float(value))
 
 
 @fuzz(300)

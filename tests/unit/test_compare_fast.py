@@ -78,7 +78,8 @@ def test_the_passing_path_reports_the_exact_metrics(monkeypatch, pair, tiny):
         monkeypatch.setattr(scan, "BLOCK_BYTES", 32)
         monkeypatch.setattr(blas, "SMALL_BLOCK", 0)
     a, e = pair
-    oc = compare_outputs(a, e, rtol=math.inf, atol=math.inf, min_cosine=-1, min_snr_db=-1e9).outputs["output"]
+    oc = compare_outputs(a, e, rtol=math.inf, atol=math.inf, min_cosine=-1, min_snr_db=-1e9,
+                         no_check=True).outputs["output"]
     exact = exact_metric_sums(a, e)
     if oc.mismatched:  # an infinity or NaN (a float16/bfloat16 cast overflowed): the element rule fails it
         assert not (np.isfinite(a.astype(np.float64)).all() and np.isfinite(e.astype(np.float64)).all())
