@@ -11,12 +11,16 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
-* **4** (issue 30, node names): every node entry says the node in the user's words beside its
+* **5** (issue 30, node names): every node entry says the node in the user's words beside its
   raw ONNX ``node`` name: ``canonical`` (the canonical scoped name,
   ``/model/layers.0/input_layernorm/node_pow_1``; :mod:`pytest_trt.model.names`), ``module``
   (``model.layers.0.input_layernorm``, null when unknown) and ``module_class`` (qualified, null
   when unknown): in ``tests[].precision[].nodes``, ``tests[].parser[].failures`` and
   ``.promotions``, and ``tests[].layerwise[].first`` (its ``tensors`` rows carry ``canonical``).
+* **4** (2026-11-26): ledgers (issue 32): ``tests[].ledgers`` (``trt.ledger()``, ``--trt-ledger``: per
+  ONNX node declared precision and rule, realized precision and evidence, engine layer or node,
+  time and share; units, roll-ups per scope and precision, the timing source or why there is no
+  time) and ``summary.ledgers``, ``summary.ledgers_timed``.
 * **3** (issue 28):
 
   - an accuracy entry says whether it was compared with ``no_check=True`` (``no_check``:
@@ -56,12 +60,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 4; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 4,
+      "schema_version": 5,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -91,6 +95,7 @@ Schema (``schema_version`` 4; the normative form is ``report.schema.json``)
         "parser_promotions": 4,                         # distinct (model, policy, node) computed higher than planned
         "baseline_fallbacks": 1,                        # distinct (model, node list) of CUDA baselines with
         "baseline_fallback_nodes": 2,                   # float nodes on ONNX Runtime's CPU provider; their nodes
+        "ledgers": 1, "ledgers_timed": 0,               # ledgers recorded; those with measured GPU time
         # the cache, every kind (engines, baselines, emulation graphs), summed over xdist workers:
         "local_hits": 3, "cache_builds": 2,
         "remote_hits": 1, "remote_misses": 2, "remote_rejected": 0,   # rejected: failed verification, rebuilt
@@ -181,6 +186,28 @@ Schema (``schema_version`` 4; the normative form is ``report.schema.json``)
              "error": null | "<parser or builder message>", "cache_hit": bool, "build_seconds": float, "key": ...,
              "explicit": bool}                          # true: trt.check_parser(); false: --trt-parser-check
           ],
+          "ledgers": [                                  # trt.ledger() / --trt-ledger (auto: true): Ledger.to_json()
+            {"auto": false, "model": ..., "policy": ..., "backend": "emulate", "typing": "emulated",
+             "layer_source": "emulation" | "inspector" | "network", "low_precision": "fp16" | "bf16" | null,
+             "unit": "engine layer" | "ONNX node",
+             "time_source": "tensorrt" | "onnxruntime-cuda" | null,  # null: no time, and why:
+             "time_label": "ONNX Runtime CUDA, not TensorRT" | ..., "time_reason": "CPU emulation computes ...",
+             "timing": null | {"source", "label", "unit", "warmup", "iterations", "device", "total_ms",
+                               "end_to_end": {stats}, "overhead", "notes"},
+             "total_ms": null | 1.23, "constants": 2,     # Constant nodes: counted, no rows
+             "collapse": ["11,329 ONNX nodes in 1 engine layer ({ForeignNode[...]}), 98% of the time"],
+             "precisions": {"fp32": {"units", "nodes", "time_ms", "share"}, "fp16": ..., "mixed": ..., "fixed": ...,
+                            "other": ...},              # by declared precision; realized_precisions likewise
+             "scopes": [{"scope", "nodes", "declared": {precision: count}, "time_ms", "inclusive_ms", "share",
+                         "precision"}],
+             "units": [{"name", "nodes", "other_nodes", "layer_type", "myelin", "region", "scope", "bucket",
+                        "realized_bucket", "time_ms", "stats": {"median_ms", "mean_ms", "min_ms", "max_ms", "q1_ms",
+                        "q3_ms", "count", "spread"}, "provider", "unmatched", "origin"}],
+             "rows": [{"node", "path", "scope", "module_class", "op_type", "origin": "model" | "realization" |
+                       "runtime" | "engine", "declared", "rule", "realized", "evidence", "status", "units",
+                       "unit_nodes", "time_ms", "share", "spread", "shared", "provider", "timed_dtypes"}],
+             "notes": [...]}
+          ],
           "baseline_fallbacks": [                       # --trt-baseline-provider cuda: float nodes that ran on
             {"model": "gpt2.onnx", "provider": "cuda",  # ONNX Runtime's CPU provider (from its profile; also a
              "nodes": [["/h.0/attn/Where", "Where"]]}   # ProviderFallbackWarning). Shape/index nodes not listed
@@ -224,6 +251,8 @@ read back with ``record_from_json``, which rejects an unknown kind, a missing or
   "available", "max_abs", "rel" (max abs error / max |reference|), "jump", "divergent", "nonfinite"}``;
   ``first`` also has ``"module"`` and ``"module_class"``.
 * ``ParserRecord`` ``{"kind": "parser", <ParserCheck.to_json()>, "message", "explicit": bool (optional)}``
+* ``LedgerRecord`` ``{"kind": "ledger", "model", "policy", "backend", "ledger": Ledger.to_json(), "auto": bool
+  (optional)}``
 
 Every kind may carry ``"examples": n`` when condensed (``report/condense.py``).
 """
@@ -241,7 +270,7 @@ import pytest
 from .._version import __version__
 from ..cache.remote import CacheStats
 from ..core import environment
-from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
+from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, LedgerRecord, ParserRecord
 from .files import write_atomically
 from .outcomes import verdict_text
 from .rows import (
@@ -249,6 +278,7 @@ from .rows import (
     baseline_fallbacks,
     caught,
     engine_counts,
+    ledger_rows,
     parser_promotions,
     parser_rows,
     precision_rows,
@@ -257,7 +287,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -326,7 +356,8 @@ def entry_of_test(res: dict) -> dict[str, Any]:
             "precision": _precision_entries(single),
             "layerwise": [{k: v for k, v in rec.to_json().items() if k != "kind"}
                           for _, rec in records_of(single, LayerwiseRecord)],
-            "parser": parser, "baseline_fallbacks": fallbacks}
+            "parser": parser, "baseline_fallbacks": fallbacks,
+            "ledgers": [{"auto": bool(rec.auto), **rec.ledger} for _, rec in records_of(single, LedgerRecord)]}
 
 
 def _engine_entry(rec: EngineRecord) -> dict[str, Any]:
@@ -364,6 +395,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
     counts = engine_counts(results)
     parser = parser_rows(results)
     fallbacks = baseline_fallbacks(results)
+    ledgers = ledger_rows(results)
     outcomes: dict[str, int] = {}
     for res in results:
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
@@ -385,6 +417,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "parser_checks_caught": _caught(parser),
             "parser_promotions": len(parser_promotions(parser)),
             "baseline_fallbacks": len(fallbacks), "baseline_fallback_nodes": sum(len(f["nodes"]) for f in fallbacks),
+            "ledgers": len(ledgers), "ledgers_timed": sum(1 for row in ledgers if row["ledger"].get("time_source")),
             **cache_summary(session),
         },
         "tests": [_extended(session, entry_of_test(res), res) for res in results],

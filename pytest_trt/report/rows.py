@@ -21,6 +21,7 @@ from ..core.records import (
     AccuracyRecord,
     BaselineFallbackRecord,
     EngineRecord,
+    LedgerRecord,
     ParserRecord,
     PrecisionRecord,
     Record,
@@ -427,6 +428,12 @@ def parser_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
     return rows
 
 
+def ledger_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
+    """One row per ledger a test recorded: ``{"test", "auto", "ledger": Ledger.to_json()}``."""
+    return [{"test": res["nodeid"], "auto": bool(rec.auto), "ledger": rec.ledger}
+            for res, rec in records_of(results, LedgerRecord)]
+
+
 def parser_promotions(rows: list[dict]) -> list[dict[str, Any]]:
     """Promotions (planned FP16/BF16, parsed FP32), once per model, policy and node."""
     seen, out = set(), []
@@ -449,7 +456,7 @@ def unique(values: Iterable[Any]) -> list:
 
 
 __all__ = ["BAD_STATUSES", "BINDINGS", "EVIDENCE", "binding_text", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
-           "caught", "engine_counts", "engine_text", "evidence_counts", "metric_ratios", "network_scopes",
+           "caught", "engine_counts", "engine_text", "evidence_counts", "ledger_rows", "metric_ratios", "network_scopes",
            "parser_promotions", "parser_rows", "precision_nodes", "precision_passed", "precision_rows",
            "node_label", "records_of", "scope_of", "result_records", "short_class_of", "tolerance_bound",
            "tolerance_ratio", "unique",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..ledger.render import summary_lines as ledger_summary_lines
 from .condense import condense_records
 from .junit import junit_properties
 from .rows import (
@@ -27,6 +28,7 @@ from .rows import (
     engine_counts,
     engine_text,
     evidence_counts,
+    ledger_rows,
     metric_ratios,
     network_scopes,
     node_label,
@@ -45,6 +47,8 @@ from .rows import (
 
 #: rows of the terminal table without -v (all rows with -v, and always in --trt-report)
 TERMINAL_ROWS = 30
+#: units of each ledger shown in the terminal without -v (three times as many with -v)
+LEDGER_ROWS = 10
 
 
 def fallback_lines(results, *, nodes_shown: int = 5) -> list[str]:
@@ -265,6 +269,7 @@ def _write_results(tr, session, results) -> bool:
     _write_accuracy_lines(tr, accuracy_rows(results))
     _write_precision_lines(tr, precision_rows(results))
     _write_parser_lines(tr, parser_rows(results))
+    _write_ledger_lines(tr, ledger_rows(results))
     for line in fallback_lines(results):
         tr.write_line(line, yellow=True)
     s = session.settings
@@ -272,6 +277,16 @@ def _write_results(tr, session, results) -> bool:
     if wanted:
         tr.write_line("reports: " + ", ".join(wanted))
     return True
+
+
+def _write_ledger_lines(tr, rows: list[dict]) -> None:
+    """Each ledger in a few lines: where the time went (top units, with their precision) or, without
+    time, why not and the rows whose precision is in question (:mod:`pytest_trt.ledger.render`)."""
+    for row in rows:
+        lines = ledger_summary_lines(row["ledger"], top=LEDGER_ROWS * (3 if _verbose(tr) > 0 else 1))
+        tr.write_line(f"{row['test']}: {lines[0]}")
+        for line in lines[1:]:
+            tr.write_line(line, yellow=line.lstrip().startswith("COLLAPSED"))
 
 
 def _verbose(tr) -> int:

@@ -22,6 +22,8 @@ from ..backends.base import BuildConfig, get_backend
 from ..compare import compare_outputs, default_tolerances
 from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
+from ..ledger.islands import island_costs
+from ..ledger.timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, check_timing
 from ..locate.divergence import Divergence, locate_divergence
 from ..model.load import load_model
 from ..plan.policy import PrecisionPolicy, Rule
@@ -54,7 +56,8 @@ _LOG_JUMP_CAP = 10.0
 def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: ArtifactCache | None = None,
                          rtol=None, atol=None, config: BuildConfig | None = None, max_builds: int | None = None,
                          threshold: float | None = None, baseline_provider: str = "cpu",
-                         recheck_seeds=None, make_feeds=None, on_engine=None) -> Suggestion:
+                         recheck_seeds=None, make_feeds=None, on_engine=None, timing: str = "auto",
+                         timing_iterations: int = DEFAULT_ITERATIONS, timing_warmup: int = DEFAULT_WARMUP) -> Suggestion:
     """Search the smallest set of FP32 islands (keep_fp32 patterns) with which ``model`` passes.
 
     Args:
@@ -79,14 +82,26 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
         on_engine: ``on_engine(plan, engine)`` after every engine the search built or loaded
             (a TensorRT layerwise probe build too: its own ``build_info``); the pytest plugin
             records them, so the run's engine counts include the search's builds.
+        timing: how the cost of each proposed FP32 island is measured (the plan with and without
+            it, same inputs, ``timing_iterations`` runs after ``timing_warmup``): ``auto`` (TensorRT's own timing, else
+            ONNX Runtime CUDA, else not measured, saying why), ``engine``, ``onnxruntime-cuda``,
+            ``off`` (:mod:`pytest_trt.ledger.islands`; ``Suggestion.island_costs``).
 
     >>> s = suggest_fp32_islands("encoder.onnx", PrecisionPolicy("fp16"), feeds, backend="emulate")  # doctest: +SKIP
     >>> s.patterns                                                                                   # doctest: +SKIP
     ['/encoder/layer.0/attention/output/LayerNorm/*']
     """
-    return _Search(model, policy, feeds, backend=backend, cache=cache, rtol=rtol, atol=atol, config=config,
-                   max_builds=max_builds, threshold=threshold, provider=baseline_provider,
-                   recheck_seeds=recheck_seeds, make_feeds=make_feeds, on_engine=on_engine).run()
+    check_timing(timing)
+    search = _Search(model, policy, feeds, backend=backend, cache=cache, rtol=rtol, atol=atol, config=config,
+                     max_builds=max_builds, threshold=threshold, provider=baseline_provider,
+                     recheck_seeds=recheck_seeds, make_feeds=make_feeds, on_engine=on_engine)
+    found = search.run()
+    if found.passed and found.patterns:
+        found.island_costs = island_costs(
+            search.model, search.policy, found.patterns, feeds, backend=search.backend, cache=cache,
+            config=search.config, timing=timing, warmup=timing_warmup, iterations=timing_iterations, on_engine=on_engine,
+            nodes={g.pattern: len(g.nodes) for g in found.groups})
+    return found
 
 
 class _Search:

@@ -20,6 +20,7 @@ from report_schema import assert_valid_report
 
 from pytest_trt.cli import main
 from pytest_trt.model.load import load_model
+from pytest_trt.report.json_report import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 DECODER = REPO / "example_suite" / "models" / "decoder_dynamo.onnx"
@@ -90,7 +91,7 @@ def test_reports_name_nodes_by_module(pytester):
 
     report = json.loads((pytester.path / "out" / "report.json").read_text())
     assert_valid_report(report)
-    assert report["schema_version"] == 4
+    assert report["schema_version"] == SCHEMA_VERSION == 5
     entry = report["tests"][0]
     nodes = {n["node"]: n for n in entry["precision"][0]["nodes"]}
     assert nodes["node_pow_2"]["canonical"] == "/model/layers.0/post_attention_layernorm/node_pow_2"
