@@ -498,6 +498,8 @@ def pytest_sessionfinish(session, exitstatus):
     run = current_session(config)
     if run is None:
         return
+    if run._cache is not None:  # the hits kept in memory reach events.jsonl before the run ends
+        run._cache.flush_events()
     if hasattr(config, "workerinput"):
         if run._cache is not None:  # the worker's cache figures travel to the controller
             config.workeroutput["trt_cache_stats"] = run._cache.stats.to_json()

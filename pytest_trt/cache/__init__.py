@@ -21,7 +21,7 @@ On-disk layout (``<root>`` is the directory given, e.g. ``--trt-cache-dir``)::
       .pytest-trt-tmp/build-<key>-<pid>-<rnd>/  a build in progress (or one that was killed)
       .pytest-trt-tmp/trash-<key>-<pid>-<rnd>/  an entry being deleted
       timing-cache/                TensorRT timing caches (backends/tensorrt/)
-      events.jsonl                 one JSON line per build/hit/corrupt/evict event
+      events.jsonl                 one JSON line per build/hit/corrupt/evict event (hits in batches)
       events.1.jsonl               the previous events file, once events.jsonl passed 16 MiB
 
 Whose directory: the cache deletes only what it created and tags only directories it created.

@@ -33,7 +33,7 @@ from .entry import (
     seal_entry,
     validate_entry,
 )
-from .eventlog import EventLog
+from .eventlog import EventLog, flush_pending
 from .files import NO_SPACE, fsync_dir, remove_tree, space_hint, touch, tree_size, why, write_new
 from .key import KEY_RE, KIND_RE, RESERVED_KINDS, check_kind, content_key
 from .locks import hold, try_hold
@@ -236,7 +236,7 @@ class ArtifactCache:
     def _hit(self, kind, key, parts, entry, manifest, label, waited, seconds, *, locked=False) -> CacheResult:
         touch(entry / MANIFEST)
         self._record_quietly("hit", kind, key, label or manifest.get("label", ""), round(seconds, 6),
-                             waited=round(waited, 6))
+                             waited=round(waited, 6), later=True)
         self.stats.local_hits += 1
         built = manifest.get("build_seconds")
         if isinstance(built, (int, float)):
@@ -570,14 +570,25 @@ class ArtifactCache:
         """
         self._events.record(event)
 
-    def _record_quietly(self, event: str, kind: str, key: str, label: str, seconds: float, **more: Any) -> None:
-        """Record an event of one entry; failing to log it never fails the operation (diagnostics)."""
-        self._events.record_quietly(
-            {"event": event, "kind": kind, "key": key, "label": label, "seconds": seconds, **more}
-        )
+    def _record_quietly(self, event: str, kind: str, key: str, label: str, seconds: float, *, later: bool = False,
+                        **more: Any) -> None:
+        """Record an event of one entry; failing to log it never fails the operation (diagnostics).
+        ``later``: a hit, appended with the next batch (:mod:`~pytest_trt.cache.eventlog`)."""
+        data = {"event": event, "kind": kind, "key": key, "label": label, "seconds": seconds, **more}
+        if later:
+            with contextlib.suppress(CacheError, OSError):
+                self._events.record_later(data)
+        else:
+            self._events.record_quietly(data)
+
+    def flush_events(self) -> None:
+        """Append the hits this process still keeps to ``events.jsonl``, of this cache and of any
+        other opened in this process (hits are appended in batches: :mod:`~pytest_trt.cache.eventlog`)."""
+        flush_pending()
 
     def events(self, since: float | None = None) -> list[dict]:
-        """The recorded events, oldest first (``events.1.jsonl`` then ``events.jsonl``).
+        """The recorded events, oldest first (``events.1.jsonl`` then ``events.jsonl``); this
+        process's pending hits are appended first.
 
         ``since``: only events whose ``time`` is at least this ``time.time()`` value.
         Unparseable lines (a writer killed mid-line) are skipped.

@@ -1,5 +1,7 @@
-"""``pytest-trt compare`` / ``locate`` as a subprocess: the precision label is the policy's, and
-a passing output shows its margin (issue 15 item 8).
+"""``pytest-trt compare`` / ``locate``: the precision label is the policy's, and a passing output
+shows its margin (issue 15 item 8). Run in-process through ``pytest_trt.cli.main`` (issue 33): the
+figures are the point here; the console script's exit statuses are tested as subprocesses in
+test_cli_usage.py, test_cli_locate_suggest.py and tests/reliability/test_bad_inputs.py.
 
 Before: ``compare --fp16`` printed ``[precision fp32; ...]`` and the JSON said
 ``"precision": "fp32"``; a passing output's ``max_abs``, ``max_rel``, ``cosine`` and ``snr_db``
@@ -12,7 +14,6 @@ import json
 import math
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,10 +27,19 @@ def cache_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("cli-figures-cache"))
 
 
-def _cli(cache_dir, *args):
-    proc = subprocess.run([sys.executable, "-m", "pytest_trt.cli", *args, "--backend", "emulate",
-                           f"--cache-dir={cache_dir}", *SHAPES], capture_output=True, text=True, timeout=300)
-    return proc
+@pytest.fixture
+def cli(capfd, cache_dir):
+    """``cli(*args)``: ``pytest_trt.cli.main`` in-process; exit status and fd 1/2 as a CompletedProcess."""
+    from pytest_trt.cli import main
+
+    def run(*args) -> subprocess.CompletedProcess:
+        argv = [*args, "--backend", "emulate", f"--cache-dir={cache_dir}", *SHAPES]
+        capfd.readouterr()
+        code = main(argv)
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+
+    return run
 
 
 def _passing_figures(out: dict) -> None:
@@ -41,14 +51,14 @@ def _passing_figures(out: dict) -> None:
 
 
 @pytest.mark.parametrize("flag, precision", [("--fp16", "fp16"), ("--bf16", "bf16")])
-def test_compare_labels_the_policy_precision_and_shows_the_margin_of_a_pass(cache_dir, flag, precision):
-    proc = _cli(cache_dir, "compare", str(ENCODER), flag, "--keep-fp32", "*/LayerNorm/*", "--json")
+def test_compare_labels_the_policy_precision_and_shows_the_margin_of_a_pass(cli, flag, precision):
+    proc = cli("compare", str(ENCODER), flag, "--keep-fp32", "*/LayerNorm/*", "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(proc.stdout)
     assert data["precision"] == precision
     _passing_figures(data["outputs"]["last_hidden_state"])
 
-    text = _cli(cache_dir, "compare", str(ENCODER), flag, "--keep-fp32", "*/LayerNorm/*")
+    text = cli("compare", str(ENCODER), flag, "--keep-fp32", "*/LayerNorm/*")
     assert text.returncode == 0, text.stdout + text.stderr
     assert f"match the reference [precision {precision}; " in text.stdout, text.stdout
     assert "precision fp32" not in text.stdout
@@ -60,14 +70,14 @@ def test_compare_labels_the_policy_precision_and_shows_the_margin_of_a_pass(cach
     assert re.search(r"'last_hidden_state' [0-9.e-]+ \((element|cosine)\)", text.stdout), text.stdout
 
 
-def test_locate_labels_the_policy_precision_and_shows_the_figures(cache_dir):
-    proc = _cli(cache_dir, "locate", str(ENCODER), "--fp16", "--keep-fp32", "*/LayerNorm/*", "--json")
+def test_locate_labels_the_policy_precision_and_shows_the_figures(cli):
+    proc = cli("locate", str(ENCODER), "--fp16", "--keep-fp32", "*/LayerNorm/*", "--json")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data = json.loads(proc.stdout)
     assert data["compare"]["precision"] == "fp16"
     _passing_figures(data["compare"]["outputs"]["last_hidden_state"])
 
-    text = _cli(cache_dir, "locate", str(ENCODER), "--fp16", "--keep-fp32", "*/LayerNorm/*")
+    text = cli("locate", str(ENCODER), "--fp16", "--keep-fp32", "*/LayerNorm/*")
     assert text.returncode == 0, text.stdout + text.stderr
     assert "outputs within tolerance [precision fp16; rtol 0.02, atol 0.01" in text.stdout, text.stdout
     assert "max abs err" in text.stdout and "SNR" in text.stdout and "x tol" in text.stdout

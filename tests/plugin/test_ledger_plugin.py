@@ -95,7 +95,19 @@ def _cli(*args, cwd):
                           text=True, timeout=300)
 
 
-def test_console_script_layers_ledger_exit_codes(tmp_path):
+def _cli_in_process(capfd, *args) -> subprocess.CompletedProcess:
+    """``pytest_trt.cli.main`` in this process (issue 33: milliseconds instead of a process start)."""
+    from pytest_trt.cli import main
+
+    capfd.readouterr()
+    code = main([str(a) for a in args])
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
+
+
+def test_console_script_layers_ledger_exit_codes(tmp_path, capfd, monkeypatch):
+    # the console script's exit statuses 0 (a ledger) and 2 (argparse) in real processes; the
+    # remaining answers through main() in-process: the same parser, checks and messages
     base = ["layers", ENCODER, "--fp16", "--keep-fp32", "*/LayerNorm/*", "--backend", "emulate",
             "--cache-dir", tmp_path / "cache"]
     ok = _cli(*base, "--ledger", "--json", cwd=tmp_path)
@@ -103,11 +115,12 @@ def test_console_script_layers_ledger_exit_codes(tmp_path):
     data = json.loads(ok.stdout)["ledger"]
     assert len([r for r in data["rows"] if r["origin"] == "model"]) == 130
     assert data["time_reason"].startswith(NO_GPU_TIME)
-    text = _cli(*base, "--ledger", "--all", cwd=tmp_path)
-    assert text.returncode == 0 and "/encoder/layer.0/attention/output/LayerNorm/Pow" in text.stdout
-    no_time = _cli(*base, "--export-trace", tmp_path / "t.json", cwd=tmp_path)
-    assert no_time.returncode == 2 and "--export-trace: the ledger of encoder_opset14.onnx has no time" in no_time.stderr
-    engine = _cli(*base, "--ledger", "--timing", "engine", cwd=tmp_path)
-    assert engine.returncode == 2 and f"--timing engine: {NO_GPU_TIME}" in engine.stderr
     bad = _cli(*base, "--ledger", "--timing", "gpu", cwd=tmp_path)
     assert bad.returncode == 2 and "invalid choice: 'gpu'" in bad.stderr
+    monkeypatch.chdir(tmp_path)
+    text = _cli_in_process(capfd, *base, "--ledger", "--all")
+    assert text.returncode == 0 and "/encoder/layer.0/attention/output/LayerNorm/Pow" in text.stdout
+    no_time = _cli_in_process(capfd, *base, "--export-trace", tmp_path / "t.json")
+    assert no_time.returncode == 2 and "--export-trace: the ledger of encoder_opset14.onnx has no time" in no_time.stderr
+    engine = _cli_in_process(capfd, *base, "--ledger", "--timing", "engine")
+    assert engine.returncode == 2 and f"--timing engine: {NO_GPU_TIME}" in engine.stderr

@@ -123,10 +123,13 @@ def test_a_full_disk_at_the_end_keeps_the_summary_removes_the_tmp_and_moves_the_
     assert _run(pytester, "--trt-report=r.json", "--trt-html=r.html").ret == 0  # an earlier run's reports
     old_json, old_html = (pytester.path / "r.json").read_text(), (pytester.path / "r.html").read_text()
     pytester.makeconftest(FULL_DISK)
-    # pipes, not pytester's output files: the file-size limit would cut those too
+    # pipes, not pytester's output files: the file-size limit would cut those too. No bytecode written
+    # either: the limit cuts a .pyc at 200 bytes, and CPython installs the cut file (it does not check
+    # the write's length), where the session's shared PYTHONPYCACHEPREFIX would serve it to later processes
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.run([sys.executable, "-m", "pytest", f"--trt-cache-dir={pytester.path / 'cache'}", "-p",
                            "no:cacheprovider", "--trt-report=r.json", "--trt-html=r.html"],
-                          cwd=pytester.path, capture_output=True, text=True, timeout=600)
+                          cwd=pytester.path, capture_output=True, text=True, timeout=600, env=env)
     result = pytest.RunResult(proc.returncode, proc.stdout.splitlines(), proc.stderr.splitlines(), 0.0)
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines([

@@ -638,6 +638,44 @@ def test_events_log(cache, root, monkeypatch):
     assert [e["event"] for e in cache.events()] == ["custom", "build", "after-rotation"]
 
 
+def _lines(root: Path) -> list[str]:
+    path = root / "events.jsonl"
+    return [json.loads(line)["event"] for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_hits_are_appended_in_batches_in_order_and_at_exit(cache, root, monkeypatch):
+    """Issue 33: a hit is the one event of every cached test; its line waits in memory and is
+    appended, in order, before the process's next other event, before a read, once
+    HITS_MAX_PENDING wait, at the session's end (flush_events) and at exit."""
+    cache.get_or_build("engine", PARTS, Builder())
+    cache.get_or_build("engine", PARTS, Builder())
+    assert _lines(root) == ["build"], "the hit waits in memory"
+    cache.get_or_build("engine", _parts(2), Builder())  # another event appends the hit first
+    assert _lines(root) == ["build", "hit", "build"]
+    cache.get_or_build("engine", PARTS, Builder())
+    # another cache object on the same directory (e.g. the probes' one) reads this process's hits too
+    assert [e["event"] for e in ArtifactCache(root).events()] == ["build", "hit", "build", "hit"]
+    cache.get_or_build("engine", PARTS, Builder())
+    cache.flush_events()
+    assert _lines(root) == ["build", "hit", "build", "hit", "hit"]
+
+    monkeypatch.setattr(eventlog_mod, "HITS_MAX_PENDING", 3)
+    for _ in range(3):
+        cache.get_or_build("engine", PARTS, Builder())
+    assert _lines(root).count("hit") == 6, "the third kept hit appends the batch"
+
+    # a process that exits normally leaves its hits in the file
+    script = textwrap.dedent(f"""
+        from pytest_trt.cache import ArtifactCache
+        cache = ArtifactCache({str(root)!r})
+        for _ in range(2):
+            assert cache.get_or_build("engine", {PARTS!r}, lambda tmp: None).cache_hit
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    assert _lines(root).count("hit") == 8
+    assert ArtifactCache(root, read_only=True).events()[-1]["pid"] != os.getpid()
+
+
 def test_entries_size_and_clear(cache, root):
     a = cache.get_or_build("engine", _parts(1), Builder({"e": b"1" * 100}), label="a")
     cache.get_or_build("engine", _parts(2), Builder({"e": b"2" * 200}))
