@@ -17,11 +17,13 @@ from __future__ import annotations
 import os
 
 NO_SKIP_ENV = "PYTEST_TRT_CI_NO_SKIP"
+#: set by the GPU workflow beside NO_SKIP_ENV: the GPU tiers' skips fail too (a GPU runner has what they need)
+GPU_NO_SKIP_ENV = "PYTEST_TRT_CI_GPU"
 
 #: PYTEST_TRT_* variables of the test harness itself (tier switches, regeneration of golden
 #: files, tier caches): they configure how the suite runs, not what the plugin does, and stay.
 HARNESS_ENV = frozenset({
-    "PYTEST_TRT_CI_NO_SKIP", "PYTEST_TRT_ONNX_CORPUS", "PYTEST_TRT_REGEN_GOLDEN", "PYTEST_TRT_REGEN_SURFACE",
+    "PYTEST_TRT_CI_NO_SKIP", "PYTEST_TRT_CI_GPU", "PYTEST_TRT_ONNX_CORPUS", "PYTEST_TRT_REGEN_GOLDEN", "PYTEST_TRT_REGEN_SURFACE",
     "PYTEST_TRT_API_CACHE", "PYTEST_TRT_FAKE_RECORD", "PYTEST_TRT_FAKE_SURFACES",
 })
 
@@ -38,7 +40,30 @@ NO_SKIP_TIERS = {
 #: tiers that a plain `pytest` run leaves out unless `-m` selects them
 HEAVY_TIERS = ("trt_api", "trt_parser", "onnx_corpus")
 
+#: GPU tiers (markers of tests/gpu; .github/workflows/gpu.yml): they skip with the reason on a machine
+#: without a GPU (CPU CI included); on the GPU runner (GPU_NO_SKIP_ENV and NO_SKIP_ENV set) a skip fails,
+#: except the documented one (DOCUMENTED_GPU_SKIP).
+GPU_TIERS = {
+    "gpu": "needs TensorRT and a CUDA GPU",
+    "cuda": "needs a CUDA GPU and onnxruntime-gpu (not TensorRT)",
+}
+#: the one documented skip on a GPU runner: TensorRT-RTX cannot load engines on this GPU's compute
+#: capability (pytest_trt/backends/tensorrt/compat.py, unsupported_gpu_reason)
+DOCUMENTED_GPU_SKIP = "cannot be loaded on this GPU"
+
+
+def _on(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
 
 def no_skip() -> bool:
     """True in CI, where a skip of a tier test is a failure."""
-    return os.environ.get(NO_SKIP_ENV, "") not in ("", "0")
+    return _on(NO_SKIP_ENV)
+
+
+def no_skip_tiers() -> tuple[str, ...]:
+    """The markers whose skips fail in this run: none outside CI; the CPU tiers in CI; the GPU
+    tiers too on the GPU runner."""
+    if not no_skip():
+        return ()
+    return (*NO_SKIP_TIERS, *(GPU_TIERS if _on(GPU_NO_SKIP_ENV) else ()))
