@@ -180,6 +180,8 @@ ALLOWED_STATE = {
     "pytest_trt.backends.tensorrt.logger._LOGGERS": "TensorRT keeps the first logger it is given: one per module per process",
     "pytest_trt.backends.base._FACTORIES": "backend registrations (process configuration; plugin backends are "
                                            "registered per session and removed at pytest_unconfigure)",
+    "pytest_trt.cache.eventlog._PENDING": "this process's cache-hit lines not yet in events.jsonl: per process, "
+                                          "not per run (appended at session end and by the atexit hook)",
 }
 
 
