@@ -40,6 +40,7 @@ from .onnx_typing import infer_types
 from .plan import check_as_written
 from .report_records import BaselineFallbackRecord
 from .upcast import fp32_reference_model, needs_upcast
+from .weight_sets import BoundWeights, bind
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnxruntime as ort
@@ -55,6 +56,10 @@ _SESSIONS_TABLE = "baseline.sessions"  # (key, provider) -> InferenceSession, LR
 _MAX_SESSIONS = 16
 _PLACEMENTS_TABLE = "baseline.placements"  # (model sha256, feeds digest) -> node placement
 _CHECKED_TABLE = "baseline.checked"  # sha256 of models check_as_written passed
+#: a session fed at least this many weight bytes is *heavy*: at most one is kept (the others are
+#: released before it is created), so a big model's baseline and engine sessions never hold
+#: their weights at the same time
+HEAVY_BYTES = 256 << 20
 
 
 def onnxruntime_version() -> str:
@@ -129,9 +134,13 @@ def check_runtime(provider: str = "cpu", *, gpu: bool | None = None, source: str
         raise UsageError(f"{source} {provider}: ONNX Runtime's {PROVIDERS[provider]} cannot run here: {exc}") from exc
 
 
-def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "model", ort: Any = None,
+def make_session(model_bytes: bytes | BoundWeights, *, provider: str = "cpu", label: str = "model", ort: Any = None,
                  profile_dir: Path | None = None, source: str | None = None) -> Any:
     """An ONNX Runtime session over serialized ONNX, graph optimizations disabled.
+
+    ``model_bytes`` may be a :class:`~pytest_trt.weight_sets.BoundWeights` (a graph whose large
+    weights are fed on every run from memory-mapped files, see :mod:`pytest_trt.weight_sets`): the
+    session then feeds them itself (:class:`WeightFedSession`).
 
     The session runs on ``provider`` or this raises :class:`UsageError`: ONNX Runtime's own
     fallback to the CPU provider would compute a "cuda" baseline on the CPU without a word.
@@ -163,10 +172,12 @@ def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "mod
         options.enable_profiling = True
         options.profile_file_prefix = str(profile_dir / "ort_profile")
     provider_entry = (name, {"use_tf32": "0"}) if provider == "cuda" else name
+    bound = model_bytes if isinstance(model_bytes, BoundWeights) else None
+    data = bound.proto.SerializeToString() if bound is not None else model_bytes
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "Specified provider ... is not in available provider names"
-            session = ort.InferenceSession(model_bytes, sess_options=options, providers=[provider_entry])
+            session = ort.InferenceSession(data, sess_options=options, providers=[provider_entry])
     except Exception as exc:  # onnxruntime raises its own exception types
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         raise ModelError(f"ONNX Runtime cannot load {label}: {first}") from exc
@@ -179,7 +190,33 @@ def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "mod
         )
     if provider == "cuda":
         check_cuda_session(session, label)
+    if bound is not None and bound.arrays:
+        return WeightFedSession(session, bound, ort)
     return session
+
+
+class WeightFedSession:
+    """An ONNX Runtime session whose weights are graph inputs fed from memory-mapped arrays on every run.
+
+    Behaves as the session (attributes are forwarded) except that ``get_inputs()`` lists the
+    model's own inputs only and ``run()`` adds the weights to the feeds. Drop it to release the
+    mappings (its pages stop counting in this process's memory).
+    """
+
+    def __init__(self, session: Any, bound: BoundWeights, ort: Any) -> None:
+        self.session = session
+        self.bound = bound
+        self.weight_feeds = bound.ort_feeds(ort)
+        self.nbytes = bound.nbytes
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+    def get_inputs(self):
+        return [i for i in self.session.get_inputs() if i.name not in self.weight_feeds]
+
+    def run(self, output_names, input_feed, run_options=None):
+        return self.session.run(output_names, {**input_feed, **self.weight_feeds}, run_options)
 
 
 def check_cuda_session(session, label: str = "model") -> dict:
@@ -269,12 +306,32 @@ def cached_session(key: str, make_bytes, *, provider: str = "cpu", label: str = 
         if full in sessions:
             sessions.move_to_end(full)
             return sessions[full]
+    # A big model's sessions hold its weights (mapped, or converted for emulation): release those before
+    # the new one binds its own, so a baseline and an engine never hold them at the same time.
+    release_heavy_sessions()
     session = make_session(make_bytes(), provider=provider, label=label)
     with state.lock():
         sessions[full] = session
         while len(sessions) > _MAX_SESSIONS:
             sessions.popitem(last=False)
     return session
+
+
+def release_heavy_sessions() -> int:
+    """Drop the cached sessions fed with :data:`HEAVY_BYTES` of weights or more (their mappings go with
+    them); returns how many. Called before a heavy session is made, and by stages that hand memory
+    to another runtime (a TensorRT build)."""
+    state = runstate.current()
+    sessions: OrderedDict = state.table(_SESSIONS_TABLE, OrderedDict)
+    with state.lock():
+        heavy = [k for k, s in sessions.items() if getattr(s, "nbytes", 0) >= HEAVY_BYTES]
+        for k in heavy:
+            del sessions[k]
+    if heavy:
+        import gc
+
+        gc.collect()  # the arrays of a dropped session may sit in reference cycles of ONNX Runtime's wrappers
+    return len(heavy)
 
 
 def run_session(session, feeds: dict, *, output_names=None, label: str = "model") -> dict[str, np.ndarray]:
@@ -314,6 +371,15 @@ def cuda_device_part() -> dict[str, str] | None:
     return {"gpu": first.name, "compute_capability": first.compute_capability, "driver": first.driver}
 
 
+def session_source(model: Model, proto=None) -> bytes | BoundWeights:
+    """What :func:`make_session` is given for ``proto`` (default: the model itself): its bytes when
+    every weight is inline, else the graph with its referenced weights bound as fed inputs."""
+    proto = model.proto if proto is None else proto
+    if not model.has_external_weights:
+        return proto.SerializeToString()
+    return bind(proto, model)
+
+
 def with_outputs(proto, names):
     """A copy of ``proto`` whose graph outputs are ``names`` (types left to ONNX Runtime)."""
     copy = onnx.ModelProto()
@@ -341,7 +407,8 @@ def fp32_baseline(
     model = load_model(model)
 
     def compute() -> dict[str, np.ndarray]:
-        session = cached_session(f"baseline:{model.sha256}", model.serialized, provider=provider, label=str(model.path or model.label))
+        session = cached_session(f"baseline:{model.sha256}", lambda: session_source(model), provider=provider,
+                                 label=str(model.path or model.label))
         return run_session(session, feeds, output_names=model.output_names(), label=str(model.path or model.label))
 
     if cache is None:
@@ -383,7 +450,7 @@ def fp32_baseline(
 def cuda_placement(model: Model, feeds: dict) -> dict:
     """:func:`node_placement` of ``model``'s CUDA baseline session for ``feeds`` (one profiled run)."""
     with tempfile.TemporaryDirectory(prefix="pytest-trt-profile-") as tmp:
-        session = make_session(model.serialized(), provider="cuda", label=str(model.path or model.label),
+        session = make_session(session_source(model), provider="cuda", label=str(model.path or model.label),
                                profile_dir=Path(tmp))
         return node_placement(session, model.proto, feeds)
 
@@ -409,7 +476,7 @@ def fp32_intermediates(model: Model, feeds: dict, *, names=None, provider: str =
     names = list(names) if names is not None else float_tensor_names(model)
     key = f"layerwise:{model.sha256}:{hashlib.sha256(repr(names).encode()).hexdigest()}"
     session = cached_session(
-        key, lambda: with_outputs(model.proto, names).SerializeToString(), provider=provider, label=model.label
+        key, lambda: session_source(model, with_outputs(model.proto, names)), provider=provider, label=model.label
     )
     return run_session(session, feeds, output_names=names, label=model.label)
 

@@ -169,7 +169,8 @@ def _node_table(plan: PrecisionPlan, parsed: dict[str, str], mismatches) -> dict
 
 def source_parse_error(plan: PrecisionPlan, compat) -> str | None:
     """None when TensorRT-RTX parses the *source* model (as written, strongly typed), else its message."""
-    from .backends.trt_compat import get_logger  # (load path: see the top of the module)
+    from .backends.trt_build import parse_with_weights  # (load path: see the top of the module)
+    from .backends.trt_compat import get_logger
 
     trt = compat.trt
     logger = get_logger(trt)
@@ -178,29 +179,45 @@ def source_parse_error(plan: PrecisionPlan, compat) -> str | None:
         network = builder.create_network(compat.network_flags(True))
         parser = trt.OnnxParser(network, logger)
         path = getattr(plan.model, "path", None)
-        data = plan.model.serialized()
-        ok = parser.parse(data, str(path)) if path is not None else parser.parse(data)
+        if plan.model.has_external_weights:  # the model as written, from its file: nothing copied
+            ok = parse_with_weights(compat, parser, plan.model.proto, plan.model, None, {}, [])
+        else:
+            data = plan.model.serialized()
+            ok = parser.parse(data, str(path)) if path is not None else parser.parse(data)
         if ok:
             return None
         return "; ".join(e.line() for e in compat.parser_errors(parser)) or "the parser returned False"
 
 
-def _parse_only(plan: PrecisionPlan, compat):
-    """Parse the strongly typed realization (no build): ``(node dtypes, mismatches)`` or a BuildError."""
+def _parse_only(plan: PrecisionPlan, compat, cache: ArtifactCache | None = None, rebuild: bool = False):
+    """Parse the strongly typed realization (no build): ``(node dtypes, mismatches)`` or a BuildError.
+
+    A model with external weights: its realization's weights reach the parser by pointer from the
+    model's files and its weight set in ``cache`` (built there when missing; converted in memory
+    without a cache), never through a serialized copy."""
     # (load path: see the top of the module)
     from .backends.tensorrt import check_network_dtypes, network_node_dtypes
+    from .backends.trt_build import parse_with_weights
     from .backends.trt_compat import get_logger
     from .realize import realize_strong
+    from .weight_sets import WeightSets
 
     trt = compat.trt
     logger = get_logger(trt)
-    data = realize_strong(plan).SerializeToString()
+    proto = realize_strong(plan)
     with logger.capture():
         builder = trt.Builder(logger)
         network = builder.create_network(compat.network_flags(True))
         parser = trt.OnnxParser(network, logger)
         path = getattr(plan.model, "path", None)
-        if not (parser.parse(data, str(path)) if path is not None else parser.parse(data)):
+        keep: list = []
+        if plan.model.has_external_weights:
+            ok = parse_with_weights(compat, parser, proto, plan.model, WeightSets(plan.model, cache, rebuild=rebuild),
+                                    {}, keep)
+        else:
+            data = proto.SerializeToString()
+            ok = parser.parse(data, str(path)) if path is not None else parser.parse(data)
+        if not ok:
             said = "; ".join(e.line() for e in compat.parser_errors(parser)) or "the parser returned False"
             raise BuildError(f"{compat.label} rejected the realization while parsing the ONNX model: {said}")
         return network_node_dtypes(network, plan), check_network_dtypes(network, plan, compat)
@@ -228,8 +245,8 @@ def check_parser(plan: PrecisionPlan, config: BuildConfig | None = None, *, cach
     cfg = dataclasses.replace(config or BuildConfig(), typing="auto")
     label, policy = plan.model.label, plan.policy.describe()
     try:
-        if not build:  # parse only (large corpora): the same rule, no builder, no cache
-            parsed, mismatches = _parse_only(plan, compat)
+        if not build:  # parse only (large corpora, big models): the same rule, no builder, no engine cached
+            parsed, mismatches = _parse_only(plan, compat, cache, rebuild)
             nodes = _node_table(plan, parsed, mismatches)
             status = FAILED if any(v["verdict"] == LOWER for v in nodes.values()) else PASSED
             return ParserCheck(label, policy, compat.label + " (parse only)", status, nodes)

@@ -110,7 +110,7 @@ def probe_shape(plan: PrecisionPlan, inst: LayerNormInstance, rows: int) -> tupl
                 for i in n.input[1:] if n.op_type == "LayerNormalization" else n.input:
                     for init in graph.initializer:
                         if init.name == i:
-                            hidden = int(numpy_helper.to_array(init).size)
+                            hidden = int(np.prod(init.dims, dtype=np.int64)) if init.dims else 1
                 if hidden:
                     break
     if not hidden:

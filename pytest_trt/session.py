@@ -154,6 +154,10 @@ class TrtSession:
                                             read_only=self.settings.cache_read_only, remote=self.remote)
                 if self.settings.rebuild:
                     self._cache.fresh_after = self.started_at
+                # model identities read through this cache's digest memo (pytest_trt.weights.identity)
+                from .weights import use_memo  # load path: imported once in use
+
+                use_memo(self._cache.memo_dir, read_only=self._cache.read_only)
             return self._cache
 
     @property

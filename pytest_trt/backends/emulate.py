@@ -27,6 +27,7 @@ from .. import environment, realize  # module references: looked up when called,
 from ..baseline import cached_session, float_tensor_names, onnxruntime_version, run_session, with_outputs
 from ..environment import dist_version
 from ..layers import LayerReport
+from ..weight_sets import MODEL_SET, WEIGHTS_KIND, WeightSets, bind, read_refs, set_parts
 from .base import Backend, BuildConfig, BuildInfo, Engine
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,18 +45,30 @@ class EmulatedEngine(Engine):
     backend_name = "emulate"
     typing = "emulated"
 
-    def __init__(self, plan: PrecisionPlan, config: BuildConfig, build_info: BuildInfo, model_bytes: bytes):
+    def __init__(self, plan: PrecisionPlan, config: BuildConfig, build_info: BuildInfo, model_bytes: bytes,
+                 sets: WeightSets | None = None):
         super().__init__(plan, config, build_info)
         self._bytes = model_bytes
         self._key = build_info.key or plan.fingerprint()
+        #: the model's weight sets (a model with external weights): the graph's references are bound to them
+        self.sets = sets
+
+    def _source(self, proto=None):
+        """The session's input: the graph's bytes, or the graph with its weights bound (fed per run)."""
+        if self.sets is None:
+            return self._bytes if proto is None else proto.SerializeToString()
+        if proto is None:
+            proto = onnx.ModelProto()
+            proto.ParseFromString(self._bytes)
+        return bind(proto, self.model, self.sets)
 
     def _session(self, outputs=None):
         if outputs is None:
-            return cached_session(f"emulate:{self._key}", lambda: self._bytes, label=f"emulation of {self.model.label}")
+            return cached_session(f"emulate:{self._key}", self._source, label=f"emulation of {self.model.label}")
         def make():
             proto = onnx.ModelProto()
             proto.ParseFromString(self._bytes)
-            return with_outputs(proto, outputs).SerializeToString()
+            return self._source(with_outputs(proto, outputs))
 
         tag = hashlib.sha256(repr(list(outputs)).encode()).hexdigest()[:16]
         return cached_session(f"emulate:{self._key}:{tag}", make, label=f"emulation of {self.model.label}")
@@ -102,18 +115,25 @@ class EmulateBackend(Backend):
 
     def build(self, plan, config: BuildConfig, cache: ArtifactCache | None, *, rebuild: bool = False) -> Engine:
         self.require()
-
-        def realized() -> bytes:
-            return realize.realize_emulation(plan).SerializeToString()
+        # A model with external weights: the emulation graph refers to its weight sets (converted once
+        # per model and precision, shared by every policy) instead of holding rounded copies.
+        sets = WeightSets(plan.model, cache, rebuild=rebuild) if plan.model.has_external_weights else None
 
         if cache is None:
             start = time.perf_counter()
-            data = realized()
+            data = realize.realize_emulation(plan).SerializeToString()
             info = BuildInfo(cache_hit=False, build_seconds=time.perf_counter() - start, key=plan.fingerprint())
-            return EmulatedEngine(plan, config, info, data)
+            return EmulatedEngine(plan, config, info, data, sets)
 
         def build_fn(tmp_dir):
-            (tmp_dir / EMULATION_FILE).write_bytes(realized())
+            proto = realize.realize_emulation(plan)
+            (tmp_dir / EMULATION_FILE).write_bytes(proto.SerializeToString())
+            if sets is None:
+                return None
+            needed = sorted({s for _, s in read_refs(proto).values() if s != MODEL_SET})
+            for precision in needed:  # build them now: the entry is usable once stored
+                sets.file(precision)
+            return {"uses": [{"kind": WEIGHTS_KIND, "key": cache.key(set_parts(plan.model, p))} for p in needed]}
 
         result = cache.get_or_build(
             "emulate", self.cache_parts(plan, config), build_fn, rebuild=rebuild,
@@ -123,4 +143,4 @@ class EmulateBackend(Backend):
             cache_hit=result.cache_hit, build_seconds=result.build_seconds, key=result.key,
             path=str(result.path), waited_seconds=result.waited_seconds,
         )
-        return EmulatedEngine(plan, config, info, (result.path / EMULATION_FILE).read_bytes())
+        return EmulatedEngine(plan, config, info, (result.path / EMULATION_FILE).read_bytes(), sets)

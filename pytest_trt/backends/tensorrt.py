@@ -59,11 +59,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import runstate
+from ..baseline import release_heavy_sessions
 from ..debug_tensors import expected_tensors, map_debug_names
 from ..environment import gpus, tensorrt_unavailable_reason
 from ..errors import BackendUnavailable, BuildError, UnsupportedGpu
 from ..layers import LayerReport
 from ..network_rule import weak_typing_failures
+from ..weight_sets import WeightSets
 from .base import Backend, BuildConfig, BuildInfo, Engine
 from .trt_build import ENGINE_FILE, EXTERNAL_DATA_THRESHOLD, RECORD_FILE, build_into
 from .trt_compat import (
@@ -467,8 +469,13 @@ class TensorRTBackend(Backend):
             label += " (layerwise probe)"
         timing_path = self._timing_cache_path(compat, cache)
 
+        # a model with external weights: the realization refers to its weight sets (shared with emulate)
+        sets = WeightSets(plan.model, cache, rebuild=rebuild) if plan.model.has_external_weights else None
+
         def build_fn(tmp_dir: Path) -> None:
-            build_into(compat, self.name, plan, config, typing, Path(tmp_dir), probe=probe, timing_path=timing_path)
+            release_heavy_sessions()  # the builder needs the memory a big model's ONNX Runtime sessions hold
+            build_into(compat, self.name, plan, config, typing, Path(tmp_dir), probe=probe, timing_path=timing_path,
+                       sets=sets)
 
         if cache is None:
             with tempfile.TemporaryDirectory(prefix="pytest-trt-engine-") as tmp:

@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import BackendUnavailable, BuildError, InputError
 from ..inspector import FLOAT_PRECISIONS
 from ..lazy import lazy_import
-from ..realize.strong import bf16_bits_to_fp32, to_bf16_bits
+from ..weights import bf16_bits_to_fp32, to_bf16_bits
 from .trt_compat import TrtCompat, dtype_name, get_logger
 
 if TYPE_CHECKING:  # pragma: no cover

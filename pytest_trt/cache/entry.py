@@ -22,12 +22,14 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError
+from ..weights import DigestMemo
 from .files import fsync_dir, hash_file, parent_dirs, scan_tree, why, write_new
 from .key import KEY_RE, canonical_json, parts_diff, safe_relative_path, same_parts
 
 __all__ = [
     "FORMAT_VERSION",
     "MANIFEST",
+    "MEMO_KINDS",
     "CacheEntry",
     "CacheResult",
     "InvalidEntry",
@@ -35,6 +37,11 @@ __all__ = [
     "seal_entry",
     "validate_entry",
 ]
+
+#: Entry kinds validated with the digest memo on a hit (size + an unchanged stat, not a full re-read):
+#: multi-gigabyte weight sets, data fed to ONNX Runtime and TensorRT, never deserialized as code.
+#: Engines, graphs and everything else are hashed in full on every hit.
+MEMO_KINDS = frozenset({"weights"})
 
 #: Version of the entry layout and manifest. Entries of another version are rebuilt.
 FORMAT_VERSION = 1
@@ -121,6 +128,7 @@ def seal_entry(
     label: str,
     build_seconds: float,
     origin: dict | None = None,
+    uses: list[dict] | None = None,
 ) -> dict:
     """Hash and fsync what a build wrote into ``tmp``, then write the manifest (last); return it.
 
@@ -158,6 +166,8 @@ def seal_entry(
     }
     if origin is not None:
         manifest["origin"] = origin  # fetched from the remote tier: where, and which upload
+    if uses:
+        manifest["uses"] = uses  # entries this one needs at use time (pruned together: cache/prune.py)
     write_new(
         tmp / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode(), sync=True
     )
@@ -170,13 +180,18 @@ def seal_entry(
 # ---------------------------------------------------------------------- validation
 
 
-def validate_entry(entry: Path, kind: str, key: str, parts: dict) -> dict | None:
+def validate_entry(entry: Path, kind: str, key: str, parts: dict, memo: DigestMemo | None = None) -> dict | None:
     """The manifest of a valid entry; None when there is no entry; raises :class:`InvalidEntry` (reason).
 
     Checks, in order: the entry is a directory with a regular ``manifest.json`` that parses;
     its format version, kind, key and parts equal the request; its file records are well
     formed; the directory holds exactly those files (no symlinks, nothing foreign); each
     has the recorded size, then the recorded sha256.
+
+    ``memo`` (only for kinds whose files are data, never deserialized: :data:`MEMO_KINDS`): a
+    file whose digest the memo vouches for (same stat since a record taken long enough after its
+    last change, see :mod:`pytest_trt.weights.identity`) and equals the manifest's is not re-read;
+    a file that is read is recorded there.
     """
     try:
         st = os.lstat(entry)
@@ -190,7 +205,7 @@ def validate_entry(entry: Path, kind: str, key: str, parts: dict) -> dict | None
     _check_identity(manifest, kind, key, parts)
     files = _check_file_records(manifest.get("files"))
     found = _check_listing(entry, files)
-    _check_contents(found, files)
+    _check_contents(found, files, memo)
     return manifest
 
 
@@ -277,7 +292,7 @@ def _check_listing(entry: Path, files: dict) -> dict[str, Path]:
     return found
 
 
-def _check_contents(found: dict[str, Path], files: dict) -> None:
+def _check_contents(found: dict[str, Path], files: dict, memo: DigestMemo | None = None) -> None:
     """Every file has its recorded size (all checked first: cheap), then its recorded sha256."""
     for name in sorted(files):
         try:
@@ -289,10 +304,16 @@ def _check_contents(found: dict[str, Path], files: dict) -> None:
                 f"{name!r} has {size} bytes, {MANIFEST} says {files[name]['size']} (truncated?)"
             )
     for name in sorted(files):
+        size = files[name]["size"]
+        if memo is not None and memo.lookup(found[name], [(0, size)]).get((0, size)) == files[name]["sha256"]:
+            continue  # unchanged since a trusted record of this very digest
         try:
+            before, started = os.stat(found[name]), time.time_ns()
             digest, _ = hash_file(found[name])
         except OSError as exc:
             raise InvalidEntry(f"cannot read {name!r}: {why(exc)}") from None
+        if memo is not None and digest == files[name]["sha256"]:
+            memo.record(found[name], before, started, {(0, size): digest})
         if digest != files[name]["sha256"]:
             raise InvalidEntry(
                 f"checksum mismatch in {name!r} (sha256 {digest[:16]}..., {MANIFEST} says "

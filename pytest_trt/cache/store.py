@@ -24,8 +24,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CacheError, CacheWarning, UsageError
+from ..weights import MEMO_DIR, DigestMemo
 from .entry import (
     MANIFEST,
+    MEMO_KINDS,
     CacheEntry,
     CacheResult,
     InvalidEntry,
@@ -263,6 +265,18 @@ class ArtifactCache:
         check_kind(kind)
         return self.root / kind / self.key(parts)
 
+    @property
+    def memo_dir(self) -> Path:
+        """The digest memo of this cache (``<root>/memo/``): local only, never uploaded."""
+        return self.root / MEMO_DIR
+
+    def memo(self) -> DigestMemo:
+        """The cache's :class:`~pytest_trt.weights.DigestMemo` (read-only for a read-only cache)."""
+        return DigestMemo(self.memo_dir, read_only=self.read_only)
+
+    def _memo(self, kind: str) -> DigestMemo | None:
+        return self.memo() if kind in MEMO_KINDS else None
+
     def _lock_path(self, key: str) -> Path:
         return self.root / "locks" / f"{key}.lock"
 
@@ -281,7 +295,9 @@ class ArtifactCache:
         """Return the valid entry for ``(kind, parts)``, building it with ``build(tmp_dir)`` if needed.
 
         ``build`` writes the artifact files (regular files, subdirectories allowed, not
-        ``manifest.json``) into ``tmp_dir``; its return value is ignored. An exception from
+        ``manifest.json``) into ``tmp_dir``. It may return ``{"uses": [{"kind": k, "key": key}, ...]}``:
+        other entries this one needs when used (an emulation graph: its model's weight set); they are
+        recorded in the manifest (``uses``) and pruned together with it. Other return values are ignored. An exception from
         ``build`` propagates unchanged and leaves nothing behind, except that a full disk
         (``ENOSPC``/``EDQUOT``) becomes :class:`CacheError` naming the entry.
 
@@ -311,7 +327,7 @@ class ArtifactCache:
         if check:
             t0 = time.monotonic()
             with contextlib.suppress(InvalidEntry):  # a failure is re-checked under the lock
-                manifest = validate_entry(entry, kind, key, parts)
+                manifest = validate_entry(entry, kind, key, parts, self._memo(kind))
                 if usable(manifest):
                     return self._hit(kind, key, entry, manifest, label, 0.0, time.monotonic() - t0)
 
@@ -319,7 +335,7 @@ class ArtifactCache:
             if check:
                 t0 = time.monotonic()
                 try:
-                    manifest = validate_entry(entry, kind, key, parts)
+                    manifest = validate_entry(entry, kind, key, parts, self._memo(kind))
                 except InvalidEntry as exc:
                     manifest = None
                     if not rebuild:  # (a rebuild replaces it anyway)
@@ -356,14 +372,15 @@ class ArtifactCache:
         except OSError as exc:
             raise CacheError(f"cannot remove the unusable cache entry {entry}: {why(exc)}") from exc
 
-    def _fetch_or_build(self, remote, kind, key, parts, build, tmp, label, what) -> dict | None:
-        """Fill ``tmp``: the remote tier's verified entry (returns its signed payload), else ``build(tmp)``."""
+    def _fetch_or_build(self, remote, kind, key, parts, build, tmp, label, what) -> tuple[dict | None, Any]:
+        """Fill ``tmp``: the remote tier's verified entry (returns its signed payload), else ``build(tmp)``
+        (returns what it returned)."""
         try:
             # verified into tmp, or tmp left empty (a miss or a rejected entry: never loaded)
             fetched = remote.fetch(kind, key, parts, tmp, label=label) if remote is not None else None
             if fetched is None:
-                build(tmp)
-            return fetched
+                return None, build(tmp)
+            return fetched, None
         except OSError as exc:
             if exc.errno in NO_SPACE:
                 raise CacheError(
@@ -383,15 +400,16 @@ class ArtifactCache:
             ) from exc
         try:
             t0 = time.monotonic()
-            fetched = self._fetch_or_build(remote, kind, key, parts, build, tmp, label, what)
+            fetched, returned = self._fetch_or_build(remote, kind, key, parts, build, tmp, label, what)
             build_seconds = time.monotonic() - t0
+            uses = _uses(returned if fetched is None else fetched)
             try:
                 origin = None
                 if fetched is not None and remote is not None:  # (only the remote tier fetches)
                     origin = {"remote": remote.url, "upload_id": fetched.get("upload_id"),
                               "build_seconds": fetched.get("build_seconds"), "fetch_seconds": round(build_seconds, 6)}
                     build_seconds = float(fetched.get("build_seconds") or 0.0)
-                manifest = seal_entry(tmp, kind, key, parts, label, build_seconds, origin=origin)
+                manifest = seal_entry(tmp, kind, key, parts, label, build_seconds, origin=origin, uses=uses)
                 manifest = self._install(tmp, entry, kind, key, parts, manifest)
             except OSError as exc:
                 raise CacheError(
@@ -448,7 +466,7 @@ class ArtifactCache:
                 f"Drop --trt-rebuild, or use a writable --trt-cache-dir."
             )
         try:
-            manifest = validate_entry(entry, kind, key, parts)
+            manifest = validate_entry(entry, kind, key, parts, self._memo(kind))
         except InvalidEntry as exc:
             raise CacheError(
                 f"{what} is unusable ({exc}) and the cache {self.root} is read-only, so it cannot be "
@@ -662,6 +680,17 @@ class ArtifactCache:
         Unparseable lines (a writer killed mid-line) are skipped.
         """
         return self._events.read(since)
+
+
+def _uses(returned: Any) -> list[dict] | None:
+    """The ``uses`` a build returned (``{"uses": [{"kind", "key"}, ...]}``: entries it needs at use time), or None."""
+    if not isinstance(returned, dict) or not isinstance(returned.get("uses"), list):
+        return None
+    out = []
+    for u in returned["uses"]:
+        if isinstance(u, dict) and KIND_RE.match(str(u.get("kind", ""))) and KEY_RE.match(str(u.get("key", ""))):
+            out.append({"kind": u["kind"], "key": u["key"]})
+    return out or None
 
 
 def is_cache_dir(path: Path | str) -> bool:

@@ -245,6 +245,8 @@ class RemoteTier:
             "files": files, "build_seconds": local_manifest.get("build_seconds"), "label": label,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "pytest_trt": __version__,
         }
+        if local_manifest.get("uses"):  # the entries it needs (a weight set): signed with it, sealed with it on fetch
+            payload["uses"] = local_manifest["uses"]
         manifest = sign_manifest(signer, payload)
         self.transport.http_status = None
         try:
