@@ -286,13 +286,15 @@ def _value(model: Model, sets: WeightSets | None, tensor: TensorProto, source: s
     return out.reshape(shape)
 
 
-def bind(proto: onnx.ModelProto, model: Model, sets: WeightSets | None = None, *, as_inputs: bool = True
-         ) -> BoundWeights:
+def bind(proto: onnx.ModelProto, model: Model, sets: WeightSets | None = None, *, as_inputs: bool = True,
+         reuse: dict[str, np.ndarray] | None = None) -> BoundWeights:
     """Resolve the references of ``proto`` (a realization of ``model``, or ``model.proto`` itself).
 
     ``as_inputs``: the returned graph declares every referenced initializer a graph input (what
     ONNX Runtime is given); otherwise it keeps them as external-data initializers (TensorRT's
-    ``load_model_proto`` + ``load_initializer``).
+    ``load_model_proto`` + ``load_initializer``). ``reuse``: arrays bound before for the same
+    realization (``{initializer: array}``), taken instead of mapping or converting again, and
+    filled with what this call binds (several sessions of one engine share one set of weights).
     """
     refs = read_refs(proto)
     bound = BoundWeights(onnx.ModelProto())
@@ -305,7 +307,12 @@ def bind(proto: onnx.ModelProto, model: Model, sets: WeightSets | None = None, *
             out.graph.initializer.append(t)
             continue
         source, set_name = refs.get(t.name, (t.name, MODEL_SET))
-        bound.arrays[t.name] = _value(model, sets, t, source, set_name)
+        if reuse is not None and t.name in reuse:
+            bound.arrays[t.name] = reuse[t.name]
+        else:
+            bound.arrays[t.name] = _value(model, sets, t, source, set_name)
+            if reuse is not None:
+                reuse[t.name] = bound.arrays[t.name]
         bound.elem_types[t.name] = t.data_type
         if as_inputs:
             if t.name not in listed:

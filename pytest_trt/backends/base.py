@@ -78,6 +78,9 @@ class BuildInfo:
     key: str = ""
     path: str = ""
     waited_seconds: float = 0.0
+    #: bytes this build added to the cache: the entry, plus any weight set it was the first to need
+    #: (a big model's second policy adds only its graph; not in :meth:`to_json`)
+    bytes_written: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -136,6 +139,14 @@ class Engine(ABC):
         Returns ``(values, note)``; ``note`` says how they were obtained, e.g. that a
         separate probe build was used and so the engine differs from the one under test.
         """
+
+    def run_layerwise_subset(self, feeds: dict[str, np.ndarray], names) -> tuple[dict[str, np.ndarray], str]:
+        """:meth:`run_layerwise` restricted to ``names`` (``locate`` asks for a big model's tensors segment
+        by segment, so that it never holds every activation at once). This default runs everything
+        and keeps ``names``; a backend that can compute a subset overrides it."""
+        values, note = self.run_layerwise(feeds)
+        wanted = set(names)
+        return {k: v for k, v in values.items() if k in wanted}, note
 
     def describe(self) -> str:
         hit = "cache hit" if self.build_info.cache_hit else f"built in {self.build_info.build_seconds:.2f}s"

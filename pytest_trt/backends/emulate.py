@@ -52,6 +52,8 @@ class EmulatedEngine(Engine):
         self._key = build_info.key or plan.fingerprint()
         #: the model's weight sets (a model with external weights): the graph's references are bound to them
         self.sets = sets
+        #: the bound weights, shared by this engine's sessions (the full graph, and layerwise subsets)
+        self._arrays: dict = {}
 
     def _source(self, proto=None):
         """The session's input: the graph's bytes, or the graph with its weights bound (fed per run)."""
@@ -60,7 +62,7 @@ class EmulatedEngine(Engine):
         if proto is None:
             proto = onnx.ModelProto()
             proto.ParseFromString(self._bytes)
-        return bind(proto, self.model, self.sets)
+        return bind(proto, self.model, self.sets, reuse=self._arrays)
 
     def _session(self, outputs=None):
         if outputs is None:
@@ -80,7 +82,10 @@ class EmulatedEngine(Engine):
         return LayerReport.from_emulation(self.plan)
 
     def run_layerwise(self, feeds: dict):
-        names = float_tensor_names(self.model)
+        return self.run_layerwise_subset(feeds, float_tensor_names(self.model))
+
+    def run_layerwise_subset(self, feeds: dict, names) -> tuple[dict, str]:
+        names = list(names)
         values = run_session(self._session(names), feeds, output_names=names, label=f"emulation of {self.model.label}")
         return values, "emulate: rounded tensors of the same emulation graph (no separate build)"
 
@@ -139,8 +144,10 @@ class EmulateBackend(Backend):
             "emulate", self.cache_parts(plan, config), build_fn, rebuild=rebuild,
             label=f"{plan.model.label} [{plan.policy.describe()}]",
         )
+        written = 0 if result.cache_hit else sum(f["size"] for f in result.manifest.get("files", {}).values())
         info = BuildInfo(
             cache_hit=result.cache_hit, build_seconds=result.build_seconds, key=result.key,
             path=str(result.path), waited_seconds=result.waited_seconds,
+            bytes_written=written + (sets.written if sets is not None else 0),
         )
         return EmulatedEngine(plan, config, info, (result.path / EMULATION_FILE).read_bytes(), sets)

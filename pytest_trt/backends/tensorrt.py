@@ -493,8 +493,10 @@ class TensorRTBackend(Backend):
                                         label=label)
             data = (result.path / ENGINE_FILE).read_bytes()
             record = json.loads((result.path / RECORD_FILE).read_text())
+            written = 0 if result.cache_hit else sum(f["size"] for f in result.manifest.get("files", {}).values())
             info = BuildInfo(cache_hit=result.cache_hit, build_seconds=result.build_seconds, key=result.key,
-                             path=str(result.path), waited_seconds=result.waited_seconds)
+                             path=str(result.path), waited_seconds=result.waited_seconds,
+                             bytes_written=written + (sets.written if sets is not None else 0))
         return TensorRTEngine(plan, config, info, backend=self, typing=typing, data=data, record=record,
                               cache=cache, memory=memory)
 

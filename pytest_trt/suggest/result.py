@@ -42,6 +42,9 @@ class Attempt:
     inputs: list = field(default_factory=list)
     #: index of the first input set that failed (outputs or intermediates), None when all passed
     failing_set: int | None = None
+    #: bytes this candidate's build added to the cache (its graph; a big model's weight set only for the
+    #: first candidate that needs it: every candidate shares it)
+    bytes_written: int = 0
 
     @property
     def worst_max_abs(self) -> float:
@@ -54,6 +57,7 @@ class Attempt:
                 "outputs_passed": self.outputs_passed, "nonfinite_nodes": list(self.nonfinite_nodes),
                 "accuracy": self.accuracy, "low_precision_nodes": self.low_nodes, "cache_hit": self.cache_hit,
                 "seconds": round(self.seconds, 4), "first_divergence": self.first_divergence,
+                "bytes_written": self.bytes_written,
                 "inputs": [{k: v for k, v in i.items() if k != "accuracy"} for i in self.inputs]}
 
 
@@ -183,6 +187,9 @@ class Suggestion:
         builds = f"{self.builds} build{'s' if self.builds != 1 else ''}"
         if self.cache_hits:
             builds += f" ({self.cache_hits} from the cache)"
+        written = sum(int(getattr(a, "bytes_written", 0) or 0) for a in self.attempts)
+        if written:
+            builds += f", {written / 1e6:.1f} MB written to the cache"
         timing = f"{builds}, {self.seconds:.1f}s"
         share = f"{self.low_nodes} of {self.compute_nodes} compute nodes ({self.low_precision_share:.0%}) stay " \
                 f"{self.low_precision or 'low precision'}"

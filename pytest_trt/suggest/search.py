@@ -178,6 +178,7 @@ class _Search:
         hit = bool(getattr(engine.build_info, "cache_hit", False))
         low = sum(1 for d in plan.nodes.values() if d.kind == "compute" and d.precision in LOW_PRECISIONS)
         attempt = Attempt(tuple(patterns), phase, False, {}, low, hit, 0.0, fp)
+        attempt.bytes_written = int(getattr(engine.build_info, "bytes_written", 0) or 0)
         self.memo[fp] = attempt
         self.attempts.append(attempt)
         self.engines = {fp: (engine, plan)}  # keep only the latest engine alive
