@@ -16,7 +16,6 @@ import errno
 import os
 import re
 import secrets
-import stat
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -39,6 +38,17 @@ from .eventlog import EventLog
 from .files import NO_SPACE, fsync_dir, remove_tree, space_hint, touch, tree_size, why, write_new
 from .key import KEY_RE, KIND_RE, RESERVED_KINDS, check_kind, content_key
 from .locks import hold, try_hold
+from .ownership import (
+    LEGACY_SCRATCH_DIR,
+    MARKER,
+    PROBE_RE,
+    SCRATCH_DIR,
+    SCRATCH_ITEM_RE,
+    claim_root,
+    is_cache_dir,
+    is_real_dir,
+    scratch_dir,
+)
 from .stats import CacheStats
 
 if TYPE_CHECKING:  # the remote tier imports this package, not the other way round
@@ -49,31 +59,12 @@ __all__ = ["MARKER", "SCRATCH_DIR", "STALE_SECONDS", "ArtifactCache", "default_c
 #: A scratch item older than this (and, for a build directory, whose lock is free) is garbage.
 STALE_SECONDS = 600.0
 
-#: The file that makes a directory a pytest-trt cache. Written when the cache creates the
-#: directory or adopts an empty one; a directory without it (and without the layout of a
-#: cache written by pytest-trt 0.1.0) that holds other files is refused, never written into.
-MARKER = ".pytest-trt-cache"
-#: The cache's own scratch directory: builds in progress and entries being deleted.
-SCRATCH_DIR = ".pytest-trt-tmp"
-#: The scratch directory of caches written by pytest-trt 0.1.0: only its own items are collected.
-LEGACY_SCRATCH_DIR = "tmp"
-#: What a user may put into a new cache directory before pytest-trt first opens it (the GPU
-#: workflow restores the TensorRT timing cache there): such a directory is adopted.
-ADOPTABLE = frozenset({"timing-cache"})
-
 _CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by pytest-trt.\n"
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
 _PROBE_PREFIX = ".pytest-trt-probe-"
-_MARKER_TEXT = (
-    "This directory is a pytest-trt artifact cache (engines, realized models, FP32 baselines).\n"
-    "pytest-trt deletes only the entries and scratch files it created here.\n"
-)
-#: names of the scratch items the cache creates (``_make_tmp``) and write probes: nothing else is collected
-_SCRATCH_ITEM_RE = re.compile(r"^(build|trash)-[0-9a-f]{64}-[0-9]+-[0-9a-f]+$")
-_PROBE_RE = re.compile(r"^\.pytest-trt-probe-[0-9]+-[0-9a-f]+$")
 _HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
 
 
@@ -157,10 +148,10 @@ class ArtifactCache:
                     f"Point --trt-cache-dir=DIR at an existing cache, or open a writable one."
                 )
             return
-        created = self._claim_root()
+        created = claim_root(self.root, _HINT_DIR)
         try:
             (self.root / "locks").mkdir(exist_ok=True)
-            scratch = self._scratch_dir()
+            scratch = scratch_dir(self.root)
             # Entries, kind directories and events.jsonl live in the root itself: probe it (a
             # real write, since os.access() says yes to root on a chmod-protected directory).
             for where in (self.root, scratch):
@@ -182,76 +173,6 @@ class ArtifactCache:
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
         return f"ArtifactCache({str(self.root)!r}, max_bytes={self.max_bytes!r}{ro})"
-
-    # ------------------------------------------------------------------ whose directory
-
-    def _claim_root(self) -> bool:
-        """Make sure ``root`` is a pytest-trt cache; True when the cache created the directory.
-
-        A new directory is created and marked; an existing one is used when it carries the
-        marker or the layout of a pytest-trt 0.1.0 cache (then marked), or when it is empty or
-        holds only what a user may restore into a cache (``timing-cache/``; then marked, not
-        tagged). Any other directory is refused: the cache never writes into, tags or collects
-        garbage in a directory it did not create.
-        """
-        try:
-            os.mkdir(self.root, 0o777)
-            created = True
-        except FileExistsError:
-            created = False
-        except FileNotFoundError:
-            try:
-                self.root.mkdir(parents=True, exist_ok=True)
-                created = True
-            except OSError as exc:
-                raise CacheError(
-                    f"cannot create the pytest-trt cache directory {self.root}: {why(exc)}. {_HINT_DIR}."
-                ) from exc
-        except OSError as exc:
-            raise CacheError(
-                f"cannot create the pytest-trt cache directory {self.root}: {why(exc)}. {_HINT_DIR}."
-            ) from exc
-        if not self.root.is_dir():
-            raise CacheError(f"the pytest-trt cache directory {self.root} is not a directory. {_HINT_DIR}.")
-        if not created and not is_cache_dir(self.root):
-            try:
-                foreign = sorted(n for n in os.listdir(self.root) if n not in ADOPTABLE)
-            except OSError as exc:
-                raise CacheError(f"cannot read the pytest-trt cache directory {self.root}: {why(exc)}. "
-                                 f"{_HINT_DIR}.") from exc
-            if foreign:
-                shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-                raise CacheError(
-                    f"{self.root} is not a pytest-trt cache: it holds other files ({shown}) and no {MARKER} "
-                    f"marker. pytest-trt keeps its artifacts in a directory of its own and deletes only what it "
-                    f"created there, so it does not use this one. Give a new or empty directory, e.g. "
-                    f"--trt-cache-dir={self.root / '.trt-cache'}."
-                )
-        marker = self.root / MARKER
-        if not os.path.lexists(marker):
-            try:
-                with contextlib.suppress(FileExistsError):  # another process was first
-                    write_new(marker, _MARKER_TEXT.encode())
-            except OSError as exc:
-                raise CacheError(
-                    f"the pytest-trt cache directory {self.root} is not writable: {why(exc)}. {_HINT_DIR}, "
-                    f"or use the entries it holds read-only (pytest --trt-cache-read-only; "
-                    f"in Python ArtifactCache(..., read_only=True))."
-                ) from exc
-        return created
-
-    def _scratch_dir(self) -> Path:
-        """The cache's own scratch directory, created when missing; never a link out of the cache."""
-        scratch = self.root / SCRATCH_DIR
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(scratch, 0o777)
-        st = os.lstat(scratch)
-        if not stat.S_ISDIR(st.st_mode):
-            raise CacheError(
-                f"{scratch} is not a directory (a symbolic link or a file): pytest-trt builds its entries "
-                f"there and never follows a link out of its cache. Remove it; the cache recreates it."
-            )
-        return scratch
 
     # ------------------------------------------------------------------ keys and paths
 
@@ -501,7 +422,7 @@ class ArtifactCache:
         return try_hold(self._lock_path(key), what=what)
 
     def _make_tmp(self, prefix: str, key: str) -> Path:
-        tmp_root = self._scratch_dir()
+        tmp_root = scratch_dir(self.root)
         while True:
             path = tmp_root / f"{prefix}-{key}-{os.getpid()}-{secrets.token_hex(4)}"
             try:
@@ -544,9 +465,9 @@ class ArtifactCache:
         removed = []
         now = time.time()
         items = []
-        for where, pattern in ((self.root / SCRATCH_DIR, _SCRATCH_ITEM_RE),
-                               (self.root / LEGACY_SCRATCH_DIR, _SCRATCH_ITEM_RE), (self.root, _PROBE_RE)):
-            if where != self.root and not _is_real_dir(where):
+        for where, pattern in ((self.root / SCRATCH_DIR, SCRATCH_ITEM_RE),
+                               (self.root / LEGACY_SCRATCH_DIR, SCRATCH_ITEM_RE), (self.root, PROBE_RE)):
+            if where != self.root and not is_real_dir(where):
                 continue  # missing, or a link: never followed
             with contextlib.suppress(OSError):
                 items += [i for i in os.scandir(where) if pattern.match(i.name)]
@@ -691,35 +612,6 @@ def _uses(returned: Any) -> list[dict] | None:
         if isinstance(u, dict) and KIND_RE.match(str(u.get("kind", ""))) and KEY_RE.match(str(u.get("key", ""))):
             out.append({"kind": u["kind"], "key": u["key"]})
     return out or None
-
-
-def is_cache_dir(path: Path | str) -> bool:
-    """Whether ``path`` is a pytest-trt cache: it carries the marker file, or the layout of a cache
-    written by pytest-trt 0.1.0 (its ``CACHEDIR.TAG``, or its ``locks/`` beside ``events.jsonl``)."""
-    root = Path(path)
-    if _is_regular(root / MARKER):
-        return True
-    tag = root / "CACHEDIR.TAG"
-    if _is_regular(tag):
-        with contextlib.suppress(OSError):
-            with open(tag, "rb") as f:
-                if b"created by pytest-trt" in f.read(4096):
-                    return True
-    return _is_real_dir(root / "locks") and _is_regular(root / "events.jsonl")
-
-
-def _is_regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.lstat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _is_real_dir(path: Path) -> bool:
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
 
 
 def _subdirs(path: Path, name_re: re.Pattern[str]) -> list[os.DirEntry[str]]:

@@ -1,0 +1,153 @@
+"""Whose directory: the cache deletes only what it created and tags only directories it created.
+
+A directory is a pytest-trt cache when it carries the :data:`MARKER` file (written when the
+cache creates the directory or adopts an empty one), or the layout of a cache written by
+pytest-trt 0.1.0. :func:`claim_root` refuses any other non-empty directory; the scratch
+directory (:func:`scratch_dir`) is never a link out of the cache, and garbage collection
+considers only the names in :data:`SCRATCH_ITEM_RE` and :data:`PROBE_RE`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+from pathlib import Path
+
+from ..errors import CacheError
+from .files import why, write_new
+
+__all__ = [
+    "ADOPTABLE",
+    "LEGACY_SCRATCH_DIR",
+    "MARKER",
+    "PROBE_RE",
+    "SCRATCH_DIR",
+    "SCRATCH_ITEM_RE",
+    "claim_root",
+    "is_cache_dir",
+    "is_real_dir",
+    "is_regular",
+    "scratch_dir",
+]
+
+#: The file that makes a directory a pytest-trt cache. Written when the cache creates the
+#: directory or adopts an empty one; a directory without it (and without the layout of a
+#: cache written by pytest-trt 0.1.0) that holds other files is refused, never written into.
+MARKER = ".pytest-trt-cache"
+#: The cache's own scratch directory: builds in progress and entries being deleted.
+SCRATCH_DIR = ".pytest-trt-tmp"
+#: The scratch directory of caches written by pytest-trt 0.1.0: only its own items are collected.
+LEGACY_SCRATCH_DIR = "tmp"
+#: What a user may put into a new cache directory before pytest-trt first opens it (the GPU
+#: workflow restores the TensorRT timing cache there): such a directory is adopted.
+ADOPTABLE = frozenset({"timing-cache"})
+
+MARKER_TEXT = (
+    "This directory is a pytest-trt artifact cache (engines, realized models, FP32 baselines).\n"
+    "pytest-trt deletes only the entries and scratch files it created here.\n"
+)
+#: the names of the scratch items the cache creates and of its write probes: nothing else is collected
+SCRATCH_ITEM_RE = re.compile(r"^(build|trash)-[0-9a-f]{64}-[0-9]+-[0-9a-f]+$")
+PROBE_RE = re.compile(r"^\.pytest-trt-probe-[0-9]+-[0-9a-f]+$")
+
+
+def claim_root(root: Path, hint: str) -> bool:
+    """Make sure ``root`` is a pytest-trt cache; True when the cache created the directory.
+
+    A new directory is created and marked; an existing one is used when it carries the
+    marker or the layout of a pytest-trt 0.1.0 cache (then marked), or when it is empty or
+    holds only what a user may restore into a cache (``timing-cache/``; then marked, not
+    tagged). Any other directory is refused: the cache never writes into, tags or collects
+    garbage in a directory it did not create.
+    """
+    try:
+        os.mkdir(root, 0o777)
+        created = True
+    except FileExistsError:
+        created = False
+    except FileNotFoundError:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            created = True
+        except OSError as exc:
+            raise CacheError(
+                f"cannot create the pytest-trt cache directory {root}: {why(exc)}. {hint}."
+            ) from exc
+    except OSError as exc:
+        raise CacheError(
+            f"cannot create the pytest-trt cache directory {root}: {why(exc)}. {hint}."
+        ) from exc
+    if not root.is_dir():
+        raise CacheError(f"the pytest-trt cache directory {root} is not a directory. {hint}.")
+    if not created and not is_cache_dir(root):
+        try:
+            foreign = sorted(n for n in os.listdir(root) if n not in ADOPTABLE)
+        except OSError as exc:
+            raise CacheError(f"cannot read the pytest-trt cache directory {root}: {why(exc)}. "
+                             f"{hint}.") from exc
+        if foreign:
+            shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+            raise CacheError(
+                f"{root} is not a pytest-trt cache: it holds other files ({shown}) and no {MARKER} "
+                f"marker. pytest-trt keeps its artifacts in a directory of its own and deletes only what it "
+                f"created there, so it does not use this one. Give a new or empty directory, e.g. "
+                f"--trt-cache-dir={root / '.trt-cache'}."
+            )
+    marker = root / MARKER
+    if not os.path.lexists(marker):
+        try:
+            with contextlib.suppress(FileExistsError):  # another process was first
+                write_new(marker, MARKER_TEXT.encode())
+        except OSError as exc:
+            raise CacheError(
+                f"the pytest-trt cache directory {root} is not writable: {why(exc)}. {hint}, "
+                f"or use the entries it holds read-only (pytest --trt-cache-read-only; "
+                f"in Python ArtifactCache(..., read_only=True))."
+            ) from exc
+    return created
+
+def scratch_dir(root: Path) -> Path:
+    """The cache's own scratch directory, created when missing; never a link out of the cache."""
+    scratch = root / SCRATCH_DIR
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(scratch, 0o777)
+    st = os.lstat(scratch)
+    if not stat.S_ISDIR(st.st_mode):
+        raise CacheError(
+            f"{scratch} is not a directory (a symbolic link or a file): pytest-trt builds its entries "
+            f"there and never follows a link out of its cache. Remove it; the cache recreates it."
+        )
+    return scratch
+
+
+def is_cache_dir(path: Path | str) -> bool:
+    """Whether ``path`` is a pytest-trt cache: it carries the marker file, or the layout of a cache
+    written by pytest-trt 0.1.0 (its ``CACHEDIR.TAG``, or its ``locks/`` beside ``events.jsonl``)."""
+    root = Path(path)
+    if is_regular(root / MARKER):
+        return True
+    tag = root / "CACHEDIR.TAG"
+    if is_regular(tag):
+        with contextlib.suppress(OSError):
+            with open(tag, "rb") as f:
+                if b"created by pytest-trt" in f.read(4096):
+                    return True
+    return is_real_dir(root / "locks") and is_regular(root / "events.jsonl")
+
+
+def is_regular(path: Path) -> bool:
+    """Whether ``path`` is a regular file (a link is not followed)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def is_real_dir(path: Path) -> bool:
+    """Whether ``path`` is a directory, not a link to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
