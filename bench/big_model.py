@@ -8,11 +8,14 @@ already there), then, each in a fresh subprocess whose wall time and peak RSS (`
 ``ru_maxrss`` of that child) are measured:
 
 * ``plain``: a hand-written ONNX Runtime script: ``InferenceSession(path)`` (CPU, default
-  options) and one run on random inputs. The yardstick of every budget;
+  options) and one run on random inputs, before and after the others; the faster time (and the
+  larger peak) is the yardstick of every budget;
 * ``cold``: ``pytest`` on one test, ``@pytest.mark.trt(model=...)`` + ``trt.check()``, with
   ``--trt-fp16`` and an empty ``--trt-cache-dir``: identity, FP32 baseline, FP16 emulation
   build, run, compare;
-* ``warm``: the same command again (everything cached);
+* ``warm``: the same command again (everything cached; the weight set's digest memo was recorded
+  less than 2 s after the set was written, so this run re-reads it once: git's racy-clean rule);
+* ``warm2``: once more (the memo now vouches for the unchanged weight set);
 * ``policy2``: a second FP16 policy (``keep_fp32=['*/input_layernorm/*']``) on the warm
   cache; ``bytes added`` is what the cache directory grew by;
 * ``bf16``: the first BF16 realization (``--trt-bf16``) on that cache;
@@ -128,13 +131,18 @@ def run_size(gb: float, scratch: Path, source: str, label: str) -> dict:
     work.mkdir(parents=True)
     (work / "test_big.py").write_text(TEST)
     cache = work / "cache"
-    rows = [measure([sys.executable, "-c", PLAIN, str(model)])]
-    rows[0]["scenario"] = "plain"
-    rows.append(scenario("cold", ["--trt-fp16"], model, cache, work, source))
-    rows.append(scenario("warm", ["--trt-fp16"], model, cache, work, source))
-    rows.append(scenario("policy2", ["--trt-fp16"], model, cache, work, source, keep="*/input_layernorm/*"))
-    rows.append(scenario("bf16", ["--trt-bf16"], model, cache, work, source))
-    rows.append(scenario("plan", ["plan", str(model), "--fp16"], model, cache, work, source))
+    plain = [measure([sys.executable, "-c", PLAIN, str(model)])]
+    rows = [scenario("cold", ["--trt-fp16"], model, cache, work, source),
+            scenario("warm", ["--trt-fp16"], model, cache, work, source),
+            scenario("warm2", ["--trt-fp16"], model, cache, work, source),
+            scenario("policy2", ["--trt-fp16"], model, cache, work, source, keep="*/input_layernorm/*"),
+            scenario("bf16", ["--trt-bf16"], model, cache, work, source),
+            scenario("plan", ["plan", str(model), "--fp16"], model, cache, work, source)]
+    plain.append(measure([sys.executable, "-c", PLAIN, str(model)]))
+    best = min(plain, key=lambda r: r["seconds"])  # the yardstick: the faster of two runs, before and after
+    best = dict(best, scenario=f"plain (best of {plain[0]['seconds']:.1f}, {plain[1]['seconds']:.1f} s)",
+                peak_rss=max(r["peak_rss"] for r in plain))
+    rows.insert(0, best)
     shutil.rmtree(work, ignore_errors=True)
     return {"gb": gb, "label": label, **info, "rows": rows}
 

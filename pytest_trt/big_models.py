@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper
 
 __all__ = ["ALIGN", "DecoderInfo", "decoder_layers_for", "write_decoder"]

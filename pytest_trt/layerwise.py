@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 
-from .baseline import float_tensor_names, fp32_intermediates
+from .baseline import float_tensor_names, fp32_intermediates, release_heavy_sessions
 from .jsonsafe import json_number
 from .scopes import scope_pattern
 
@@ -299,18 +299,27 @@ def locate_divergence(engine: Engine, feeds: dict, *, threshold: float | None = 
         threshold = DEFAULT_THRESHOLDS.get(low, DEFAULT_THRESHOLDS[None])
     floor = UNIT_ROUNDOFF.get(low, UNIT_ROUNDOFF[None])
     segments = segment_tensors(model, feeds) if reference is None else []
+    # A big model: the reference first, then the engine, so that only one of them holds the weights
+    # (the engine's bound weights are released meanwhile, and the reference's session after it).
+    big = getattr(model, "has_external_weights", False)
+    if big and reference is None:
+        engine.release()
     if len(segments) > 1:
         with tempfile.TemporaryDirectory(prefix="pytest-trt-locate-") as tmp:
             ref = _SpilledValues(Path(tmp))
-            for seg in segments:  # reference first: one ONNX Runtime session at a time holds the weights
+            for seg in segments:
                 ref.add(fp32_intermediates(model, feeds, names=seg, provider=provider))
+            if big:
+                release_heavy_sessions()
             values = _SegmentedValues(engine, feeds, segments)
             rows = compare_tensors(model, plan, values, ref, threshold=threshold, jump=jump, floor=floor)
             note = f"{values.note}; compared in {len(segments)} segments (activations over {ACTIVATION_BUDGET} bytes)"
     else:
-        values, note = engine.run_layerwise(feeds)
         if reference is None:
             reference = fp32_intermediates(model, feeds, provider=provider)
+            if big:
+                release_heavy_sessions()
+        values, note = engine.run_layerwise(feeds)
         rows = compare_tensors(model, plan, values, reference, threshold=threshold, jump=jump, floor=floor)
     first = next((t for t in rows if t.divergent), None)
     # Divergent rows first; then other real amplifications (at least 2x, not negligible in size).

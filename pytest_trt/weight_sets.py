@@ -32,6 +32,7 @@ made in memory when bound.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -43,11 +44,12 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
+from .cache.files import tree_size
 from .dtypes import ELEM_BFLOAT16, ELEM_OF_PRECISION, PRECISION_OF_ELEM, normalize_precision
 from .errors import ModelError
-from .weights import Slot, convert_values, set_file_name, set_layout
-from .weights.store import map_range, pread_into
+from .weights import ALIGN, Slot, convert_values, set_file_name, set_layout
 from .weights.identity import copy_fields
+from .weights.store import map_range
 
 if TYPE_CHECKING:  # pragma: no cover
     from .cache import ArtifactCache
@@ -158,7 +160,7 @@ class WeightSets:
                 lambda tmp: self._build(tmp, precision, layout), rebuild=self.rebuild,
                 label=f"{self.model.label} weights {precision}")
             if not result.cache_hit:
-                self.written += sum(f["size"] for f in result.manifest.get("files", {}).values())
+                self.written += tree_size(result.path)
             self._files[precision] = result.path / set_file_name(precision)
         return self._files[precision]
 
@@ -173,42 +175,39 @@ class WeightSets:
             return convert_values(self.model.weights.raw(name), slot.source_elem, precision)[0]
         return map_range(path, slot.offset, slot.length)
 
-    def read_into(self, precision: str, name: str, out: np.ndarray, start: int = 0) -> int:
-        """Like :meth:`WeightStore.read_into` for a slot of the ``precision`` set (which must be in the cache)."""
-        slot = self.layout(precision)[name]
-        path = self.file(precision)
-        assert path is not None
-        view = memoryview(out).cast("B")
-        return pread_into(path, slot.offset + start, view[:max(0, min(len(view), slot.length - start))],
-                          what=f"{name!r} in the {precision} weight set of {self.model.label}")
-
-    def _build(self, tmp: Path, precision: str, layout: dict[str, Slot]) -> None:
-        """Write the set: each slot converted chunk by chunk from the model's stored bytes."""
+    def _build(self, tmp: Path, precision: str, layout: dict[str, Slot]) -> dict:
+        """Write the set: each slot converted chunk by chunk from the model's stored bytes, hashed as written."""
         store = self.model.weights
         index: dict[str, Any] = {}
         clamped_total = 0
         start = time.perf_counter()
+        digest = hashlib.sha256()
+        zeros = bytes(ALIGN)
         with open(tmp / set_file_name(precision), "wb") as out:
             end = 0
             for name, slot in layout.items():
+                pad = slot.offset - end
+                if pad:  # (the alignment gap: written, so the file is hashed as it lies)
+                    out.write(zeros[:pad])
+                    digest.update(zeros[:pad])
                 src_item = _itemsize(slot.source_elem)
                 n = slot.length // _itemsize(ELEM_OF_PRECISION[precision])
                 clamped = 0
                 buf = np.empty(min(n, _CHUNK) * src_item, dtype=np.uint8)
-                out.seek(slot.offset)
                 for first in range(0, n, _CHUNK):
                     k = min(_CHUNK, n - first)
                     got = store.read_into(name, buf[:k * src_item], first * src_item)
                     converted, c = convert_values(buf[:got], slot.source_elem, precision)
                     clamped += c
                     out.write(memoryview(converted))
+                    digest.update(memoryview(converted))
                 index[name] = {"offset": slot.offset, "length": slot.length, "clamped": clamped}
                 clamped_total += clamped
                 end = slot.offset + slot.length
-            out.truncate(end)
         (tmp / INDEX_FILE).write_text(json.dumps({
             "model": self.model.label, "precision": precision, "tensors": index, "clamped": clamped_total,
             "convert_seconds": round(time.perf_counter() - start, 3)}, indent=0, sort_keys=True))
+        return {"digests": {set_file_name(precision): digest.hexdigest()}}
 
     def clamped(self, precision: str) -> int:
         """Values the conversion saturated (FP16 at +-65504, BF16 at its largest finite), from the set's index."""
@@ -266,24 +265,11 @@ def _value(model: Model, sets: WeightSets | None, tensor: TensorProto, source: s
     if declared == stored:  # mapped, not copied
         raw = model.weights.raw(source) if set_name == MODEL_SET else sets.raw(set_name, source)
         return raw.view(dtype).reshape(shape)
-    # converted (an emulation graph's FP32 weights rounded through FP16): read in chunks with pread
-    # into the converted array, so only the result is resident, not a mapping of the source too
-    from_file = set_name == MODEL_SET or sets.cache is not None
-    if not from_file or (set_name == MODEL_SET and not model.weights.is_external(source)):
-        raw = model.weights.raw(source) if set_name == MODEL_SET else sets.raw(set_name, source)
-        return convert_values(raw, stored, PRECISION_OF_ELEM[declared])[0].view(dtype).reshape(shape)
-    n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-    out = np.empty(n, dtype=dtype)
-    item = _itemsize(stored)
-    buf = np.empty(min(n, _CHUNK) * item, dtype=np.uint8)
-    for first in range(0, n, _CHUNK):
-        k = min(_CHUNK, n - first)
-        if set_name == MODEL_SET:
-            got = model.weights.read_into(source, buf[:k * item], first * item)
-        else:
-            got = sets.read_into(set_name, source, buf[:k * item], first * item)
-        out[first:first + k] = convert_values(buf[:got], stored, PRECISION_OF_ELEM[declared])[0].view(dtype)
-    return out.reshape(shape)
+    # converted (an emulation graph's FP32 weights, rounded through FP16): the stored tensor is mapped
+    # and converted in one pass (ONNX Runtime's Cast where installed) straight into the result, the
+    # one array that stays; the mapping goes with this call
+    raw = model.weights.raw(source) if set_name == MODEL_SET else sets.raw(set_name, source)
+    return convert_values(raw, stored, PRECISION_OF_ELEM[declared])[0].view(dtype).reshape(shape)
 
 
 def bind(proto: onnx.ModelProto, model: Model, sets: WeightSets | None = None, *, as_inputs: bool = True,

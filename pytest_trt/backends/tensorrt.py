@@ -60,6 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import runstate
 from ..baseline import release_heavy_sessions
+from ..cache.files import tree_size
 from ..debug_tensors import expected_tensors, map_debug_names
 from ..environment import gpus, tensorrt_unavailable_reason
 from ..errors import BackendUnavailable, BuildError, UnsupportedGpu
@@ -493,7 +494,7 @@ class TensorRTBackend(Backend):
                                         label=label)
             data = (result.path / ENGINE_FILE).read_bytes()
             record = json.loads((result.path / RECORD_FILE).read_text())
-            written = 0 if result.cache_hit else sum(f["size"] for f in result.manifest.get("files", {}).values())
+            written = 0 if result.cache_hit else tree_size(result.path)
             info = BuildInfo(cache_hit=result.cache_hit, build_seconds=result.build_seconds, key=result.key,
                              path=str(result.path), waited_seconds=result.waited_seconds,
                              bytes_written=written + (sets.written if sets is not None else 0))

@@ -129,11 +129,17 @@ def seal_entry(
     build_seconds: float,
     origin: dict | None = None,
     uses: list[dict] | None = None,
+    digests: dict | None = None,
 ) -> dict:
     """Hash and fsync what a build wrote into ``tmp``, then write the manifest (last); return it.
 
     Raises :class:`~pytest_trt.errors.UsageError` when the build left symlinks or special
     files, wrote ``manifest.json`` itself, or wrote nothing.
+
+    ``digests``: ``{name: sha256}`` a build of a :data:`MEMO_KINDS` entry computed while writing
+    the file (a multi-gigabyte weight set is then not read back just to be hashed); used when
+    the file is there, fsynced like the others. The entry's first validation re-reads it anyway
+    (its digest memo record is not yet trusted), so a wrong digest is caught on the next hit.
     """
     found, dirs, odd = scan_tree(tmp)
     where = f"the build of {kind} entry {key[:12]}"
@@ -149,7 +155,13 @@ def seal_entry(
             f"{where} wrote no files into {tmp}; build(tmp_dir) must write the artifact there"
         )
     files = {}
+    known = digests if kind in MEMO_KINDS and isinstance(digests, dict) else {}
     for rel in sorted(found):
+        if isinstance(known.get(rel), str) and KEY_RE.match(known[rel]):
+            with open(found[rel], "rb") as f:
+                os.fsync(f.fileno())
+            files[rel] = {"sha256": known[rel], "size": os.lstat(found[rel]).st_size}
+            continue
         digest, size = hash_file(found[rel], sync=True)
         files[rel] = {"sha256": digest, "size": size}
     manifest = {

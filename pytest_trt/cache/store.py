@@ -49,6 +49,7 @@ from .ownership import (
     is_real_dir,
     scratch_dir,
 )
+from .prune import groups, uses_of
 from .stats import CacheStats
 
 if TYPE_CHECKING:  # the remote tier imports this package, not the other way round
@@ -323,14 +324,16 @@ class ArtifactCache:
             t0 = time.monotonic()
             fetched, returned = self._fetch_or_build(remote, kind, key, parts, build, tmp, label, what)
             build_seconds = time.monotonic() - t0
-            uses = _uses(returned if fetched is None else fetched)
+            uses = [{"kind": k, "key": key_} for k, key_ in uses_of(returned if fetched is None else fetched)] or None
+            digests = returned.get("digests") if fetched is None and isinstance(returned, dict) else None
             try:
                 origin = None
                 if fetched is not None and remote is not None:  # (only the remote tier fetches)
                     origin = {"remote": remote.url, "upload_id": fetched.get("upload_id"),
                               "build_seconds": fetched.get("build_seconds"), "fetch_seconds": round(build_seconds, 6)}
                     build_seconds = float(fetched.get("build_seconds") or 0.0)
-                manifest = seal_entry(tmp, kind, key, parts, label, build_seconds, origin=origin, uses=uses)
+                manifest = seal_entry(tmp, kind, key, parts, label, build_seconds, origin=origin, uses=uses,
+                                      digests=digests)
                 manifest = self._install(tmp, entry, kind, key, parts, manifest)
             except OSError as exc:
                 raise CacheError(
@@ -407,7 +410,7 @@ class ArtifactCache:
         """None when the entry for ``parts`` is present and valid, else what is wrong ("missing", ...)."""
         key = self.key(parts)
         try:
-            return None if validate_entry(self.root / kind / key, kind, key, parts) is not None else "missing"
+            return None if validate_entry(self.root / kind / key, kind, key, parts, self._memo(kind)) is not None else "missing"
         except InvalidEntry as exc:
             return str(exc)
 
@@ -515,43 +518,58 @@ class ArtifactCache:
         """Bytes in all entries (what ``max_bytes`` limits; locks, scratch and events are not counted)."""
         return sum(e.size_bytes for e in self.entries())
 
-    def prune(self, max_bytes: int | None = None, *, protect: Iterable[Path | str] = ()) -> list[CacheEntry]:
-        """Evict least-recently-used entries until the entries total at most ``max_bytes``.
+    def prune(self, max_bytes: int | None = None, *, protect: Iterable[Path | str] = (),
+              older_than: float | None = None) -> list[CacheEntry]:
+        """Evict entries last used before ``older_than`` (a ``time.time()`` value), then least-recently-used
+        ones until the entries total at most ``max_bytes``.
 
-        ``max_bytes`` defaults to the cache's limit (nothing happens without one). Entries in
-        ``protect`` and entries whose lock another process (or thread) holds are skipped.
-        Returns the evicted entries.
+        ``max_bytes`` defaults to the cache's limit (no size limit without one). Entries that use one
+        another (an emulation graph and its model's weight set: the manifest's ``uses``) are evicted
+        together, as one group (:mod:`pytest_trt.cache.prune`). A group holding an entry in ``protect``,
+        or one whose lock another process (or thread) holds, is skipped. Returns the evicted entries.
         """
         self._require_writable("prune")
         limit = self.max_bytes if max_bytes is None else max_bytes
-        if limit is None:
+        if limit is None and older_than is None:
             return []
         protected = {Path(p) for p in protect}
-        entries = self.entries()
-        total = sum(e.size_bytes for e in entries)
-        evicted = []
-        for e in entries:
-            if total <= limit:
-                break
-            if e.path in protected:
+        all_groups = groups(self.entries())
+        total = sum(g.size_bytes for g in all_groups)
+        evicted: list[CacheEntry] = []
+        for group in all_groups:
+            old = older_than is not None and group.last_used < older_than
+            if not old and (limit is None or total <= limit):
                 continue
-            ctx = self._try_lock(e.key, what=f"{e.kind} entry {e.path}")
-            if ctx is None:
+            if any(m.path in protected for m in group.members):
                 continue
-            try:
-                if not os.path.lexists(e.path):
-                    total -= e.size_bytes
-                    continue
-                size = tree_size(e.path)
-                self._discard(e.path, e.key)
-            except OSError:
-                continue
-            finally:
-                ctx.__exit__(None, None, None)
-            total -= size
-            evicted.append(e)
-            self._record_quietly("evict", e.kind, e.key, e.label, 0.0, bytes=size, path=str(e.path))
+            removed = self._evict_group(group.members)
+            if removed is not None:
+                total -= group.size_bytes
+                evicted.extend(removed)
         return evicted
+
+    def _evict_group(self, members: list[CacheEntry]) -> list[CacheEntry] | None:
+        """Remove every member under its lock; None (nothing removed) when one of them is locked."""
+        held = []
+        try:
+            for e in members:
+                ctx = self._try_lock(e.key, what=f"{e.kind} entry {e.path}")
+                if ctx is None:
+                    return None
+                held.append(ctx)
+            removed = []
+            for e in members:
+                try:
+                    size = tree_size(e.path) if os.path.lexists(e.path) else 0
+                    self._discard(e.path, e.key)
+                except OSError:
+                    continue
+                removed.append(e)
+                self._record_quietly("evict", e.kind, e.key, e.label, 0.0, bytes=size, path=str(e.path))
+            return removed
+        finally:
+            for ctx in reversed(held):
+                ctx.__exit__(None, None, None)
 
     def clear(self, kind: str | None = None) -> int:
         """Delete every entry (of ``kind``) not locked by a build in progress; returns how many."""
@@ -601,17 +619,6 @@ class ArtifactCache:
         Unparseable lines (a writer killed mid-line) are skipped.
         """
         return self._events.read(since)
-
-
-def _uses(returned: Any) -> list[dict] | None:
-    """The ``uses`` a build returned (``{"uses": [{"kind", "key"}, ...]}``: entries it needs at use time), or None."""
-    if not isinstance(returned, dict) or not isinstance(returned.get("uses"), list):
-        return None
-    out = []
-    for u in returned["uses"]:
-        if isinstance(u, dict) and KIND_RE.match(str(u.get("kind", ""))) and KEY_RE.match(str(u.get("key", ""))):
-            out.append({"kind": u["kind"], "key": u["key"]})
-    return out or None
 
 
 def _subdirs(path: Path, name_re: re.Pattern[str]) -> list[os.DirEntry[str]]:

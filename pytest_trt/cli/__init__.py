@@ -1,8 +1,8 @@
 """The ``pytest-trt`` console script: the plugin's pipeline outside a test.
 
 Subcommands share the compare flags (spelled like Polygraphy's where they overlap):
-``plan``, ``compare``, ``layers``, ``locate``, ``suggest``; ``remote-cache keygen`` makes the
-signing keys of a remote engine cache. Exit status: 0 pass,
+``plan``, ``compare``, ``layers``, ``locate``, ``suggest``; ``cache list|prune`` shows and trims
+the artifact cache; ``remote-cache keygen`` makes the signing keys of a remote engine cache. Exit status: 0 pass,
 1 accuracy or precision failure, 2 usage or input error, 3 internal error.
 """
 
@@ -19,7 +19,7 @@ from .common import check_args, cli_spelling
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
-SUBCOMMANDS = ("plan", "compare", "layers", "locate", "suggest", "remote_cache")
+SUBCOMMANDS = ("plan", "compare", "layers", "locate", "suggest", "cache", "remote_cache")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -42,7 +42,15 @@ from onnx import helper, numpy_helper
 
 from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, PRECISION_OF_ELEM
 from .graph_names import all_tensor_names, rename_outer_refs
-from .strong import NOTES_KEY, PLAN_KEY, REALIZATION_KEY, build_strong, is_reference, tensor_to_fp32, write_value_info
+from .strong import (
+    NOTES_KEY,
+    PLAN_KEY,
+    REALIZATION_KEY,
+    build_strong,
+    is_reference,
+    tensor_to_fp32,
+    write_value_info,
+)
 from .widen import widen_attribute_types
 
 if TYPE_CHECKING:  # pragma: no cover

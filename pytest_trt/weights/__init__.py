@@ -26,7 +26,15 @@ from .convert import (
     to_fp16,
     widen_to_fp32,
 )
-from .identity import MEMO_DIR, RACY_SECONDS, DigestMemo, current_memo, model_identity, structure_bytes, use_memo
+from .identity import (
+    MEMO_DIR,
+    RACY_SECONDS,
+    DigestMemo,
+    current_memo,
+    model_identity,
+    structure_bytes,
+    use_memo,
+)
 from .singlefile import SCAN_BYTES, inline_small_external, read_structure
 from .store import INLINE_BYTES, ExternalRef, WeightStore, external_info, tensor_nbytes
 

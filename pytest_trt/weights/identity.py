@@ -200,8 +200,8 @@ def model_identity(proto: onnx.ModelProto, store: WeightStore, memo: DigestMemo 
         if todo:
             workers = max(1, min(4, os.cpu_count() or 1))
             with ThreadPoolExecutor(workers) as pool:
-                for (name, o, n), digest in zip(todo, pool.map(lambda item: _hash_range(path, item[1], item[2]), todo),
-                                                strict=True):
+                ranges = [(path, o, n) for _, o, n in todo]
+                for (_, o, n), digest in zip(ranges, pool.map(lambda r: _hash_range(*r), ranges), strict=True):
                     fresh[(o, n)] = digest
                     if progress is not None:
                         progress(n)

@@ -26,6 +26,8 @@ from pytest_trt import cache
 from pytest_trt.cli import build_parser
 from pytest_trt.compare.tolerances import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES
 from pytest_trt.settings import OPTIONS
+from pytest_trt.weight_sets import WEIGHTS_KIND
+from pytest_trt.weights import MEMO_DIR
 
 REPO = Path(__file__).resolve().parents[2]
 CHANGELOG = REPO / "CHANGELOG.md"
@@ -60,7 +62,8 @@ def surface() -> dict:
         "cli": _cli_surface(),
         "default_tolerances": {k: list(v) for k, v in DEFAULT_TOLERANCES.items()},
         "default_min_cosine": dict(DEFAULT_MIN_COSINE),
-        "cache_layout": {"marker": cache.MARKER, "scratch": cache.SCRATCH_DIR},
+        "cache_layout": {"marker": cache.MARKER, "scratch": cache.SCRATCH_DIR, "memo": MEMO_DIR,
+                         "weight_set_kind": WEIGHTS_KIND},
     }
 
 

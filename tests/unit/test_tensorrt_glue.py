@@ -822,3 +822,36 @@ def test_shape_tensor_inputs_are_given_by_value(use_fake, cache, release):
         np.testing.assert_array_equal(out["y"], -x.reshape(shape))
     with pytest.raises(InputError, match=r"shape values: min \(1, 1\) max \(12, 12\)"):
         engine.run({"x": x, "shape": np.array((1, 13), np.int64)})
+
+
+# -- models with external weights (issue 29) ---------------------------------------------------
+@pytest.mark.parametrize("typing", ["strong", "weak"])
+def test_external_weights_reach_the_parser_by_pointer_or_from_the_models_own_file(use_fake, cache, release,
+                                                                                 tmp_path, typing):
+    from pytest_trt.big_models import write_decoder
+    from pytest_trt.inputs import make_feeds
+
+    fake, backend = use_fake(release[0], rtx=release[1])
+    if typing == "weak" and not TrtCompat(fake).has_weak_typing():
+        pytest.skip(f"{release} has no weak typing")
+    info = write_decoder(tmp_path / "m" / "decoder.onnx", layers=1, hidden=128, intermediate=256, seq=4)
+    model = load_model(info.path)
+    assert model.has_external_weights
+    big_plan = PrecisionPolicy(default="fp16", keep_fp32=("*/input_layernorm/*",)).resolve(model)
+    engine = build(backend, big_plan, cache, typing=typing)
+    if typing == "weak":  # the original model: parsed from its own file, external data beside it
+        assert fake.state.parsed_files == [str(info.path)] and not fake.state.user_initializers
+        assert engine.record["parsed_from_file"].startswith("the model's own file")
+    elif TrtCompat(fake).has_user_initializers():  # 10.13+, 11.x, RTX: the realization's weights by pointer
+        assert not fake.state.parsed_files
+        assert len(fake.state.user_initializers) == 3  # gate, up, down: from the shared FP16 weight set
+        assert engine.record["parsed_from_file"].startswith("user initializers")
+        assert [e.kind for e in cache.entries()].count("weights") == 1
+    else:  # older parsers: a temporary folder with the graph and a data file, removed afterwards
+        (parsed,) = fake.state.parsed_files
+        assert not Path(parsed).exists() and "temporary copy" in engine.record["parsed_from_file"]
+    feeds = make_feeds(model)
+    from pytest_trt.baseline import fp32_baseline
+
+    expected = fp32_baseline(model, feeds)["last_hidden_state"]
+    np.testing.assert_allclose(engine.run(feeds)["last_hidden_state"], expected, rtol=2e-2, atol=2e-2)
