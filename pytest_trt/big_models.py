@@ -94,7 +94,7 @@ class _DataWriter:
         while written < n:
             k = min(_CHUNK, n - written)
             phase = (start + written) % _BLOCK
-            self.fh.write(memoryview(tiled[phase:phase + k]).cast("B"))
+            self.fh.write(tiled[phase:phase + k].data)
             written += k
         t = TensorProto()
         t.name = name

@@ -319,8 +319,8 @@ def locate_divergence(engine: Engine, feeds: dict, *, threshold: float | None = 
             reference = fp32_intermediates(model, feeds, provider=provider)
             if big:
                 release_heavy_sessions()
-        values, note = engine.run_layerwise(feeds)
-        rows = compare_tensors(model, plan, values, reference, threshold=threshold, jump=jump, floor=floor)
+        whole, note = engine.run_layerwise(feeds)
+        rows = compare_tensors(model, plan, whole, reference, threshold=threshold, jump=jump, floor=floor)
     first = next((t for t in rows if t.divergent), None)
     # Divergent rows first; then other real amplifications (at least 2x, not negligible in size).
     ranked = sorted((t for t in rows if t.available and t.compute
@@ -417,9 +417,12 @@ class _SegmentedValues:
         return self.loaded[1].get(name, default)
 
 
-def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: float, jump: float = DEFAULT_JUMP,
+def compare_tensors(model, plan, values: Any, reference: Any, *, threshold: float, jump: float = DEFAULT_JUMP,
                     floor: float = UNIT_ROUNDOFF["fp16"]) -> list[TensorError]:
-    """Per-tensor rows in topological order (the work behind :func:`locate_divergence`)."""
+    """Per-tensor rows in topological order (the work behind :func:`locate_divergence`).
+
+    ``values`` and ``reference``: ``{tensor: array}`` dicts, or anything with ``get``/``in``/``[]`` that
+    loads tensors on demand (the segments of a big model)."""
     decisions = plan.nodes if plan is not None else {}
     rows: list[TensorError] = []
     eff: dict[str, float] = {}  # tensor -> error carried (rel, or the worst upstream one when unavailable)

@@ -199,8 +199,8 @@ class WeightSets:
                     got = store.read_into(name, buf[:k * src_item], first * src_item)
                     converted, c = convert_values(buf[:got], slot.source_elem, precision)
                     clamped += c
-                    out.write(memoryview(converted))
-                    digest.update(memoryview(converted))
+                    out.write(converted.data)
+                    digest.update(converted.data)
                 index[name] = {"offset": slot.offset, "length": slot.length, "clamped": clamped}
                 clamped_total += clamped
                 end = slot.offset + slot.length
@@ -324,7 +324,7 @@ def save_with_weights(proto: onnx.ModelProto, model: Model, path: Path, sets: We
             arr = bound.arrays[t.name]
             offset += -offset % 4096
             f.seek(offset)
-            f.write(memoryview(np.ascontiguousarray(arr)).cast("B"))
+            f.write(np.ascontiguousarray(arr).data)
             del t.external_data[:]
             for key, value in (("location", data_name), ("offset", str(offset)), ("length", str(arr.nbytes))):
                 entry = t.external_data.add()

@@ -13,13 +13,14 @@ precision, written once per model and precision and shared by every policy's rea
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import runstate
-from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, ELEM_OF_PRECISION, FP16, FP32
+from ..dtypes import BF16, ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, ELEM_OF_PRECISION, FP16, FP32
 from ..lazy import lazy_import
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -120,10 +121,10 @@ def widen_to_fp32(raw: np.ndarray, elem_type: int) -> np.ndarray:
 
 def convert_values(raw: np.ndarray, source_elem: int, precision: str) -> tuple[np.ndarray, int]:
     """Stored bytes of ``source_elem`` converted to ``precision``: (uint8 bytes of the result, clamped count)."""
-    if precision == FP16 and source_elem == ELEM_FLOAT:
-        fast = _ort_to_fp16(raw.view(np.float32))
+    if precision in (FP16, BF16) and source_elem == ELEM_FLOAT:
+        fast = _ort_narrow(raw.view(np.float32), precision)
         if fast is not None:
-            return fast[0].view(np.uint8), fast[1]
+            return fast.view(np.uint8), 0
     values = widen_to_fp32(raw, source_elem)
     if precision == FP32:
         return np.ascontiguousarray(values, dtype=np.float32).view(np.uint8), 0
@@ -143,8 +144,8 @@ _CASTERS = "weights.casters"
 
 
 def _caster(kind: str) -> Any:
-    """A cached ONNX Runtime session converting a 1-D tensor: ``"fp16"`` (FP32 -> FP16 with finite values
-    saturated and counted, as :func:`to_fp16`) or ``"widen10"``/``"widen16"`` (FP16/BF16 -> FP32)."""
+    """A cached ONNX Runtime session converting a 1-D tensor: ``"fp16"``/``"bf16"`` (FP32 -> FP16/BF16, and the
+    largest magnitude) or ``"widen10"``/``"widen16"`` (FP16/BF16 -> FP32); None without ONNX Runtime."""
     table: dict = runstate.current().table(_CASTERS)
     if kind in table:
         return table[kind]
@@ -154,12 +155,13 @@ def _caster(kind: str) -> Any:
         so = ort.SessionOptions()
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         so.log_severity_level = 4
-        if kind == "fp16":  # the cast, and the largest magnitude (> 65504 or NaN: numpy's exact path instead)
-            nodes = [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT16),
+        if kind in (FP16, BF16):  # the cast, and the largest magnitude (to saturate, or NaN: the exact path)
+            elem = TensorProto.FLOAT16 if kind == FP16 else TensorProto.BFLOAT16
+            nodes = [helper.make_node("Cast", ["x"], ["y"], to=elem),
                      helper.make_node("Abs", ["x"], ["a"]),
                      helper.make_node("ReduceMax", ["a"], ["m"], keepdims=0)]
-            graph = helper.make_graph(nodes, "to_fp16", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
-                                      [helper.make_tensor_value_info("y", TensorProto.FLOAT16, ["n"]),
+            graph = helper.make_graph(nodes, f"to_{kind}", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                                      [helper.make_tensor_value_info("y", elem, ["n"]),
                                        helper.make_tensor_value_info("m", TensorProto.FLOAT, [])])
         else:
             elem = TensorProto.FLOAT16 if kind == "widen10" else TensorProto.BFLOAT16
@@ -175,14 +177,23 @@ def _caster(kind: str) -> Any:
     return session
 
 
-def _ort_to_fp16(values: np.ndarray) -> tuple[np.ndarray, int] | None:
-    session = _caster("fp16") if values.size else None
+def _ort_narrow(values: np.ndarray, precision: str) -> np.ndarray | None:
+    """FP16 values, or BF16 bit patterns (uint16), by ONNX Runtime; None when a value must saturate or is
+    not finite (ONNX Runtime's Cast rounds to nearest even like :func:`to_fp16` / :func:`to_bf16_bits`, but
+    overflows to inf instead of saturating, and its NaN bits may differ: the exact path handles those)."""
+    session = _caster(precision) if values.size else None
     if session is None:
         return None
-    half, largest = session.run(None, {"x": np.ascontiguousarray(values).reshape(-1)})
-    if not float(largest) <= FP16_MAX:  # something to saturate (or a NaN or inf): the exact path decides
+    flat = np.ascontiguousarray(values).reshape(-1)
+    if precision == FP16:
+        out, largest = session.run(None, {"x": flat})
+    else:  # numpy has no bfloat16: read the bits out of the OrtValue (copied: ONNX Runtime owns them)
+        y, m = session.run_with_ort_values(["y", "m"], {"x": ort.OrtValue.ortvalue_from_numpy(flat)})
+        out = np.ctypeslib.as_array((ctypes.c_uint16 * flat.size).from_address(y.data_ptr())).copy()
+        largest = m.numpy()
+    if not float(largest) <= (FP16_MAX if precision == FP16 else BF16_MAX):
         return None
-    return half.reshape(values.shape), 0
+    return out.reshape(values.shape)
 
 
 def _ort_widen(raw: np.ndarray, elem_type: int) -> np.ndarray | None:

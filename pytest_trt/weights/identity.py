@@ -163,7 +163,7 @@ def copy_fields(src: Any, dst: Any, *, skip: str) -> None:
 def _hash_inline(tensor: TensorProto, store: WeightStore) -> str:
     if tensor.data_type == TensorProto.STRING:
         return hashlib.sha256(b"\0".join(tensor.string_data)).hexdigest()
-    return hashlib.sha256(store.raw(tensor.name)).hexdigest()
+    return hashlib.sha256(store.raw(tensor.name).data).hexdigest()
 
 
 def _hash_range(path: Path, offset: int, length: int) -> str:

@@ -162,6 +162,13 @@ def test_ort_conversions_agree_bit_for_bit_with_numpy():
         ref, ref_clamped = to_fp16(values)
         assert np.array_equal(half.view(np.uint16), ref.view(np.uint16)) and clamped == ref_clamped
     assert np.array_equal(widen_to_fp32(ref.view(np.uint8), ELEM_FLOAT16), ref.astype(np.float32), equal_nan=True)
+    for values in (x[:-8], x):
+        bits, clamped = convert_values(values.view(np.uint8), ELEM_FLOAT, "bf16")
+        ref_bits, ref_clamped = to_bf16_bits(values)
+        assert np.array_equal(bits.view(np.uint16), ref_bits) and clamped == ref_clamped
+    ties = (np.arange(1, 4097, dtype=np.uint32) << 16 | 0x8000).view(np.float32)  # exact ties: to even
+    assert np.array_equal(convert_values(ties.view(np.uint8), ELEM_FLOAT, "bf16")[0].view(np.uint16),
+                          to_bf16_bits(ties)[0])
     bits, _ = to_bf16_bits(x)
     assert np.array_equal(widen_to_fp32(bits.view(np.uint8), ELEM_BFLOAT16).view(np.uint32),
                           bf16_bits_to_fp32(bits).view(np.uint32))
