@@ -56,6 +56,7 @@ _SESSIONS_TABLE = "baseline.sessions"  # (key, provider) -> InferenceSession, LR
 _MAX_SESSIONS = 16
 _PLACEMENTS_TABLE = "baseline.placements"  # (model sha256, feeds digest) -> node placement
 _CHECKED_TABLE = "baseline.checked"  # sha256 of models check_as_written passed
+_HEAVY_SHARED_TABLE = "baseline.heavy_shared"  # weights shared by an engine's sessions (weight_sets.bind reuse=)
 #: a session fed at least this many weight bytes is *heavy*: at most one is kept (the others are
 #: released before it is created), so a big model's baseline and engine sessions never hold
 #: their weights at the same time
@@ -309,7 +310,11 @@ def cached_session(key: str, make_bytes, *, provider: str = "cpu", label: str = 
     # A big model's sessions hold its weights (mapped, or converted for emulation): release those before
     # the new one binds its own, so a baseline and an engine never hold them at the same time.
     release_heavy_sessions()
-    session = make_session(make_bytes(), provider=provider, label=label)
+    made = make_bytes()
+    session = make_session(made, provider=provider, label=label)
+    if isinstance(made, BoundWeights) and made.shared is not None and made.nbytes >= HEAVY_BYTES:
+        with state.lock():  # an engine's weights, shared by its sessions: released with them
+            state.table(_HEAVY_SHARED_TABLE, list).append(made.shared)
     with state.lock():
         sessions[full] = session
         while len(sessions) > _MAX_SESSIONS:
@@ -327,6 +332,11 @@ def release_heavy_sessions() -> int:
         heavy = [k for k, s in sessions.items() if getattr(s, "nbytes", 0) >= HEAVY_BYTES]
         for k in heavy:
             del sessions[k]
+        shared: list = state.table(_HEAVY_SHARED_TABLE, list)
+        for table in shared:  # the engines bind their weights again when they run next
+            table.clear()
+        heavy += [None] * len(shared)
+        shared.clear()
     if heavy:
         import gc
 

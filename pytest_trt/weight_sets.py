@@ -239,6 +239,9 @@ class BoundWeights:
     proto: onnx.ModelProto
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
     elem_types: dict[str, int] = field(default_factory=dict)
+    #: the ``reuse`` table of :func:`bind` (an engine's weights shared by its sessions), if any: emptied
+    #: with the sessions when a run releases its heavy sessions
+    shared: dict[str, np.ndarray] | None = None
 
     @property
     def nbytes(self) -> int:
@@ -283,7 +286,7 @@ def bind(proto: onnx.ModelProto, model: Model, sets: WeightSets | None = None, *
     filled with what this call binds (several sessions of one engine share one set of weights).
     """
     refs = read_refs(proto)
-    bound = BoundWeights(onnx.ModelProto())
+    bound = BoundWeights(onnx.ModelProto(), shared=reuse)
     out = bound.proto
     copy_fields(proto, out, skip="graph")
     copy_fields(proto.graph, out.graph, skip="initializer")

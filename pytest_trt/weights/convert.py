@@ -155,6 +155,9 @@ def _caster(kind: str) -> Any:
         so = ort.SessionOptions()
         so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         so.log_severity_level = 4
+        # no arena: converted weights are handed out as numpy arrays and must go back to the system when
+        # dropped (an arena would keep a big model's whole converted size for the rest of the run)
+        so.enable_cpu_mem_arena = False
         if kind in (FP16, BF16):  # the cast, and the largest magnitude (to saturate, or NaN: the exact path)
             elem = TensorProto.FLOAT16 if kind == FP16 else TensorProto.BFLOAT16
             nodes = [helper.make_node("Cast", ["x"], ["y"], to=elem),
