@@ -84,11 +84,15 @@ def test_a_second_policy_adds_only_its_graph(big):
     assert added <= 0.01 * big["info"].weight_bytes, f"a second FP16 policy added {added} bytes"
 
 
-def test_locate(big):
+def test_locate_and_layers(big):
     rc, out, peak = cli("locate", str(big["model"]), "--fp16", "--cache-dir", str(big["cache"]))
     assert rc == 0, out[-3000:]
     assert "/model/layers." in out
     assert peak <= 2.0 * big["info"].weight_bytes
+    rc, out, peak = cli("layers", str(big["model"]), "--fp16", "--cache-dir", str(big["cache"]))
+    assert rc == 0, out[-3000:]
+    assert "/model/layers.16/mlp/down_proj/MatMul" in out
+    assert peak <= 1.3 * big["info"].weight_bytes
 
 
 def test_parser_check_parses_without_a_build(big):

@@ -201,3 +201,19 @@ def test_reference_of_an_fp16_model_with_external_weights(tmp_path):
     got = reference_outputs(model, feeds)
     want = reference_outputs(load_model(full), feeds)
     np.testing.assert_allclose(got["last_hidden_state"], want["last_hidden_state"], rtol=1e-5, atol=1e-6)
+
+
+def test_suggest_candidates_share_the_weight_set_and_say_what_each_wrote(decoder, tmp_path):
+    from pytest_trt.suggest import suggest_fp32_islands
+
+    model = load_model(decoder.path)
+    cache = ArtifactCache(tmp_path / "cache")
+    feeds = make_feeds(model, outliers={"inputs_embeds": {"count": 4, "magnitude": 400.0}})  # RMSNorm Pow overflows
+    result = suggest_fp32_islands(model, "fp16", feeds, backend="emulate", cache=cache)
+    assert len(result.attempts) >= 2
+    (weights,) = [e for e in cache.entries() if e.kind == WEIGHTS_KIND]
+    first, *later = result.attempts
+    assert first.bytes_written >= weights.size_bytes  # the first candidate wrote the shared FP16 set
+    assert all(0 <= a.bytes_written < weights.size_bytes / 4 for a in later)  # the others: their graph only
+    assert all("bytes_written" in a.to_json() for a in result.attempts)
+    assert "written to the cache" in result.message()
