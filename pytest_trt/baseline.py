@@ -314,7 +314,8 @@ def cached_session(key: str, make_bytes, *, provider: str = "cpu", label: str = 
     session = make_session(made, provider=provider, label=label)
     if isinstance(made, BoundWeights) and made.shared is not None and made.nbytes >= HEAVY_BYTES:
         with state.lock():  # an engine's weights, shared by its sessions: released with them
-            state.table(_HEAVY_SHARED_TABLE, list).append(made.shared)
+            holders: list[dict] = state.table(_HEAVY_SHARED_TABLE, list)
+            holders.append(made.shared)
     with state.lock():
         sessions[full] = session
         while len(sessions) > _MAX_SESSIONS:
