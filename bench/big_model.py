@@ -3,7 +3,7 @@
 Run: ``python bench/big_model.py [--sizes 1.6 2.7] [--scratch DIR] [--source DIR] [--repeat 1]``
 
 For each size (GB of FP32 weights) a decoder-shaped model is generated with
-:func:`pytest_trt.big_models.write_decoder` (weights as external data, streamed; reused when
+:func:`pytest_trt.model.big_models.write_decoder` (weights as external data, streamed; reused when
 already there), then, each in a fresh subprocess whose wall time and peak RSS (``os.wait4``'s
 ``ru_maxrss`` of that child) are measured:
 
@@ -45,7 +45,7 @@ from _machine import machine  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pytest_trt.big_models import write_decoder  # noqa: E402
+from pytest_trt.model.big_models import write_decoder  # noqa: E402
 
 #: run pytest (or the CLI) with another checkout's pytest_trt: drop the editable install's finder first
 RUNNER = """

@@ -41,7 +41,6 @@ sys.path.insert(0, str(ROOT))
 
 from _machine import machine  # noqa: E402  (bench/ is run as scripts)
 
-from pytest_trt.baseline import fp32_baseline, make_session, run_session  # noqa: E402
 from pytest_trt.compare import (  # noqa: E402
     DEFAULT_MIN_COSINE,
     DEFAULT_TOLERANCES,
@@ -50,9 +49,10 @@ from pytest_trt.compare import (  # noqa: E402
     snr_db,
 )
 from pytest_trt.inputs import make_feeds  # noqa: E402
-from pytest_trt.model import load_model  # noqa: E402
-from pytest_trt.policy import PrecisionPolicy  # noqa: E402
+from pytest_trt.model.load import load_model  # noqa: E402
+from pytest_trt.plan.policy import PrecisionPolicy  # noqa: E402
 from pytest_trt.realize import realize_emulation  # noqa: E402
+from pytest_trt.reference.baseline import fp32_baseline, make_session, run_session  # noqa: E402
 
 CORPUS = ROOT / "tests" / "data" / "calibration"
 

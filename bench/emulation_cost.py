@@ -6,7 +6,7 @@ For each model of the example suite (encoder opset 14 with the decomposed LayerN
 opset 17 with ``LayerNormalization``, the convnet) and each batch size, on the same feeds:
 
 * ``fp32``: ONNX Runtime CPU on the model as written, graph optimizations OFF: exactly the
-  FP32 baseline session pytest-trt runs (``pytest_trt.baseline.make_session``);
+  FP32 baseline session pytest-trt runs (``pytest_trt.reference.baseline.make_session``);
 * ``fp32 opt``: the same model with ONNX Runtime's default optimizations (ORT_ENABLE_ALL), what
   a plain ``InferenceSession(path)`` does: a reference point, not something pytest-trt runs;
 * ``emul keep``: the emulation graph of the deployed policy (FP16, LayerNorm and Softmax kept
@@ -30,11 +30,11 @@ sys.path.insert(0, str(ROOT))
 
 from _machine import machine  # noqa: E402  (bench/ is run as scripts)
 
-from pytest_trt.baseline import make_session  # noqa: E402
 from pytest_trt.inputs import make_feeds  # noqa: E402
-from pytest_trt.model import load_model  # noqa: E402
-from pytest_trt.policy import PrecisionPolicy  # noqa: E402
+from pytest_trt.model.load import load_model  # noqa: E402
+from pytest_trt.plan.policy import PrecisionPolicy  # noqa: E402
 from pytest_trt.realize import realize_emulation  # noqa: E402
+from pytest_trt.reference.baseline import make_session  # noqa: E402
 
 MODELS = ROOT / "example_suite" / "models"
 CASES = [

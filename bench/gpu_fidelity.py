@@ -42,7 +42,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 import calibration  # noqa: E402
 from _machine import machine  # noqa: E402
 
-from pytest_trt.baseline import (  # noqa: E402
+from pytest_trt.compare import compare_outputs  # noqa: E402
+from pytest_trt.inputs import make_feeds  # noqa: E402
+from pytest_trt.model.load import load_model  # noqa: E402
+from pytest_trt.plan.policy import PrecisionPolicy  # noqa: E402
+from pytest_trt.realize import realize_emulation, realize_strong  # noqa: E402
+from pytest_trt.reference.baseline import (  # noqa: E402
     check_cuda_session,
     cuda_placement,
     fp32_baseline,
@@ -50,11 +55,6 @@ from pytest_trt.baseline import (  # noqa: E402
     node_placement,
     run_session,
 )
-from pytest_trt.compare import compare_outputs  # noqa: E402
-from pytest_trt.inputs import make_feeds  # noqa: E402
-from pytest_trt.model import load_model  # noqa: E402
-from pytest_trt.policy import PrecisionPolicy  # noqa: E402
-from pytest_trt.realize import realize_emulation, realize_strong  # noqa: E402
 
 SUITE = ROOT / "example_suite" / "models"
 ENC_DIMS = {"batch": 2, "sequence": 16}

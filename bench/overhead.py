@@ -1,6 +1,9 @@
 """Plugin overhead per accuracy test, warm cache: ``trt.check()`` vs a hand-written script.
 
-Run: ``python bench/overhead.py [--tests 60] [--rounds 5] [--shapes 2x16 8x128]``
+Run: ``python bench/overhead.py [--tests 60] [--rounds 5] [--shapes 2x16 8x128] [--source DIR]``
+
+``--source DIR`` measures the pytest_trt package under DIR (e.g. an older checkout from
+``git archive``, put first on ``PYTHONPATH``) instead of this one, for a before/after.
 
 The work of one accuracy test on the example encoder (``encoder_opset14.onnx``, FP16 with the
 LayerNorm and Softmax kept FP32, the example suite's policy): generate inputs, run the FP32
@@ -43,7 +46,8 @@ from pathlib import Path
 from _machine import machine  # noqa: E402  (bench/ is run as scripts)
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+_SOURCE = Path(sys.argv[sys.argv.index("--source") + 1]).resolve() if "--source" in sys.argv[:-1] else None
+sys.path.insert(0, str(_SOURCE or ROOT))
 
 ENCODER = ROOT / "example_suite" / "models" / "encoder_opset14.onnx"
 KEEP = ["*/LayerNorm/*", "op:Softmax"]
@@ -127,6 +131,8 @@ def write_project(root: Path, n: int, batch: int, seq: int, emulation: Path) -> 
 
 def run_pytest(root: Path, cache: Path, out: Path, files: list[str]) -> dict:
     env = {**os.environ, "OVERHEAD_OUT": str(out)}
+    if _SOURCE is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(_SOURCE), *filter(None, [os.environ.get("PYTHONPATH")])])
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q",
            "--trt-cache-dir=" + str(cache), *files]
     proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
@@ -154,13 +160,16 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="pytest sessions / script runs; best is kept (default 5)")
     ap.add_argument("--shapes", nargs="+", default=["2x16", "8x128"],
                     help="BATCHxSEQUENCE of hidden_states [batch, sequence, 64] (default: 2x16 8x128)")
+    ap.add_argument("--source", metavar="DIR", help="measure the pytest_trt package under DIR")
     args = ap.parse_args(argv)
 
-    from pytest_trt.model import load_model
-    from pytest_trt.policy import PrecisionPolicy
+    # the public names, so that --source can name a checkout from before the layout (issue 27)
+    import pytest_trt
+    from pytest_trt import PrecisionPolicy, load_model
     from pytest_trt.realize import realize_emulation
 
     print(machine())
+    print(f"pytest_trt from {Path(pytest_trt.__file__).parent.parent}")
     print(f"{args.tests} tests per kind, median per test, best of {args.rounds} rounds; ms\n")
     header = (f"{'shape':>10} {'script':>9} {'pytest,by hand':>15} {'pytest-trt':>11} "
               f"{'trt/script':>11} {'trt/by hand':>12} {'by hand/script':>15}")

@@ -59,8 +59,8 @@ def rtx_build_fn(path: Path):
     import tensorrt_rtx as trt
 
     from pytest_trt.errors import PatternError
-    from pytest_trt.model import load_model
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
     from pytest_trt.realize import realize_strong
 
     model = load_model(path)
@@ -107,7 +107,7 @@ def traffic(server: Nginx, since: int) -> tuple[int, int]:
 
 def part1(rounds: int, tmp: Path) -> None:
     from pytest_trt.cache import ArtifactCache
-    from pytest_trt.remote_cache import RemoteTier, generate_keypair
+    from pytest_trt.cache.remote import RemoteTier, generate_keypair
 
     builds = [rtx_build_fn(p) for p in MODELS]
     keys = generate_keypair(tmp / "keys", "bench")
@@ -165,7 +165,7 @@ def part1(rounds: int, tmp: Path) -> None:
 
 
 def part2(tmp: Path) -> None:
-    from pytest_trt.remote_cache import generate_keypair
+    from pytest_trt.cache.remote import generate_keypair
 
     keys = generate_keypair(tmp / "keys2", "suite")
     server = Nginx(tmp / "nginx2")

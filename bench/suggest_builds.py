@@ -41,10 +41,10 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from pytest_trt.cache import ArtifactCache  # noqa: E402
 from pytest_trt.inputs import make_feeds  # noqa: E402
-from pytest_trt.model import load_model  # noqa: E402
-from pytest_trt.policy import PrecisionPolicy  # noqa: E402
+from pytest_trt.model.load import load_model  # noqa: E402
+from pytest_trt.model.testing_models import sample_feeds  # noqa: E402
+from pytest_trt.plan.policy import PrecisionPolicy  # noqa: E402
 from pytest_trt.suggest import suggest_fp32_islands  # noqa: E402
-from pytest_trt.testing_models import sample_feeds  # noqa: E402
 
 HIDDEN, SEQ = 64, 8
 OUTLIERS = {"*": {"count": 2, "magnitude": 400.0}}

@@ -10,7 +10,7 @@ feeding the island reaches ~670 (an FP16 Pow would give inf there).
 own types, nothing is rewritten. ``expect_fp32`` asserts (it rewrites nothing) that the
 model itself keeps the island FP32.
 
-Two references (see :mod:`pytest_trt.upcast`):
+Two references (see :mod:`pytest_trt.reference.upcast`):
 
 * ``baseline="as-written"``: ONNX Runtime on the model as written (fake-quant for Q/DQ);
 * ``baseline="fp32"`` (default): the model upcast to FP32; for Q/DQ, quantization removed.
@@ -92,7 +92,7 @@ def test_negative_control_expect_fp32_catches_an_fp16_pow(trt_session, planted_f
 @pytest.mark.xfail(raises=AccuracyError, strict=True,
                    reason="negative control: an FP16 Pow overflows on inputs of magnitude 300")
 def test_negative_control_fp16_pow_overflows(trt_build, trt_baseline, planted_fp16_pow):
-    from pytest_trt.baseline import reference_model
+    from pytest_trt.reference.baseline import reference_model
 
     engine = trt_build(planted_fp16_pow, PrecisionPolicy(as_is=True))
     feeds = make_feeds(engine.model, shapes=SHAPES, val_range=LARGE)

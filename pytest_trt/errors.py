@@ -5,8 +5,8 @@ and says what to do next. Two families:
 
 * :class:`PytestTrtError` and subclasses: the input or the environment is wrong
   (usage error; the CLI exits 2, a test errors).
-* :class:`AccuracyError` and :class:`PrecisionError`: the engine is wrong (an
-  assertion; the CLI exits 1, a test fails). They subclass ``AssertionError`` so
+* :class:`AccuracyError` and :class:`PrecisionError` (and its :class:`ParserCheckError`): the
+  engine is wrong (an assertion; the CLI exits 1, a test fails). They subclass ``AssertionError`` so
   pytest reports them as failures, not errors.
 """
 
@@ -26,7 +26,7 @@ class UsageError(PytestTrtError):
 class MissingDependency(UsageError, ImportError):
     """A library pytest-trt needs for what was asked is not installed (or fails to import).
 
-    Raised by :func:`pytest_trt.lazy.lazy_import` stand-ins on first use; names the package
+    Raised by :func:`pytest_trt.core.lazy.lazy_import` stand-ins on first use; names the package
     and the pytest-trt extra that installs it.
     """
 
@@ -94,6 +94,18 @@ class PrecisionError(AssertionError):
     def __init__(self, message: str, findings=None):
         super().__init__(message)
         self.findings = findings
+
+
+class ParserCheckError(PrecisionError):
+    """TensorRT-RTX's parser check failed: a node planned FP32 was parsed in lower precision, or
+    the parser or builder rejected the realization (:mod:`pytest_trt.parser_check`).
+
+    Raised by ``trt.check_parser()`` (``findings``: the
+    :class:`~pytest_trt.parser_check.ParserCheck`) and, under ``--trt-parser-check``, in the
+    test's call phase after its body passed (``findings``: the failed checks' records), where a
+    negative control's ``@pytest.mark.xfail(strict=True, raises=ParserCheckError)`` (or
+    ``raises=PrecisionError``) sees it.
+    """
 
 
 class CacheWarning(UserWarning):

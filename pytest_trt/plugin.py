@@ -2,28 +2,42 @@
 
 The plugin is inert until it is *in use* (shared/CONVENTIONS.md): a ``--trt-*`` option or
 ``trt_*`` ini value is given (known in ``pytest_configure``), or a trt test is collected (a
-test with the ``trt`` marker or a fixture whose name starts with ``trt``; known in
+test with the ``trt`` marker or one of the plugin's own fixtures in its closure,
+:data:`pytest_trt.glue.items.PLUGIN_FIXTURES`; known in
 ``pytest_collection_modifyitems``). Until then it imports nothing beyond pytest, runs no
 subprocess, selects no backend and prints nothing. From then on, anything asked for that
-cannot be honoured is a usage error (:meth:`~pytest_trt.session.TrtSession.create`).
+cannot be honoured is a usage error (:meth:`~pytest_trt.run.session.TrtSession.create`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
-from . import hookspec, runstate, xdist_gpus
-from . import settings as _settings
 from ._version import __version__
-from .activation import RECORDS_KEY, SESSION_KEY, activate, current_session, forget_backends, item_records
 from .backends.base import select_backend
-from .errors import AccuracyError, PrecisionError, PytestTrtError, UnsupportedGpu
-from .fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
-from .items import is_trt_item  # the one definition of a trt test
+from .core import runstate
+from .core.records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
+from .errors import AccuracyError, ParserCheckError, PrecisionError, PytestTrtError, UnsupportedGpu
+from .glue import hookspec, xdist_gpus
+from .glue.activation import (
+    CASE_KEY,
+    RECORDS_KEY,
+    SESSION_KEY,
+    activate,
+    current_session,
+    forget_backends,
+    item_records,
+)
+from .glue.fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
+from .glue.items import is_trt_item  # the one definition of a trt test
+from .report.files import refuse_report_path, report_paths
 from .report.outcomes import classify, junit_outcome_properties
-from .report_records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
+from .run import settings as _settings
+from .run.session_patterns import unmatched_message
 
 RESULTS_KEY = pytest.StashKey[list]()
 #: header lines still to show (a session activated by collection shows them after "collected N items")
@@ -40,7 +54,7 @@ SKIP_PROPERTY = "pytest_trt_skip"
 MARKERS = (
     "trt(model=None, *, precision=None, keep_fp32=(), rules=(), policy=None, atol=None, rtol=None, shapes=None, "
     "dims=None, profile=None, val_range=None, seed=None, inputs=None, typing=None, as_is=False, expect_fp32=(), "
-    "baseline='fp32', requires=None, tf32=None, locate_on_failure=None, allow_nonfinite=False): declare the model, precision policy, "
+    "baseline='fp32', requires=None, tf32=None, locate_on_failure=None, allow_nonfinite=False, no_check=False): declare the model, precision policy, "
     "tolerances and inputs of a pytest-trt test (the `trt` fixture reads it). Closest marker wins per keyword; "
     "marker keywords override --trt-* options and ini. `requires='tensorrt'` skips, with the exact reason, "
     "unless that backend runs the session.",
@@ -48,7 +62,7 @@ MARKERS = (
 
 
 def pytest_addhooks(pluginmanager):
-    """pytest-trt's own hooks (:mod:`pytest_trt.hookspec`), for other plugins and conftests."""
+    """pytest-trt's own hooks (:mod:`pytest_trt.glue.hookspec`), for other plugins and conftests."""
     pluginmanager.add_hookspecs(hookspec)
 
 
@@ -85,22 +99,50 @@ def pytest_xdist_auto_num_workers(config):
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
-    """The first collected (and selected) trt test puts the plugin in use."""
-    if current_session(config) is not None:
+    """The first collected (and selected) trt test puts the plugin in use; a report path that is
+    a model or inputs file named in a ``trt`` marker is a usage error here."""
+    if current_session(config) is None:
+        first = next((item for item in items if is_trt_item(item)), None)
+        if first is None:
+            return
+        try:
+            activate(config, f"trt test collected: {first.nodeid}")
+        except pytest.UsageError as exc:
+            if not hasattr(config, "workerinput"):
+                raise
+            # A pytest-xdist worker that raises here crashes without showing the message (the
+            # controller reports an internal error): each trt test errors with it instead.
+            config.stash[ACTIVATION_ERROR_KEY] = str(exc)
+            return
+        config.stash[PENDING_HEADER_KEY] = True
+    _refuse_reports_over_declared_inputs(config, items)
+
+
+def _refuse_reports_over_declared_inputs(config, items) -> None:
+    """``--trt-report``/``--trt-html`` naming a marker's ``model=`` or ``inputs=`` file: a usage error
+    at start (the report would replace it at the end), where the markers are known: in a process
+    that collects and writes the reports. Under pytest-xdist the controller collects nothing, so
+    there (and for models a test names only at run time, ``trt_build(path)``) the check runs when
+    the model or the inputs are loaded (:meth:`pytest_trt.run.session.TrtSession.model`): that test errors.
+    Either way the report is never written over a file that is not a pytest-trt report."""
+    run = current_session(config)
+    if run is None or hasattr(config, "workerinput") or not report_paths(run.settings):
         return
-    first = next((item for item in items if is_trt_item(item)), None)
-    if first is None:
-        return
-    try:
-        activate(config, f"trt test collected: {first.nodeid}")
-    except pytest.UsageError as exc:
-        if not hasattr(config, "workerinput"):
-            raise
-        # A pytest-xdist worker that raises here crashes without showing the message (the
-        # controller reports an internal error): each trt test errors with it instead.
-        config.stash[ACTIVATION_ERROR_KEY] = str(exc)
-        return
-    config.stash[PENDING_HEADER_KEY] = True
+    for item in items:
+        if not is_trt_item(item):
+            continue
+        for mark in item.iter_markers("trt"):
+            declared = {"model": mark.args[0] if mark.args else mark.kwargs.get("model"),
+                        "inputs file": mark.kwargs.get("inputs")}
+            for what, value in declared.items():
+                if not isinstance(value, (str, os.PathLike)):
+                    continue
+                path = Path(value)
+                path = path if path.is_absolute() else Path(str(item.path)).parent / path
+                try:
+                    refuse_report_path(run.settings, path, f"the {what} of {item.nodeid}")
+                except PytestTrtError as exc:
+                    raise pytest.UsageError(f"pytest-trt: {exc}") from None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -137,14 +179,14 @@ def pytest_report_collectionfinish(config, start_path, items):
 def header_lines(session, config=None) -> list[str]:
     """Everything needed to reproduce a result: backend and why, precision, versions, GPU, cache;
     then the lines of plugins' ``pytest_trt_report_header`` hooks (with ``config``)."""
-    from . import environment  # load path: imported once in use
+    from .core import environment  # load path: imported once in use
 
     s = session.settings
     versions = dict(environment.library_versions())
     # The running onnxruntime module's version, not a distribution's metadata (onnxruntime and
     # onnxruntime-gpu can both be installed; docs/VERIFIED.md). The plugin is in use here, so
     # importing onnxruntime is fine (the session's runtime check already did).
-    from .baseline import onnxruntime_version  # load path: imported once in use
+    from .reference.baseline import onnxruntime_version  # load path: imported once in use
 
     ort_version = onnxruntime_version()
     versions["onnxruntime"] = None if ort_version == "missing" else ort_version
@@ -155,6 +197,11 @@ def header_lines(session, config=None) -> list[str]:
     precision = f"{s.precision} ({s.precision_source})" if not s.as_is else "as-is (model's own types)"
     cache_line = str(s.cache_dir)
     remote = [f"pytest-trt: {session.remote.describe()}"] if session.remote is not None else []
+    if s.keep_fp32:  # the session's patterns, where they came from (one matching in no model fails the run)
+        where = _settings.describe_source(config, "trt_keep_fp32") if config is not None else \
+            s.sources.get("trt_keep_fp32", "--trt-keep-fp32")
+        remote.append(f"pytest-trt: session patterns: keep FP32 {', '.join(repr(p) for p in s.keep_fp32)} "
+                      f"({where}; each must match a node in some model of the trt tests that run)")
     return [
         f"pytest-trt {__version__}: backend {session.backend.name} ({session.backend_reason})",
         f"pytest-trt: default precision {precision}; typing {s.typing}; baseline ONNX Runtime {s.baseline_provider}; "
@@ -184,6 +231,47 @@ def _short_longrepr(item, excinfo) -> str:
     kind = excinfo.type.__name__
     notes = "".join(f"\n{note}" for note in getattr(excinfo.value, "__notes__", ()))  # e.g. Hypothesis's example
     return f"{location}{kind}\n{excinfo.value}{notes}"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """After the test body, two automatic verdicts of the call phase.
+
+    ``--trt-ledger``: the ledger of the engine the test's ``trt`` case built. When the body (or a
+    parser check) failed, a ledger that cannot be made stays quiet: that failure is the headline.
+
+    ``--trt-parser-check``: a failed automatic parser check fails the test in its call phase, after
+    its body gave every other verdict, as a :class:`~pytest_trt.errors.ParserCheckError`; raised
+    here, an xfail's ``raises=`` sees it (a negative control), which a verdict applied later to
+    the report could not (it showed XPASS(strict)). It never turns a failure into a pass."""
+    try:
+        result = yield
+    except (UnsupportedGpu, pytest.skip.Exception) as exc:  # a skip must not hide a parser failure (a CPU verdict)
+        _auto_ledger(item, quiet=True)
+        _raise_failed_parser_checks(item, exc)
+        raise
+    except BaseException:
+        _auto_ledger(item, quiet=True)
+        raise
+    _auto_ledger(item, quiet=bool(_failed_parser_checks(item)))
+    _raise_failed_parser_checks(item, None)
+    return result
+
+
+def _failed_parser_checks(item) -> list[ParserRecord]:
+    """The automatic (--trt-parser-check) parser checks of a trt test that failed."""
+    if current_session(item.config) is None:
+        return []
+    records = item.stash.get(RECORDS_KEY, None) or ()
+    return [r for r in records if isinstance(r, ParserRecord) and not r.passed and not r.explicit]
+
+
+def _raise_failed_parser_checks(item, cause) -> None:
+    failed = _failed_parser_checks(item)
+    if failed:
+        text = "\n\n".join(r.message or r.error or "parser check failed" for r in failed)
+        raise ParserCheckError(f"pytest-trt --trt-parser-check: the plan failed TensorRT-RTX's parser check\n{text}",
+                               failed) from cause
 
 
 @pytest.hookimpl(wrapper=True)
@@ -230,6 +318,20 @@ def pytest_runtest_makereport(item, call):
     return report
 
 
+def _auto_ledger(item, *, quiet: bool) -> None:
+    session = current_session(item.config)
+    if session is None or not session.settings.ledger:
+        return
+    case = item.stash.get(CASE_KEY, None)
+    if case is None:
+        return
+    try:
+        case.auto_ledger()
+    except Exception:
+        if not quiet:
+            raise
+
+
 def skip_reason_of(report) -> str:
     """The reason of a skipped report (``longrepr`` is ``(path, lineno, "Skipped: reason")``)."""
     longrepr = report.longrepr
@@ -264,20 +366,14 @@ def _attach_results(item, call, report, session) -> None:
 
 
 def _apply_parser_checks(report, records, excinfo) -> None:
-    """--trt-parser-check: a failed parser check fails the test, after its body gave every other
-    verdict; it never turns a failure, skip or xfail into a pass."""
+    """--trt-parser-check beside another failure of the test body: the failed parser checks are
+    shown as a section of its report (a passing body got a ParserCheckError from
+    :func:`pytest_runtest_call` instead); they never turn a failure, skip or xfail into a pass."""
     failed = [r for r in records if isinstance(r, ParserRecord) and not r.passed and not r.explicit]
-    if not failed:
-        return
-    if excinfo is not None and excinfo.errisinstance(PrecisionError) and \
-            type(getattr(excinfo.value, "findings", None)).__name__ == "ParserCheck":
-        return  # trt.check_parser() raised it: already the test's failure
+    if not failed or (excinfo is not None and excinfo.errisinstance(ParserCheckError)):
+        return  # none, or already the test's failure (the call phase's, or trt.check_parser()'s)
     text = "\n\n".join(r.message or r.error or "parser check failed" for r in failed)
-    if report.passed or (report.skipped and not hasattr(report, "wasxfail")):
-        report.outcome = "failed"
-        report.longrepr = f"pytest-trt --trt-parser-check: the plan failed TensorRT-RTX's parser check\n{text}"
-    else:
-        report.sections.append(("pytest-trt parser check", text))
+    report.sections.append(("pytest-trt parser check", text))
 
 
 def _junit_properties(records: list[Record]) -> list[tuple[str, str]]:
@@ -290,12 +386,12 @@ def _junit_properties(records: list[Record]) -> list[tuple[str, str]]:
 class FallbackRecorder:
     """While a trt test runs (setup, call, teardown), a CUDA baseline whose float nodes fell back to
     ONNX Runtime's CPU provider adds a ``baseline_fallback`` record to the test's records (once per
-    model and node list), besides its ProviderFallbackWarning (:func:`pytest_trt.baseline.warn_placement`)."""
+    model and node list), besides its ProviderFallbackWarning (:func:`pytest_trt.reference.baseline.warn_placement`)."""
 
     def _around(self, item):
         if current_session(item.config) is None or not is_trt_item(item):
             return None
-        from .baseline import FALLBACK_SINK  # load path: imported once in use
+        from .reference.baseline import FALLBACK_SINK  # load path: imported once in use
 
         def sink(record: BaselineFallbackRecord) -> None:
             records = item_records(item)
@@ -376,16 +472,19 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
-    """pytest-xdist (controller): add a finished worker's cache figures to the session's."""
+    """pytest-xdist (controller): add a finished worker's cache figures and session-pattern use to the session's."""
     session = current_session(node.config)
-    stats = getattr(node, "workeroutput", {}).get("trt_cache_stats")
+    output = getattr(node, "workeroutput", {})
+    stats = output.get("trt_cache_stats")
     if session is not None and stats:
         session.worker_cache_stats.append(stats)
+    if session is not None and output.get("trt_session_patterns"):
+        session.patterns.merge(output["trt_session_patterns"])
 
 
 def pytest_unconfigure(config):
     """Forget the backends plugins registered for this run and the run's memo tables
-    (:mod:`pytest_trt.runstate`): an in-process pytester run must not leak them into the next."""
+    (:mod:`pytest_trt.core.runstate`): an in-process pytester run must not leak them into the next."""
     session = current_session(config)
     if session is not None:
         forget_backends(session.plugin_backends)
@@ -402,11 +501,27 @@ def pytest_sessionfinish(session, exitstatus):
     if hasattr(config, "workerinput"):
         if run._cache is not None:  # the worker's cache figures travel to the controller
             config.workeroutput["trt_cache_stats"] = run._cache.stats.to_json()
+        # which session patterns matched here: the controller judges the whole run
+        config.workeroutput["trt_session_patterns"] = run.patterns.to_json()
         if run._remote is not None:
             run._remote.close()
         return
+    if exitstatus == pytest.ExitCode.USAGE_ERROR:
+        # refused before anything ran (e.g. a report path that is a model named in a marker):
+        # no report, and none written over the path that was refused
+        if run._remote is not None:
+            run._remote.close()
+        return
+    # What fails the session although its tests did not: stated in the terminal summary (which
+    # pytest writes after this hook), exit 1, never a traceback that loses the summary.
+    run.session_failures.extend(unmatched_message(run.patterns, _settings.describe_source(config, "trt_keep_fp32")))
+    if run.session_failures and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
     from .report import write_reports  # load path: imported once in use
 
-    write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)
+    not_written = write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)
+    run.session_failures.extend(not_written)
+    if not_written and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
     if run._remote is not None:
         run._remote.close()

@@ -59,10 +59,10 @@ except ImportError as exc:  # pragma: no cover - exercised only without hypothes
         "pytest_trt.strategies needs Hypothesis (a dependency of pytest-trt): pip install hypothesis"
     ) from exc
 
-from .dtypes import FP32, normalize_precision
+from .core.dtypes import FP32, normalize_precision
 from .errors import InputError, UsageError
 from .inputs.declarations import check_input_names, is_finite_number
-from .inputs.files import save_feeds
+from .inputs.files import comment_text, save_feeds, write_replay_script
 from .inputs.shapes import ShapeSolver
 from .inputs.specs import InputSpec, ModelSource, as_model, float_max, input_specs
 from .inputs.values import per_float_input, resolve_val_ranges_for
@@ -348,13 +348,6 @@ def save_falsifying_example(feeds: Mapping[str, Any], path: str | os.PathLike[st
         raise UsageError(f"save_falsifying_example: command must be a string, got {command!r}")
     else:
         command = command.replace("{path}", quoted)
-    command_path = feeds_path.with_suffix(".sh")
-    command_path.write_text(
-        "#!/bin/sh\n"
-        "# Replays a falsifying example found by Hypothesis (pytest-trt).\n"
-        f"# Inputs: {feeds_path.name}\n"
-        f"{command}\n",
-        encoding="utf-8",
-    )
-    command_path.chmod(0o755)
+    command_path = write_replay_script(feeds_path.with_suffix(".sh"), command, [
+        "Replays a falsifying example found by Hypothesis (pytest-trt).", f"Inputs: {comment_text(feeds_path.name)}"])
     return SavedExample(feeds_path, command_path, command)

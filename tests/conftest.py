@@ -19,8 +19,21 @@ except ImportError:  # the suite needs it, but let collection report that clearl
 pytest_plugins = ["pytester"]
 
 
+import os  # noqa: E402
+
 import pytest  # noqa: E402
-from tiers import HEAVY_TIERS, NO_SKIP_ENV, NO_SKIP_TIERS, no_skip  # noqa: E402
+from tiers import HARNESS_ENV, HEAVY_TIERS, NO_SKIP_ENV, NO_SKIP_TIERS, no_skip  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _isolate_pytest_trt_env(monkeypatch):
+    """Every test starts without the plugin's own environment variables (``$PYTEST_TRT_CACHE_DIR``,
+    ``$PYTEST_TRT_REMOTE_CACHE*``, and any added later): the README's CI recipe exports
+    ``PYTEST_TRT_CACHE_DIR``, and a contributor's shell may hold the others, which would move
+    the cache of every pytester run (a test counting builds then finds cache hits) or switch a
+    remote on. A test that needs one sets it with ``monkeypatch.setenv``."""
+    for name in [n for n in os.environ if n.startswith("PYTEST_TRT_") and n not in HARNESS_ENV]:
+        monkeypatch.delenv(name)
 
 
 def pytest_configure(config):

@@ -18,6 +18,13 @@ import os
 
 NO_SKIP_ENV = "PYTEST_TRT_CI_NO_SKIP"
 
+#: PYTEST_TRT_* variables of the test harness itself (tier switches, regeneration of golden
+#: files, tier caches): they configure how the suite runs, not what the plugin does, and stay.
+HARNESS_ENV = frozenset({
+    "PYTEST_TRT_CI_NO_SKIP", "PYTEST_TRT_ONNX_CORPUS", "PYTEST_TRT_REGEN_GOLDEN", "PYTEST_TRT_REGEN_SURFACE",
+    "PYTEST_TRT_API_CACHE", "PYTEST_TRT_FAKE_RECORD", "PYTEST_TRT_FAKE_SURFACES",
+})
+
 #: marker -> what it needs (shown by ``pytest --markers``)
 NO_SKIP_TIERS = {
     "trt_api": "real TensorRT bindings of every supported version, imported on CPU against stub libraries "

@@ -9,9 +9,10 @@ imports, and module-level mutable caches.  Run from the repository root:
 
 ``--check`` exits 1 when a rule of docs/DESIGN.md "Structure rules" is broken: an import cycle
 between package modules, an import of another module's private name, module-level mutable
-state outside ``runstate``, a module over ``--max-lines`` (default 600, checked with 10%
-slack), or a function over complexity 20 without a ``# complexity: <reason>`` comment on
-the line above its ``def``.
+state outside ``core.runstate``, a module over ``--max-lines`` (default 600, checked with 10%
+slack), a function over complexity 20 without a ``# complexity: <reason>`` comment on
+the line above its ``def``, or more than ``MAX_TOP_LEVEL_MODULES`` modules directly in
+``pytest_trt/`` (``__init__.py`` included; everything else lives in a package per stage).
 
 Needs the ``lint`` extra's tools: radon and grimp (``tox -e lint`` has them).
 """
@@ -25,6 +26,9 @@ import sys
 from pathlib import Path
 
 PACKAGE = "pytest_trt"
+#: modules directly in pytest_trt/ (``__init__.py`` included): the entry point, the public
+#: modules and the deprecated shims; everything else lives in a package per pipeline stage
+MAX_TOP_LEVEL_MODULES = 10
 
 
 def _modules(root: Path) -> dict[str, Path]:
@@ -172,8 +176,8 @@ def _mutable_globals(modules) -> list[str]:
 
 #: module-level state that is allowed, with the reason
 ALLOWED_STATE = {
-    "pytest_trt.runstate._current": "the one documented home of run-wide state (install/restore/reset)",
-    "pytest_trt.backends.trt_logger._LOGGERS": "TensorRT keeps the first logger it is given: one per module per process",
+    "pytest_trt.core.runstate._current": "the one documented home of run-wide state (install/restore/reset)",
+    "pytest_trt.backends.tensorrt.logger._LOGGERS": "TensorRT keeps the first logger it is given: one per module per process",
     "pytest_trt.backends.base._FACTORIES": "backend registrations (process configuration; plugin backends are "
                                            "registered per session and removed at pytest_unconfigure)",
 }
@@ -191,12 +195,16 @@ def _check(result: dict, max_lines: int) -> int:
     problems = []
     problems += [f"import cycle: {' <-> '.join(c)}" for c in result["cycles"]]
     problems += [f"private cross-import: {p}" for p in result["private_cross_imports"]]
-    problems += [f"module-level mutable state: {g} (use pytest_trt.runstate)"
+    problems += [f"module-level mutable state: {g} (use pytest_trt.core.runstate)"
                  for g in result["module_level_mutable_state"] if g not in ALLOWED_STATE]
     problems += [f"module over {max_lines} lines: {m} ({n})"
                  for m, n in result["over_max_lines"].items() if n > max_lines * 1.1]
     problems += [f"complexity over 20 without a '# complexity: <reason>' comment: {f}"
                  for f in result["complex_without_reason"]]
+    top = result["top_level_modules"]
+    if len(top) > MAX_TOP_LEVEL_MODULES:
+        problems.append(f"{len(top)} modules directly in {PACKAGE}/, more than {MAX_TOP_LEVEL_MODULES} "
+                        f"(put a module in the package of its stage): {', '.join(top)}")
     for p in problems:
         print(p)
     print(f"structure check: {len(problems)} problem(s)")
@@ -229,6 +237,7 @@ def main() -> int:
     blocks = sorted(set(blocks), reverse=True)
     result = {
         "modules": len(modules),
+        "top_level_modules": sorted(p.name for p in (root / PACKAGE).glob("*.py")),
         "lines": sum(sizes.values()),
         "over_max_lines": {m: n for m, n in sorted(sizes.items(), key=lambda x: -x[1]) if n > args.max_lines},
         "largest": sorted(sizes.items(), key=lambda x: -x[1])[:8],
@@ -246,6 +255,8 @@ def main() -> int:
     if args.check:
         return _check(result, args.max_lines)
     print(f"{result['modules']} modules, {result['lines']} lines")
+    print(f"modules directly in {PACKAGE}/: {len(result['top_level_modules'])} "
+          f"(at most {MAX_TOP_LEVEL_MODULES}): {', '.join(result['top_level_modules'])}")
     print(f"modules over {args.max_lines} lines: {len(result['over_max_lines'])}")
     for m, n in result["over_max_lines"].items():
         print(f"  {n:5d}  {m}")

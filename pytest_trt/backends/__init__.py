@@ -4,8 +4,8 @@
 ``tensorrt-rtx`` (through Polygraphy). See :mod:`pytest_trt.backends.base`.
 """
 
+from ..core.choices import BACKEND_CHOICES
 from .base import (
-    BACKEND_CHOICES,
     Backend,
     BuildConfig,
     Engine,

@@ -14,19 +14,21 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .. import runstate
+from ..core import runstate
+from ..core.choices import BACKEND_CHOICES as BACKEND_CHOICES  # re-exported: the old home of the name
+from ..core.choices import TYPING_CHOICES
 from ..errors import BackendUnavailable, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
 
     from ..cache import ArtifactCache
-    from ..layers import LayerReport
+    from ..layers.report import LayerReport
+    from ..layers.timing import LayerProfile
     from ..plan import PrecisionPlan
 
-#: the built-in choices of ``--trt-backend`` (plugins add more: :func:`backend_names`)
-BACKEND_CHOICES = ("auto", "tensorrt", "tensorrt-rtx", "emulate")
-TYPING_CHOICES = ("auto", "strong", "weak")
+# the built-in choices of ``--trt-backend`` (plugins add more: :func:`backend_names`) and of
+# ``--trt-typing`` are in pytest_trt.core.choices (read by --help without importing this module)
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,19 @@ class Engine(ABC):
     def layers(self) -> LayerReport:
         """What the engine actually runs, per layer and per ONNX node."""
 
+    def layer_timing_reason(self) -> str | None:
+        """None when :meth:`time_layers` measures this engine's own kernels on a GPU, per engine layer;
+        else why it cannot (the ledger's time column says it). Backends that can override both."""
+        return f"the {self.backend_name} backend has no per-layer timing of its engines"
+
+    def time_layers(self, feeds: dict[str, np.ndarray], *, warmup: int = 10, iterations: int = 50,
+                    per_layer: bool = True) -> LayerProfile:
+        """Time ``iterations`` runs on ``feeds`` after ``warmup`` ones: the end-to-end latency of each
+        and, with ``per_layer``, each engine layer's time in each
+        (:class:`~pytest_trt.layers.timing.LayerProfile`). Raises :class:`BackendUnavailable` with
+        :meth:`layer_timing_reason` where the engine cannot be timed."""
+        raise BackendUnavailable(self.layer_timing_reason() or f"{self.backend_name}: no per-layer timing")
+
     @abstractmethod
     def run_layerwise(self, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], str]:
         """Values of intermediate float tensors, keyed by ONNX tensor name, as float32.
@@ -173,6 +188,11 @@ class Backend(ABC):
         """The device engines are built for (part of cache keys)."""
         return {}
 
+    def layer_timing_reason(self) -> str | None:
+        """None when this backend's engines time their own layers on a GPU (:meth:`Engine.time_layers`);
+        else why not. Asked before any engine exists (an explicit ``--trt-ledger-timing engine``)."""
+        return f"the {self.name} backend has no per-layer timing of its engines"
+
     def supports(self, plan: PrecisionPlan, config: BuildConfig) -> str | None:
         """None when this backend can build ``plan`` under ``config``, else why not (skip reason)."""
         return None
@@ -204,8 +224,8 @@ class Backend(ABC):
 #: importlib, so this module never imports the concrete backends, which import it), and
 #: naming one (or registering another backend) imports nothing heavy
 BUILTIN_BACKENDS: dict[str, tuple[str, str]] = {
-    "tensorrt": ("pytest_trt.backends.tensorrt", "TensorRTBackend"),
-    "tensorrt-rtx": ("pytest_trt.backends.tensorrt", "TensorRTRTXBackend"),
+    "tensorrt": ("pytest_trt.backends.tensorrt.backend", "TensorRTBackend"),
+    "tensorrt-rtx": ("pytest_trt.backends.tensorrt.backend", "TensorRTRTXBackend"),
     "emulate": ("pytest_trt.backends.emulate", "EmulateBackend"),
 }
 #: The backend registry: process configuration, like pytest's own plugin registrations. A
@@ -214,7 +234,7 @@ BUILTIN_BACKENDS: dict[str, tuple[str, str]] = {
 #: for a session ends with it; outside pytest, :func:`register_backend` is the API and lasts
 #: until :func:`unregister_backend`. A registered name replaces a built-in one of the same
 #: name. Backend *instances* are memos of the run (:func:`get_backend`, in
-#: :mod:`pytest_trt.runstate`), not kept here.
+#: :mod:`pytest_trt.core.runstate`), not kept here.
 _FACTORIES: dict[str, Any] = {}
 #: the runstate table of backend instances: name -> Backend
 INSTANCES_TABLE = "backends.instances"
@@ -230,7 +250,7 @@ def register_backend(name: str, factory) -> None:
     ``factory`` is a :class:`Backend` subclass, a no-argument callable returning a Backend, or a
     Backend instance. The built-in backends stay available (they are looked up lazily, whatever
     was registered first); registering a built-in name replaces that backend. In a pytest plugin
-    or conftest, prefer the ``pytest_trt_backends`` hook (:mod:`pytest_trt.hookspec`).
+    or conftest, prefer the ``pytest_trt_backends`` hook (:mod:`pytest_trt.glue.hookspec`).
     """
     if not isinstance(name, str) or not name.strip() or name == "auto" or name != name.strip():
         raise UsageError(f"register_backend: invalid backend name {name!r}: a non-empty name without spaces "
@@ -259,7 +279,7 @@ def _choices() -> str:
 
 def get_backend(name: str) -> Backend:
     """The backend instance for a concrete name (``emulate``, ``tensorrt``, ``tensorrt-rtx`` or a
-    registered one); one instance per name and run (:mod:`pytest_trt.runstate`)."""
+    registered one); one instance per name and run (:mod:`pytest_trt.core.runstate`)."""
     instances = _instances()
     if name not in instances:
         factory = _FACTORIES.get(name)

@@ -23,8 +23,13 @@ from typing import TYPE_CHECKING
 
 import onnx
 
-from .. import environment, realize  # module references: looked up when called, as before the split
-from ..baseline import (
+from .. import realize  # module references: looked up when called, as before the split
+from ..cache.files import tree_size
+from ..core import environment
+from ..core.environment import dist_version
+from ..layers.report import LayerReport
+from ..realize.weight_sets import MODEL_SET, WEIGHTS_KIND, WeightSets, bind, read_refs, set_parts
+from ..reference.baseline import (
     cached_session,
     float_tensor_names,
     onnxruntime_version,
@@ -32,10 +37,6 @@ from ..baseline import (
     run_session,
     with_outputs,
 )
-from ..cache.files import tree_size
-from ..environment import dist_version
-from ..layers import LayerReport
-from ..weight_sets import MODEL_SET, WEIGHTS_KIND, WeightSets, bind, read_refs, set_parts
 from .base import Backend, BuildConfig, BuildInfo, Engine
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..plan import PrecisionPlan
 
 EMULATION_FILE = "emulation.onnx"
+#: why an emulated engine has no time (every ledger on emulate says it)
+NO_GPU_TIME = "CPU emulation computes everything in FP32: no GPU time"
 
 
 class EmulatedEngine(Engine):
@@ -96,6 +99,9 @@ class EmulatedEngine(Engine):
     def layers(self) -> LayerReport:
         return LayerReport.from_emulation(self.plan)
 
+    def layer_timing_reason(self) -> str | None:
+        return NO_GPU_TIME
+
     def run_layerwise(self, feeds: dict):
         return self.run_layerwise_subset(feeds, float_tensor_names(self.model))
 
@@ -125,6 +131,20 @@ class EmulateBackend(Backend):
 
     def device(self) -> dict:
         return {"device": "cpu"}
+
+    def layer_timing_reason(self) -> str | None:
+        return NO_GPU_TIME
+
+    #: Why ``typing="weak"`` cannot be honoured here (a usage error: the run would not be what was asked).
+    WEAK_TYPING_REASON = ("emulation has no weak typing: it runs the plan's types exactly, as strong typing "
+                          "does, while weak typing hands TensorRT per-layer hints it may override; use "
+                          "strong or auto, or run weak typing on TensorRT <= 10.x")
+
+    def supports(self, plan, config: BuildConfig) -> str | None:
+        """None, except for weak typing, which emulation cannot honour (see :data:`WEAK_TYPING_REASON`)."""
+        if config.typing == "weak":
+            return self.WEAK_TYPING_REASON
+        return None
 
     def cache_parts(self, plan, config):
         parts = super().cache_parts(plan, config)

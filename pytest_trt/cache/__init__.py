@@ -20,9 +20,9 @@ On-disk layout (``<root>`` is the directory given, e.g. ``--trt-cache-dir``)::
       .pytest-trt-probe-*          write probe at open (removed at once; by GC if killed)
       .pytest-trt-tmp/build-<key>-<pid>-<rnd>/  a build in progress (or one that was killed)
       .pytest-trt-tmp/trash-<key>-<pid>-<rnd>/  an entry being deleted
-      timing-cache/                TensorRT timing caches (backends/tensorrt.py)
+      timing-cache/                TensorRT timing caches (backends/tensorrt/)
       memo/<dev>-<ino>.json        digest memo: sha256 of model data files and weight sets, with the
-                                   file's stat (pytest_trt.weights.identity); local, never uploaded
+                                   file's stat (pytest_trt.model.weights.identity); local, never uploaded
       events.jsonl                 one JSON line per build/hit/corrupt/evict event
       events.1.jsonl               the previous events file, once events.jsonl passed 16 MiB
 
@@ -74,12 +74,12 @@ Decisions:
   process that holds a returned path without the lock; the entry it just got is the most
   recently used one, and files it already opened stay readable on POSIX.
 
-Remote tier: with ``remote=`` (a :class:`~pytest_trt.remote_cache.RemoteTier`, ``--trt-remote-cache``)
+Remote tier: with ``remote=`` (a :class:`~pytest_trt.cache.remote.RemoteTier`, ``--trt-remote-cache``)
 a local miss first asks the remote cache. Its entry is downloaded into the build directory and
 verified there (Ed25519 signature of its manifest, size and sha256 of every file) before the
 cache seals and installs it like a build; a rejected download is deleted from the build
 directory before the real build runs, so it is never loaded. A built entry is then given to
-the tier, which uploads it when it holds the signing key. See :mod:`pytest_trt.remote_cache`.
+the tier, which uploads it when it holds the signing key. See :mod:`pytest_trt.cache.remote`.
 
 The cache trusts whoever can write its directory: a writer that forges a consistent
 manifest is not detected. Keep shared cache directories writable only by trusted users.

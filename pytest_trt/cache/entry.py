@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
+from ..core.jsonsafe import loads_bounded
 from ..errors import UsageError
-from ..weights import DigestMemo
+from ..model.weights import DigestMemo
 from .files import fsync_dir, hash_file, parent_dirs, scan_tree, why, write_new
 from .key import KEY_RE, canonical_json, parts_diff, safe_relative_path, same_parts
 
@@ -202,7 +203,7 @@ def validate_entry(entry: Path, kind: str, key: str, parts: dict, memo: DigestMe
 
     ``memo`` (only for kinds whose files are data, never deserialized: :data:`MEMO_KINDS`): a
     file whose digest the memo vouches for (same stat since a record taken long enough after its
-    last change, see :mod:`pytest_trt.weights.identity`) and equals the manifest's is not re-read;
+    last change, see :mod:`pytest_trt.model.weights.identity`) and equals the manifest's is not re-read;
     a file that is read is recorded there.
     """
     try:
@@ -231,9 +232,9 @@ def _read_manifest(mpath: Path) -> dict:
     if not stat.S_ISREG(mst.st_mode):
         raise InvalidEntry(f"{MANIFEST} is not a regular file")
     try:
-        manifest = json.loads(mpath.read_bytes().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidEntry(f"{MANIFEST} is not valid JSON (truncated or corrupt)") from None
+        manifest = loads_bounded(mpath.read_bytes())
+    except ValueError as exc:  # (not JSON, not UTF-8, or nested deeper than a manifest can be)
+        raise InvalidEntry(f"{MANIFEST} is not valid JSON ({str(exc)[:80]}; truncated or corrupt)") from None
     except OSError as exc:
         raise InvalidEntry(f"cannot read {MANIFEST}: {why(exc)}") from None
     if not isinstance(manifest, dict):
@@ -340,13 +341,16 @@ def read_manifest_quietly(path: Path) -> tuple[float, dict | None]:
     OSError when the entry vanished meanwhile.
     """
     try:
-        last_used = os.lstat(path / MANIFEST).st_mtime
+        mst = os.lstat(path / MANIFEST)
     except FileNotFoundError:
         return os.lstat(path).st_mtime, None
+    last_used = mst.st_mtime
+    if not stat.S_ISREG(mst.st_mode):  # (a named pipe would block the read)
+        return last_used, None
     manifest = None
     try:
-        manifest = json.loads((path / MANIFEST).read_bytes().decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        manifest = loads_bounded((path / MANIFEST).read_bytes())
+    except ValueError:  # (not JSON, not UTF-8, or nested too deep: listed without a manifest)
         manifest = None
     except FileNotFoundError:
         return os.lstat(path).st_mtime, None

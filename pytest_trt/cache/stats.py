@@ -1,7 +1,7 @@
 """What one process's cache did: hits, builds, remote traffic, seconds built and saved.
 
 The local store (:class:`~pytest_trt.cache.ArtifactCache`) and the remote tier
-(:class:`~pytest_trt.remote_cache.RemoteTier`) count into one :class:`CacheStats`; xdist
+(:class:`~pytest_trt.cache.remote.RemoteTier`) count into one :class:`CacheStats`; xdist
 workers send theirs to the controller (``workeroutput["trt_cache_stats"]``), where
 ``TrtSession.cache_stats()`` sums them for the terminal summary and the JSON report.
 """

@@ -22,8 +22,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.locations import default_cache_dir
 from ..errors import CacheError, CacheWarning, UsageError
-from ..weights import MEMO_DIR, DigestMemo
+from ..model.weights import MEMO_DIR, DigestMemo
 from .entry import (
     MANIFEST,
     MEMO_KINDS,
@@ -53,7 +54,7 @@ from .prune import groups, uses_of
 from .stats import CacheStats
 
 if TYPE_CHECKING:  # the remote tier imports this package, not the other way round
-    from ..remote_cache import RemoteTier
+    from .remote import RemoteTier
 
 __all__ = ["MARKER", "SCRATCH_DIR", "STALE_SECONDS", "ArtifactCache", "default_cache_dir", "is_cache_dir"]
 
@@ -69,28 +70,6 @@ _PROBE_PREFIX = ".pytest-trt-probe-"
 _HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
 
 
-def default_cache_dir() -> Path:
-    """``$PYTEST_TRT_CACHE_DIR``, else ``$XDG_CACHE_HOME/pytest-trt``, else ``~/.cache/pytest-trt``.
-
-    On Windows without those variables: ``%LOCALAPPDATA%\\pytest-trt\\Cache``.
-    """
-    env = os.environ.get("PYTEST_TRT_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and os.path.isabs(xdg):  # the XDG spec says relative values are to be ignored
-        return Path(xdg) / "pytest-trt"
-    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
-        return Path(os.environ["LOCALAPPDATA"]) / "pytest-trt" / "Cache"
-    try:
-        home = Path.home()
-    except (RuntimeError, KeyError) as exc:
-        raise CacheError(
-            f"cannot find a home directory for the pytest-trt cache ({exc}). {_HINT_DIR}."
-        ) from exc
-    return home / ".cache" / "pytest-trt"
-
-
 class ArtifactCache:
     """A content-addressed, process-safe artifact cache under ``root``.
 
@@ -103,7 +82,7 @@ class ArtifactCache:
         lock_timeout: seconds to wait for another process building the same key before
             raising :class:`CacheError`; None waits as long as the build takes.
         stale_seconds: age after which a leftover ``tmp/`` item of a dead builder is removed.
-        remote: a :class:`~pytest_trt.remote_cache.RemoteTier` asked on a local miss (its
+        remote: a :class:`~pytest_trt.cache.remote.RemoteTier` asked on a local miss (its
             verified files are sealed and installed like a build) and given every entry this
             cache builds (a read-write tier uploads it). Not with ``read_only``.
 
@@ -130,7 +109,7 @@ class ArtifactCache:
         self.stale_seconds = stale_seconds
         self.remote = remote
         #: what this process's cache did (hits, builds, remote traffic): a
-        #: :class:`~pytest_trt.remote_cache.CacheStats`, shared with the remote tier
+        #: :class:`~pytest_trt.cache.remote.CacheStats`, shared with the remote tier
         self.stats = remote.stats if remote is not None else CacheStats()
         if self.read_only and remote is not None:
             raise UsageError(
@@ -193,7 +172,7 @@ class ArtifactCache:
         return self.root / MEMO_DIR
 
     def memo(self) -> DigestMemo:
-        """The cache's :class:`~pytest_trt.weights.DigestMemo` (read-only for a read-only cache)."""
+        """The cache's :class:`~pytest_trt.model.weights.DigestMemo` (read-only for a read-only cache)."""
         return DigestMemo(self.memo_dir, read_only=self.read_only)
 
     def _memo(self, kind: str) -> DigestMemo | None:
@@ -251,7 +230,7 @@ class ArtifactCache:
             with contextlib.suppress(InvalidEntry):  # a failure is re-checked under the lock
                 manifest = validate_entry(entry, kind, key, parts, self._memo(kind))
                 if usable(manifest):
-                    return self._hit(kind, key, entry, manifest, label, 0.0, time.monotonic() - t0)
+                    return self._hit(kind, key, parts, entry, manifest, label, 0.0, time.monotonic() - t0)
 
         with self._locked(key, what=f"{kind} entry {entry}") as waited:
             if check:
@@ -263,14 +242,15 @@ class ArtifactCache:
                     if not rebuild:  # (a rebuild replaces it anyway)
                         self._drop_corrupt(kind, key, entry, label, str(exc))
                 if usable(manifest):
-                    return self._hit(kind, key, entry, manifest, label, waited, time.monotonic() - t0)
+                    return self._hit(kind, key, parts, entry, manifest, label, waited, time.monotonic() - t0,
+                                     locked=True)
             result = self._build(kind, key, parts, build, entry, label, waited, use_remote=not rebuild)
             if self.max_bytes is not None:
                 with contextlib.suppress(CacheError):
                     self.prune(protect=(entry,))
             return result
 
-    def _hit(self, kind, key, entry, manifest, label, waited, seconds) -> CacheResult:
+    def _hit(self, kind, key, parts, entry, manifest, label, waited, seconds, *, locked=False) -> CacheResult:
         touch(entry / MANIFEST)
         self._record_quietly("hit", kind, key, label or manifest.get("label", ""), round(seconds, 6),
                              waited=round(waited, 6))
@@ -278,7 +258,27 @@ class ArtifactCache:
         built = manifest.get("build_seconds")
         if isinstance(built, (int, float)):
             self.stats.seconds_saved += max(0.0, float(built) - seconds)
+        if self.remote is not None and self.remote.wants_publish_check(kind, key, manifest):
+            self._publish_hit(kind, key, parts, entry, manifest, label or manifest.get("label", ""), locked)
         return CacheResult(entry, key, True, 0.0, waited, kind, manifest, "local")
+
+    def _publish_hit(self, kind, key, parts, entry, manifest, label, locked) -> None:
+        """A read-write remote tier uploads a local hit that was never published (its builder was
+        killed or cut off mid-upload), under the key's lock so that the entry cannot be replaced
+        or evicted meanwhile; a lock held elsewhere (a build of the key) skips it this time."""
+        remote = self.remote
+        ctx = None if locked else self._try_lock(key, what=f"{kind} entry {entry}")
+        if remote is None or (not locked and ctx is None):
+            return
+        try:
+            if not locked and read_manifest_quietly(entry)[1] != manifest:
+                return  # replaced since it was validated (a rebuild elsewhere): that one is its own builder's
+            remote.ensure_published(kind, key, parts, entry, manifest, label=label)
+        except OSError:
+            return  # vanished meanwhile: nothing to publish
+        finally:
+            if ctx is not None:
+                ctx.__exit__(None, None, None)
 
     def _drop_corrupt(self, kind, key, entry, label, reason) -> None:
         warnings.warn(

@@ -4,22 +4,27 @@ Subcommands share the compare flags (spelled like Polygraphy's where they overla
 ``plan``, ``compare``, ``layers``, ``locate``, ``suggest``; ``cache list|prune`` shows and trims
 the artifact cache; ``remote-cache keygen`` makes the signing keys of a remote engine cache. Exit status: 0 pass,
 1 accuracy or precision failure, 2 usage or input error, 3 internal error.
+
+The parser is built from light modules only (:mod:`~pytest_trt.cli.args`,
+:mod:`~pytest_trt.cli.commands`): ``--help`` and usage errors import neither numpy, onnx,
+ONNX Runtime nor Polygraphy; the chosen subcommand's module is imported when it runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import traceback
 
 from .._version import __version__
 from ..errors import AccuracyError, PrecisionError, PytestTrtError
-from .common import check_args, cli_spelling
+from .args import check_args
+from .commands import SUBCOMMANDS, add_subcommands
+from .spelling import cli_spelling
+
+__all__ = ["EXIT_FAIL", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "SUBCOMMANDS", "build_parser", "main"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-
-SUBCOMMANDS = ("plan", "compare", "layers", "locate", "suggest", "cache", "remote_cache")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -38,11 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pytest-trt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in SUBCOMMANDS:
-        module = importlib.import_module(f"{__name__}.{name}")
-        module.add_parser(sub)
-        command = name.replace("_", "-")  # module remote_cache is the subcommand remote-cache
-        sub.choices[command].set_defaults(subparser=sub.choices[command])
+    add_subcommands(sub)
     return parser
 
 

@@ -4,11 +4,11 @@
 baselines, weight sets), with sizes and last use; ``prune`` removes entries last used more than
 ``--max-age`` ago and/or least recently used ones until the cache holds at most ``--max-size``.
 Entries that share a model's weight set are removed together (:mod:`pytest_trt.cache.prune`).
+The flags are defined with the other subcommands' in :mod:`pytest_trt.cli.commands`.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from datetime import datetime
@@ -16,34 +16,12 @@ from pathlib import Path
 
 from ..cache import ArtifactCache, CacheEntry, is_cache_dir
 from ..cache.prune import groups, plan_prune, uses_of
+from ..core.locations import default_cache_dir
 from ..errors import UsageError
-from ..settings import DEFAULT_CACHE_DIRNAME, parse_size
+from ..run.settings import parse_size
 from .common import emit_json
 
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("cache", help="list or prune the artifact cache",
-                       description="The artifact cache (engines, emulation graphs, FP32 baselines, a big model's "
-                       "weight sets): list its entries by model and kind, or prune them by age or total size. "
-                       "Entries sharing a weight set are pruned together.")
-    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
-    for name, text in (("list", "entries by model and kind, with sizes and last use"),
-                       ("prune", "remove entries by age (--max-age) and/or total size (--max-size)")):
-        a = actions.add_parser(name, help=text, description=text)
-        a.add_argument("--cache-dir", default=None, metavar="DIR",
-                       help=f"the cache (default: $PYTEST_TRT_CACHE_DIR or ./{DEFAULT_CACHE_DIRNAME})")
-        a.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-        if name == "prune":
-            a.add_argument("--max-age", metavar="AGE", default=None,
-                           help="remove what was last used longer ago than AGE: 30m, 12h, 7d, 2w (or seconds)")
-            a.add_argument("--max-size", metavar="SIZE", default=None,
-                           help="then remove least recently used entries until at most SIZE remain: 500M, 20G")
-            a.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
-            a.set_defaults(run=run_prune)
-        else:
-            a.set_defaults(run=run_list)
 
 
 def parse_age(text: str) -> float:
@@ -55,7 +33,7 @@ def parse_age(text: str) -> float:
 
 
 def _open(args, *, read_only: bool) -> ArtifactCache:
-    root = Path(args.cache_dir or os.environ.get("PYTEST_TRT_CACHE_DIR") or DEFAULT_CACHE_DIRNAME).expanduser()
+    root = Path(args.cache_dir or default_cache_dir()).expanduser()
     if not root.is_dir():
         raise UsageError(f"no pytest-trt cache at {root.resolve()}: give --cache-dir DIR, the cache directory "
                          f"your test runs use")

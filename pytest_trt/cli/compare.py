@@ -4,20 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..baseline import reference_label, reference_model
-from ..case import DETAILS_MAX_ELEMENTS
+from ..backends.tensorrt.parser_check import require
 from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..compare.figures import DETAILS_MAX_ELEMENTS
+from ..core.jsonsafe import json_number
 from ..errors import BackendUnavailable
-from ..jsonsafe import json_number
-from ..parser_check import require
-from ..ranges import range_message, range_overflows
-from ..report.summary import tolerance_ratio
+from ..locate.ranges import range_message, range_overflows
+from ..reference.baseline import reference_label, reference_model
+from ..report.rows import binding_text, tolerance_bound
 from .common import (
-    add_engine_flags,
-    add_input_flags,
-    add_model_and_policy,
-    add_parser_check_flag,
-    add_tolerance_flags,
     build_config_from_args,
     emit_json,
     feeds_from_args,
@@ -25,24 +20,7 @@ from .common import (
     policy_from_args,
     session_from_args,
 )
-
-
-def add_parser(sub: Any) -> None:
-    """The ``compare`` subcommand and its flags."""
-    p = sub.add_parser("compare", help="compare the engine with the FP32 ONNX Runtime baseline",
-                       description="Build (or load from the cache) the engine for MODEL under the policy, run it "
-                       "and the FP32 ONNX Runtime baseline on the same inputs, and compare. Exit 0 within "
-                       "tolerance, 1 outside, 2 on usage or input errors.")
-    add_model_and_policy(p)
-    add_engine_flags(p)
-    add_input_flags(p)
-    add_tolerance_flags(p)
-    p.add_argument("--baseline", choices=("fp32", "as-written"), default="fp32",
-                   help="reference: fp32 = ONNX Runtime on the model upcast to FP32 (Q/DQ removed; for an FP32 model, "
-                   "the model itself), as-written = ONNX Runtime on the model as written (fake-quant for Q/DQ) "
-                   "(default: fp32)")
-    add_parser_check_flag(p)
-    p.set_defaults(run=run)
+from .spelling import cli_spelling
 
 
 def prepare(args: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
@@ -63,39 +41,45 @@ def prepare(args: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
 
 
 def compare_figures(plan: Any, actual: dict, expected: dict,
-                    args: Any) -> tuple[CompareResult, Any, Any, dict[str, float | None]]:
+                    args: Any) -> tuple[CompareResult, Any, Any, dict[str, tuple[float | None, str | None]]]:
     """Compare under the policy's precision (its label and default tolerances), with the figures of
     passing outputs too (max abs / rel error, cosine, SNR) up to the plugin's size limit.
 
     Returns ``(result, rtol, atol, ratios)``; ``ratios`` maps each output to its x-tolerance
-    factor (the terminal summary's ``x tol``: > 1 fails), None where not computed.
+    factor and the bound that sets it (the terminal summary's ``x tol`` and ``bound``:
+    :func:`~pytest_trt.report.rows.tolerance_bound`), ``(None, None)`` where not computed.
     """
     precision = plan.low_precision or "fp32"
     d_rtol, d_atol = default_tolerances(precision)
     rtol = args.rtol if args.rtol is not None else d_rtol
     atol = args.atol if args.atol is not None else d_atol
     details = sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS
-    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=precision, details=details)
-    ratios = {name: tolerance_ratio(oc.to_json()) for name, oc in result.outputs.items()}
+    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=precision, details=details,
+                             no_check=bool(getattr(args, "no_check", False)))
+    ratios = {name: tolerance_bound(oc.to_json()) for name, oc in result.outputs.items()}
     return result, rtol, atol, ratios
 
 
-def figures_json(result: CompareResult, ratios: dict[str, float | None]) -> dict:
-    """``result.to_json()`` with each output's ``tolerance_ratio``."""
+def figures_json(result: CompareResult, ratios: dict[str, tuple[float | None, str | None]]) -> dict:
+    """``result.to_json()`` with each output's ``tolerance_ratio`` and ``binding``."""
     data = result.to_json()
     for name, out in data["outputs"].items():
-        out["tolerance_ratio"] = json_number(ratios.get(name))
+        ratio, binding = ratios.get(name, (None, None))
+        out["tolerance_ratio"] = json_number(ratio)
+        out["binding"] = binding
     return data
 
 
-def ratio_line(ratios: dict[str, float | None]) -> str:
-    """The terminal summary's ``x tol`` line: each output's worst error over its tolerance."""
-    def fmt(r: float | None) -> str:
-        return "n/a (figures not computed: output over the size limit)" if r is None else f"{r:.3g}"
+def ratio_line(ratios: dict[str, tuple[float | None, str | None]]) -> str:
+    """The terminal summary's ``x tol`` line: each output's largest bound, and which it is."""
+    def fmt(r: float | None, binding: str | None) -> str:
+        if r is None:
+            return "n/a (figures not computed: output over the size limit)"
+        return f"{r:.3g} ({binding_text(binding)})"
 
-    return ("x tol (worst element's error / tolerance, or (1 - cos) / (1 - min_cosine) where the cosine floor "
-            "is the larger; > 1 fails): "
-            + ", ".join(f"{name!r} {fmt(r)}" for name, r in ratios.items()))
+    return ("x tol (the largest of: the worst element's error / max(atol, rtol*|expected|), "
+            "(1 - cos) / (1 - min_cosine) where a cosine floor applies, the SNR floor's; > 1 fails): "
+            + ", ".join(f"{name!r} {fmt(r, b)}" for name, (r, b) in ratios.items()))
 
 
 def run(args: Any) -> int:
@@ -114,13 +98,16 @@ def run(args: Any) -> int:
         extra = {"range_overflows": [o.to_json() for o in overflows]} if overflows else {}
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "seed": args.seed, "baseline": args.baseline,
-                   **figures_json(result, ratios), **extra, "passed": passed, "accuracy_passed": result.passed,
+                   **figures_json(result, ratios), **extra, "notes": [cli_spelling(n) for n in plan.notes],
+                   "passed": passed, "accuracy_passed": result.passed,
                    "parser_check": parsed.to_json() if parsed is not None else None})
     else:
         print(f"{model.label}: {engine.describe()}")
         if engine.backend_name == "emulate":
             print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
         print(f"reference: {reference_label(model, args.baseline)}")
+        for note in plan.notes:  # e.g. a mixed-precision model whose FP32 island --fp16 lowers (try --as-is)
+            print(f"note: {cli_spelling(note)}")
         print(result.message())
         print(ratio_line(ratios))
         if overflows:

@@ -1,7 +1,7 @@
 """``pytest-trt layers MODEL``: what the engine runs, per ONNX node: planned vs observed precision.
 
 Builds (or loads from the cache) the engine for MODEL under the policy and prints its
-:class:`~pytest_trt.layers.LayerReport`: one row per node with planned and observed
+:class:`~pytest_trt.layers.report.LayerReport`: one row per node with planned and observed
 precision, status (ok / mismatch / unverifiable / fixed), how it is known (evidence:
 observed / inferred from a fused kernel's boundary / unverifiable / emulated) and the
 carrying layer (``[myelin]`` for Myelin regions). ``--json`` prints the report as JSON,
@@ -9,50 +9,46 @@ with ``evidence`` counts for the report and for each ``--expect`` check. On the
 ``emulate`` backend the report is derived from the plan (emulated = planned) and says so.
 
 Input shapes (``--input-shapes``) are needed for TensorRT's optimization profile when
-the model has symbolic dims; the ``emulate`` backend needs none.
+the model has symbolic dims; the ``emulate`` backend needs none. No input is run, so no
+value is needed either: ``--val-range`` is not asked for (an integer input's range
+matters to ``compare``, not here), and ``--load-inputs`` only lends its arrays' shapes.
 
 Exit 0 (a report, whatever it shows). With ``--expect PATTERN=PREC`` (repeatable) each
 expectation runs :func:`pytest_trt.assert_precision`; exit 1 if any fails.
+
+``--ledger`` prints the ledger instead (:mod:`pytest_trt.ledger`): per ONNX node the declared
+precision and its rule, the realized precision and its evidence, the engine layer (TensorRT) or
+node (ONNX Runtime CUDA) that ran it and its time, with roll-ups per scope and per precision;
+``--timing`` picks the timing source (auto: TensorRT's own, else ONNX Runtime CUDA, else none,
+saying why). Timing runs the engine, so then the inputs' values matter too (``--val-range`` for
+integer inputs, or ``--load-inputs``). ``--export-profile PATH`` writes trtexec's
+``--exportProfile`` JSON, ``--export-trace PATH`` a Chrome/Perfetto trace (both need time; each
+implies ``--ledger``).
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
-from ..errors import PrecisionError
-from ..policy import parse_rule
-from ..verify import assert_precision
+from ..errors import PrecisionError, UsageError
+from ..inputs import parse_input_shape, resolve_profile
+from ..ledger import chrome_trace, ledger_of, trtexec_profile
+from ..ledger.ort_cuda import ort_cuda_reason
+from ..ledger.render import TOP
+from ..ledger.timing import backend_timing_reason, check_available
+from ..plan.policy import parse_rule
+from ..verify.precision import assert_precision
+from .args import flat
 from .common import (
-    add_engine_flags,
-    add_input_flags,
-    add_model_and_policy,
     build_config_from_args,
-    cli_spelling,
     emit_json,
     feeds_from_args,
     policy_from_args,
     session_from_args,
 )
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("layers", help="planned vs observed precision per node (the engine's layer report)",
-                       description="Build (or load from the cache) the engine for MODEL under the policy and print "
-                       "what it runs: per ONNX node the planned and the observed precision, the status "
-                       "(ok/mismatch/unverifiable/fixed) and the layer or Myelin region that carries it. Exit 0; "
-                       "with --expect, 1 when an expectation fails; 2 on usage or input errors.")
-    add_model_and_policy(p)
-    add_engine_flags(p)
-    add_input_flags(p)
-    p.add_argument("--status", action="append", default=[], metavar="STATUS",
-                   choices=("ok", "mismatch", "unverifiable", "fixed"),
-                   help="show only nodes with this status (repeatable; table only)")
-    p.add_argument("--expect", action="append", default=[], metavar="PATTERN=PREC",
-                   help="assert that the nodes matching PATTERN are shown running in PREC (repeatable); "
-                        "exit 1 if one fails")
-    p.add_argument("--allow-unverifiable", action="store_true",
-                   help="with --expect: list unverifiable nodes as warnings instead of failing")
-    p.set_defaults(run=run)
+from .spelling import cli_spelling
 
 
 def run(args) -> int:
@@ -61,11 +57,18 @@ def run(args) -> int:
     session = session_from_args(args)
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
-    if session.backend.name == "emulate" and not (args.input_shapes or args.load_inputs):
-        config = session.build_config()  # emulation ignores shapes and profiles: no inputs needed
-    else:
+    if args.load_inputs:
         config = build_config_from_args(args, model, feeds_from_args(args, model))
+    elif args.input_shapes or session.backend.name != "emulate":
+        # only the shapes matter (the optimization profile); values, e.g. an integer input's
+        # range, do not: the same profile compare builds from its feeds, so the cache entry is shared
+        shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else None
+        config = session.build_config(profiles=(resolve_profile(model, shapes=shapes),))
+    else:
+        config = session.build_config()  # emulation ignores shapes and profiles: no inputs needed
     engine, event = session.engine(plan, config)
+    if args.ledger or args.export_profile or args.export_trace:
+        return _ledger(args, session, model, engine, event, plan)
     report = engine.layers()
     checks, failed = [], []
     for rule in expectations:
@@ -89,3 +92,30 @@ def run(args) -> int:
         for error in failed:
             print(cli_spelling(str(error)), file=sys.stderr)
     return 1 if failed else 0
+
+
+def _ledger(args, session, model, engine, event, plan) -> int:
+    """``--ledger``: the ledger as text or JSON, and its exports."""
+    check_available(args.timing, session.backend, "--timing")
+    needed = args.timing != "off" and (backend_timing_reason(session.backend) is None or ort_cuda_reason() is None)
+    feeds = feeds_from_args(args, model) if needed else {}
+    ledger = ledger_of(engine, feeds, timing=args.timing, warmup=args.warmup, iterations=args.iterations,
+                       source="--timing")
+    data = ledger.to_json()
+    exports = [(args.export_profile, trtexec_profile, "--export-profile"),
+               (args.export_trace, chrome_trace, "--export-trace")]
+    for path, export, flag in exports:
+        if path:
+            if not ledger.timed:
+                raise UsageError(f"{flag}: the ledger of {model.label} has no time ({ledger.time_reason})")
+            Path(path).write_text(json.dumps(export(data), indent=1) + "\n")
+    if args.json:
+        emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
+                   "engine": event.to_json(), "ledger": data})
+    else:
+        print(f"{model.label}: {engine.describe()}")
+        print(ledger.table(top=None if args.all_rows else TOP))
+        for path, _, flag in exports:
+            if path:
+                print(f"{flag}: wrote {path}")
+    return 0

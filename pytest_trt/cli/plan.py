@@ -7,31 +7,18 @@ from pathlib import Path
 
 import onnx
 
+from ..backends.tensorrt.parser_check import require
 from ..errors import UsageError
-from ..model import load_model
-from ..parser_check import require
+from ..model.load import load_model
 from ..plan import PrecisionPlan
 from ..realize import realize_strong
-from ..weight_sets import save_with_weights
+from ..realize.weight_sets import save_with_weights
 from .common import (
-    add_model_and_policy,
-    add_parser_check_flag,
     emit_json,
     parser_check_from_args,
     policy_from_args,
 )
-
-
-def add_parser(sub) -> None:
-    p = sub.add_parser("plan", help="resolve a precision policy against a model and show every node's precision",
-                       description="Resolve the precision policy against MODEL: node, op type, precision and the "
-                       "rule that decided it. A pattern that matches no node is an error (exit 2).")
-    add_model_and_policy(p)
-    p.add_argument("--export-onnx", metavar="PATH", help="write the strongly typed realization (Casts at island "
-                   "boundaries) to PATH; never over MODEL, and over another existing file only with --force")
-    p.add_argument("--force", action="store_true", help="with --export-onnx: overwrite an existing PATH")
-    add_parser_check_flag(p)
-    p.set_defaults(run=run)
+from .spelling import cli_spelling
 
 
 def _check_export_path(args: argparse.Namespace) -> None:
@@ -87,3 +74,5 @@ def _print_plan(plan: PrecisionPlan) -> None:
         print(f"{name:<{widths[0]}}  {op:<{widths[1]}}  {prec:<{widths[2]}}  {rule}")
     counts = plan.counts()
     print("\n" + ", ".join(f"{k}: {v}" for k, v in counts.items() if v) + f"  ({len(rows)} nodes; policy {plan.policy.describe()})")
+    for note in plan.notes:  # e.g. a mixed-precision model whose FP32 island --fp16 lowers: --as-is tests it as written
+        print(f"note: {cli_spelling(note)}")

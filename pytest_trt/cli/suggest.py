@@ -7,7 +7,9 @@ guided by layerwise errors; see :mod:`pytest_trt.suggest`. Prints the patterns r
 values permuted by seed) with no NaN/Inf inside where the FP32 reference is finite. Exit 0
 when an answer was found (including "nothing needs to change"); 1 when none was, when the
 outputs pass only with NaN/Inf inside (``passes_output_only``), or when the answer keeps more
-than half of the compute nodes FP32 (``fp32_in_effect``); 2 on usage or input errors.
+than half of the compute nodes FP32 (``fp32_in_effect``); 2 on usage or input errors. An answer
+says what each island costs in time (``--timing``: TensorRT's own timing or ONNX Runtime CUDA,
+the plan with and without it, same inputs and runs), or why that cannot be measured here.
 """
 
 from __future__ import annotations
@@ -15,47 +17,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..case import Feeds
 from ..errors import UsageError
+from ..glue.case import Feeds
+from ..ledger.timing import check_available
 from ..suggest import MIN_RECHECK_SEEDS, suggest_fp32_islands
 from .common import (
-    add_engine_flags,
-    add_input_flags,
-    add_model_and_policy,
-    add_tolerance_flags,
     build_config_from_args,
-    cli_spelling,
     emit_json,
     feeds_from_args,
-    number,
     policy_from_args,
     session_from_args,
 )
-
-
-def add_parser(sub: Any) -> None:
-    """The ``suggest`` subcommand and its flags."""
-    p = sub.add_parser("suggest", help="search the fewest FP32 islands (keep_fp32 patterns) that make MODEL pass",
-                       description="Starting from the policy (e.g. --fp16), search the shortest list of keep-fp32 "
-                       "patterns (name scopes such as '*/LayerNorm/*', op types such as 'op:Softmax') with which "
-                       "the engine matches the FP32 ONNX Runtime baseline within tolerance, on the inputs and on "
-                       "--recheck-seeds more seeds, with no NaN/Inf inside where FP32 is finite. Every candidate is "
-                       "built and run on the backend. Exit 0 when an answer was found (possibly empty: nothing "
-                       "to change); 1 when none was, when the outputs pass only with NaN/Inf inside, or when the "
-                       "answer keeps more than half of the compute nodes FP32 ('FP32 in effect'); 2 on usage or "
-                       "input errors.")
-    add_model_and_policy(p)
-    add_engine_flags(p)
-    add_input_flags(p)
-    add_tolerance_flags(p, no_check=False)  # a search against infinite tolerances would find nothing to change
-    p.add_argument("--max-builds", type=number(minimum=1, integer=True), default=None, metavar="N",
-                   help="budget of builds, the first one included, >= 1 (default: 30)")
-    p.add_argument("--threshold", type=number(minimum=0, exclusive=True), default=None,
-                   help="relative-error threshold of the layerwise comparisons, > 0 (default: per precision)")
-    p.add_argument("--recheck-seeds", type=number(minimum=1, integer=True), default=3, metavar="N",
-                   help="re-check every answer on N more input seeds, --seed + 1 ... + N (at least 3; default: 3); "
-                        "generated like the inputs, or with --load-inputs the loaded values permuted by seed")
-    p.set_defaults(run=run)
+from .spelling import cli_spelling
 
 
 def run(args: Any) -> int:
@@ -64,6 +37,7 @@ def run(args: Any) -> int:
         raise UsageError(f"--recheck-seeds must be at least {MIN_RECHECK_SEEDS} (every answer is re-checked on at "
                          f"least {MIN_RECHECK_SEEDS} more seeds), got {args.recheck_seeds}")
     session = session_from_args(args)
+    check_available(args.timing, session.backend, "--timing")
     model = session.model(args.model)
     policy = policy_from_args(args)
     session.plan(model, policy)  # pattern and model errors surface here, before any build
@@ -80,7 +54,8 @@ def run(args: Any) -> int:
         feeds.seed = feeds_seed
     found = suggest_fp32_islands(model, policy, feeds, backend=session.backend, cache=session.cache,
                                  rtol=args.rtol, atol=args.atol, config=config, max_builds=args.max_builds,
-                                 threshold=args.threshold, recheck_seeds=seeds, make_feeds=make)
+                                 threshold=args.threshold, recheck_seeds=seeds, make_feeds=make, timing=args.timing,
+                                 timing_iterations=args.iterations, timing_warmup=args.warmup)
     if args.json:
         emit_json({"model": str(args.model), "seed": args.seed, **found.to_json()})
     else:

@@ -29,7 +29,9 @@ special case: such an element passes iff ``abs_err <= atol``.
 * Optional whole-output checks: ``min_cosine`` (cosine similarity) and ``min_snr_db``
   (``10*log10(sum(e^2) / sum((a-e)^2))``) are checked *in addition* to the element check.
   Both are computed over the elements finite on both sides (the element check judges the
-  others). To rely on a metric alone, pass ``atol=float("inf")``.
+  others). To rely on a metric alone, pass ``no_check=True`` with the floor
+  (``min_cosine=0.999``): without ``no_check`` an infinite ``atol`` / ``rtol`` is a usage error,
+  since it switches the element check off (and with it the default cosine floor, below).
 
 Default tolerances (``default_tolerances``, ``default_min_cosine``)
 -----------------------------------------------------------------
@@ -83,28 +85,35 @@ compute the metrics (only) for every float output.
 
 Speed
 -----
-The passing path is a blocked scan: each output is processed in blocks of
-``scan.BLOCK_BYTES`` per working-precision buffer with preallocated scratch, so no
-full-size temporary is ever made and the scratch stays in cache (C-contiguous inputs in the
-working dtype are sliced without a copy; other layouts and dtypes are copied and upcast a
-block at a time by ``np.nditer``'s buffers, in memory order). Per block::
+The passing path is one blocked scan: each output is processed in blocks of
+``scan.BLOCK_BYTES`` per buffer with preallocated scratch, so no full-size temporary is
+ever made and the scratch stays in cache (C-contiguous inputs in the working dtype are
+sliced without a copy; other layouts and dtypes are copied and upcast a block at a time by
+``np.nditer``'s buffers, in memory order). Per block::
 
-    d = |a - e|;  t = max(rtol * |e|, atol);  block passes iff max(d - t) <= 0
+    d = a - e;  block passes if max(d) <= atol and min(d) >= -atol
+    otherwise:  block passes if max(|d| - max(rtol * |e|, atol)) <= 0
+    floors:     e.e, e.d, d.d in float64 (three dot products, BLAS held to one thread)
 
-That is six ufunc passes over cache-resident data plus one reduction. ``max`` propagates
-NaN, and ``inf - inf`` is NaN, so every NaN and infinity lands in the "not proven to pass"
-branch; so does any violation. An output not proven to pass (or asked for
-``details=True``) gets the exact, detailed pass: the rules above applied element by
-element, in C order, collecting the figures. On the 2-core Xeon of the development
-machine the passing path over two 5e7-element float32 arrays costs about 2.2-2.6x the time
-to read both arrays once and is 10-20x faster than ``numpy.testing.assert_allclose``
-(``python bench/compare.py``). The detailed pass is much slower (~1-2 s for 5e7 elements
-with most of them mismatched): it only runs when there is something to report.
+``max`` and ``min`` propagate NaN and an infinite difference exceeds any finite bound, so
+every NaN and infinity lands in the "not proven to pass" branch; so does any violation.
+The same pass gives the cosine / SNR floors their sums (``metrics``: float64 sums of exact
+float32 products; the exact, scaled sums where these are not accurate enough), so the
+floors are checked on every passing output for about the cost of the element check. An
+output not proven to pass (or asked for ``details=True``) gets the exact, detailed pass:
+the rules above applied element by element, in C order, collecting the figures. On the
+shared 2-core Xeon of the development machine the passing path with the fp16 defaults
+costs about 3-3.5x the time to read both arrays once, the element check alone (fp32, no
+floor) about 1.3x, and is 10-30x faster than ``numpy.testing.assert_allclose``
+(``python bench/compare.py``; bench/RESULTS.md). The detailed pass is much slower (~1-2 s
+for 5e7 elements with most of them mismatched): it only runs when there is something to
+report.
 
 Layout
 ------
 ``tolerances`` (defaults per precision), ``arguments`` (outputs paired by name, settings
-per output), ``scan`` (blocked verdict-only scans), ``metrics`` (cosine, SNR),
+per output), ``scan`` (the blocked passing path), ``blas`` (its single-threaded dot
+products), ``metrics`` (cosine, SNR),
 ``figures`` (what was measured), ``detail`` (the detailed pass), ``messages`` (the
 failure message), ``verdict`` (:func:`compare_outputs`, :func:`assert_close` and the
 result types). Import from ``pytest_trt.compare``: the names below are the public surface.

@@ -162,6 +162,7 @@ def detail_float(oc: OutputFigures, a: np.ndarray, e: np.ndarray, W: np.dtype, r
     a64 = np.empty(B, f64)
     e64 = np.empty(B, f64)
     inf = W.type(np.inf)
+    element_ratio = 0.0
     with np.errstate(all="ignore"):
         for start, ab, eb in iter_blocks(a, e, W, B, "C"):
             m = ab.shape[0]
@@ -214,6 +215,11 @@ def detail_float(oc: OutputFigures, a: np.ndarray, e: np.ndarray, W: np.dtype, r
             over_a = fin_dd > at
             if over_a.any():
                 acc.need_rtol = max(acc.need_rtol, float(rr[over_a].max()))
+            # each finite element's error over the tolerance it is judged against, max(atol, rtol*|e|):
+            # > 1 exactly where it fails (fail = d > atol and d > rtol*|e|); 0/0 (an exact zero) is 0
+            limit = np.maximum(tol_f, at)
+            usage = np.divide(fin_dd, limit, out=np.zeros(m, np.float64), where=fin_dd > 0, dtype=np.float64)
+            element_ratio = max(element_ratio, float(usage.max()) if m else 0.0)
             acc.add(start, ab, eb, dd, rr, fail, None if allfin else nonfin_fail)
             # metrics in float64
             x = a64[:m]
@@ -222,6 +228,7 @@ def detail_float(oc: OutputFigures, a: np.ndarray, e: np.ndarray, W: np.dtype, r
             y[...] = eb
             sums.add(x, y)
     acc.finish(oc)
+    oc.element_ratio = element_ratio
     oc.needed_atol = acc.need_atol
     oc.needed_rtol = acc.need_rtol
     oc.cosine, oc.snr_db, oc.metric_elements = sums.cosine(), sums.snr_db(), sums.n
@@ -241,4 +248,5 @@ def detail_exact(oc: OutputFigures, a: np.ndarray, e: np.ndarray) -> None:
             rr[dd == 0] = 0
             acc.add(start, ab, eb, dd, rr, fail)
     acc.finish(oc)
+    oc.element_ratio = math.inf if acc.mismatched else 0.0  # compared exactly: no tolerance
     oc.nan_actual = oc.nan_expected = oc.inf_actual = oc.inf_expected = None

@@ -12,12 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..jsonsafe import json_number
+from ..core.jsonsafe import json_number
 
-__all__ = ["TABLE_ROWS", "Element", "OutputFigures"]
+__all__ = ["DETAILS_MAX_ELEMENTS", "TABLE_ROWS", "Element", "OutputFigures"]
 
 #: Rows of the mismatch table in the failure message.
 TABLE_ROWS = 10
+
+#: Figures of *passing* outputs (max errors, for the summary and reports) cost an exact
+#: second pass; the plugin and the console script compute them up to this many elements
+#: per comparison, above it only failing outputs get them.
+DETAILS_MAX_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,9 @@ class OutputFigures:
     worst_rel: Element | None = None
     needed_atol: float | None = None
     needed_rtol: float | None = None
+    #: the largest ``|actual - expected| / max(atol, rtol * |expected|)`` over the elements finite on
+    #: both sides: how much of its tolerance the worst element uses (> 1 exactly when one fails)
+    element_ratio: float | None = None
     unfixable: int = 0  # NaN / Inf mismatches: no tolerance makes them pass
     nan_actual: int | None = None
     nan_expected: int | None = None

@@ -315,13 +315,17 @@ def _tolerance_text(outs: Sequence[OutputFigures], precision: str) -> str:
     return "exact comparison"
 
 
-def result_message(outs: Sequence[OutputFigures], precision: str, equal_nan: bool) -> str:
+def result_message(outs: Sequence[OutputFigures], precision: str, equal_nan: bool, no_check: bool = False) -> str:
     """The failure message of a comparison of ``outs`` (or a summary when everything passed)."""
     failed = [o for o in outs if not o.passed]
     tol_txt = _tolerance_text(outs, precision)
+    if no_check:
+        tol_txt += "; no_check: no tolerance verdict (NaN/Inf mismatches, missing outputs and explicit floors still fail)"
     nan_txt = "NaN equals NaN (equal_nan=True)" if equal_nan else "NaN never equals NaN"
     if failed:
         head = f"{len(failed)} of {len(outs)} output(s) differ from the reference"
+    elif no_check:
+        head = f"{len(outs)} output(s) compared with the reference, figures only"
     else:
         head = f"all {len(outs)} output(s) match the reference"
     lines = [

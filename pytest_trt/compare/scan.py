@@ -1,19 +1,31 @@
 """Blocked scans over two arrays: the passing path of the verdict.
 
-An output is walked in blocks of ``BLOCK_BYTES`` per working-precision buffer with
-preallocated scratch (:func:`iter_blocks`), so no full-size temporary is made. The scans
-here only answer "proven to pass?" (:func:`passes_float`, :func:`passes_exact`); an output
-not proven to pass gets the detailed pass of :mod:`pytest_trt.compare.detail`. Also here:
-what kind of output a dtype is (:func:`category`) and the precision the arithmetic runs in
-(:func:`working_dtype`).
+An output is walked in blocks of ``BLOCK_BYTES`` per buffer with preallocated scratch
+(:func:`iter_blocks`), so no full-size temporary is made. The scans here answer "proven to
+pass?" (:func:`passes_float`, :func:`passes_exact`); an output not proven to pass gets the
+detailed pass of :mod:`pytest_trt.compare.detail`. :func:`passes_float` also folds every
+block into the metric sums of the cosine / SNR floors on the same pass (the fast path of
+:mod:`pytest_trt.compare.metrics`). Per float block::
+
+    d = a - e  (working precision);  passes if max(d) <= atol and min(d) >= -atol,
+    else if max(|d| - max(rtol * |e|, atol)) <= 0  (the full rule);
+    metrics: e and d to float64, then e.e, e.d, d.d
+
+Also here: what kind of output a dtype is (:func:`category`), the precision the arithmetic
+runs in (:func:`working_dtype`) and the default floor's zero check (:func:`beyond_atol`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+from .blas import single_threaded_dot
+
+if TYPE_CHECKING:
+    from .metrics import MetricSums
 
 __all__ = [
     "BLOCK_BYTES",
@@ -63,10 +75,19 @@ def block_elems(dt: np.dtype, n: int | None = None) -> int:
 
 
 def beyond_atol(e: np.ndarray, atol: float) -> bool:
-    """Whether some finite element of the reference exceeds ``atol`` in magnitude."""
+    """Whether some finite element of the reference exceeds ``atol`` in magnitude (compared
+    in the reference's dtype; ml_dtypes' in float64). Blocked: no full-size temporary."""
+    W = np.dtype(np.float64) if e.dtype.kind == "V" else e.dtype
+    B = block_elems(W, e.size)
+    buf = np.empty(B, W)
     with np.errstate(invalid="ignore", over="ignore"):
-        mag = np.abs(np.asarray(e, dtype=np.float64) if e.dtype.kind == "V" else e)
-        return bool(np.any(np.isfinite(mag) & (mag > atol)))
+        for _, eb, _ in iter_blocks(e, e, W, B, "K"):
+            mag = buf[: eb.shape[0]]
+            np.abs(eb, out=mag)
+            mag[np.isinf(mag)] = 0  # finite elements only; NaN is skipped by fmax
+            if np.fmax.reduce(mag) > atol:
+                return True
+    return False
 
 
 def iter_blocks(a: np.ndarray, e: np.ndarray, W: np.dtype | None, block: int,
@@ -106,29 +127,58 @@ def iter_blocks(a: np.ndarray, e: np.ndarray, W: np.dtype | None, block: int,
         s += m
 
 
-def passes_float(a: np.ndarray, e: np.ndarray, W: np.dtype, rtol: float, atol: float) -> bool:
+def passes_float(a: np.ndarray, e: np.ndarray, W: np.dtype, rtol: float, atol: float,
+                 sums: MetricSums | None = None) -> bool:
     """True iff every element is proven to pass. False means "maybe not": NaN, Inf or a
-    violation somewhere; the detailed pass decides."""
-    B = block_elems(W, e.size)
-    sub, ab_, mul, mx = np.subtract, np.abs, np.multiply, np.maximum
+    violation somewhere; the detailed pass decides.
+
+    With ``sums``, the same pass also folds every block into the metric sums (the fast path
+    of :meth:`~pytest_trt.compare.metrics.MetricSums.folder`); they are complete only when
+    this returns True, and the caller then calls ``sums.settle()``.
+    """
+    B = block_elems(np.dtype(np.float64) if sums is not None else W, e.size)
+    sub, high, low = np.subtract, np.maximum.reduce, np.minimum.reduce
     with np.errstate(all="ignore"):  # also: tolerances beyond float32's range become inf
-        d = np.empty(B, W)
-        t = np.empty(B, W)
-        c = np.full(B, atol, W)
         r = W.type(rtol)
-        for _, ab, eb in iter_blocks(a, e, W, B, "K"):
-            m = ab.shape[0]
-            dd = d[:m]
-            tt = t[:m]
-            sub(ab, eb, out=dd)
-            ab_(dd, out=dd)
-            ab_(eb, out=tt)
-            mul(tt, r, out=tt)
-            mx(tt, c[:m], out=tt)  # array, not scalar: numpy's scalar maximum is not vectorized
-            sub(dd, tt, out=tt)
-            if not tt.max() <= 0:  # NaN-propagating
-                return False
+        at = W.type(atol)
+        lim = float(min(at, np.finfo(W).max))  # the shortcut's bound: finite, so an infinite difference fails it
+        d = np.empty(B, W)
+        full = _FullRule(B, W, r, at)
+        with single_threaded_dot(B if sums is not None else 0) as dot:
+            fold = sums.folder(B, W, dot) if sums is not None else None
+            for _, ab, eb in iter_blocks(a, e, W, B, "K"):
+                dd = d if ab.shape[0] == B else d[: ab.shape[0]]
+                sub(ab, eb, out=dd)
+                hi, lo = float(high(dd)), float(low(dd))
+                # |a - e| <= atol everywhere passes the block at once; else (or NaN/Inf) the full rule
+                if not (hi <= lim and lo >= -lim) and not full.passes(eb, dd):
+                    return False
+                if fold is not None:
+                    fold(ab, eb, dd, hi == 0.0 and lo == 0.0)
     return True
+
+
+class _FullRule:
+    """The element rule on one block, ``|d| <= max(rtol * |e|, atol)`` everywhere, in the working
+    precision, with scratch made on first use (most blocks pass on ``|d| <= atol`` alone)."""
+
+    def __init__(self, B: int, W: np.dtype, r: Any, at: Any) -> None:
+        self.B, self.W, self.r, self.at = B, W, r, at
+        self.t: np.ndarray | None = None
+
+    def passes(self, eb: np.ndarray, dd: np.ndarray) -> bool:
+        if self.t is None:
+            self.t = np.empty(self.B, self.W)
+            self.u = np.empty(self.B, self.W)
+            self.c = np.full(self.B, self.at, self.W)
+        m = dd.shape[0]
+        tt, uu = self.t[:m], self.u[:m]
+        np.abs(dd, out=tt)
+        np.abs(eb, out=uu)
+        np.multiply(uu, self.r, out=uu)
+        np.maximum(uu, self.c[:m], out=uu)  # array, not scalar: numpy's scalar maximum is not vectorized
+        np.subtract(tt, uu, out=uu)
+        return bool(uu.max() <= 0)  # NaN-propagating: NaN and inf - inf fail
 
 
 def passes_exact(a: np.ndarray, e: np.ndarray) -> bool:

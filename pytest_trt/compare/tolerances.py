@@ -8,7 +8,7 @@ failure message and JSON record states.
 
 from __future__ import annotations
 
-from ..dtypes import BF16, FP16, FP32, normalize_precision
+from ..core.dtypes import BF16, FP16, FP32, normalize_precision
 
 __all__ = ["DEFAULT_MIN_COSINE", "DEFAULT_TOLERANCES", "SEMANTICS", "default_min_cosine", "default_tolerances"]
 

@@ -10,19 +10,20 @@ first, then the blocked scan, then the detailed pass when the scan cannot prove 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..dtypes import FP32, normalize_precision
-from ..errors import AccuracyError
-from ..jsonsafe import json_number
+from ..core.dtypes import FP32, normalize_precision
+from ..core.jsonsafe import json_number
+from ..errors import AccuracyError, UsageError
 from .arguments import pair_up, per_output
 from .detail import detail_exact, detail_float
 from .figures import Element, OutputFigures
 from .messages import fmt_cos, fmt_db, fmt_shape, output_report, result_message, summary_line, would_pass
-from .metrics import metric_sums
+from .metrics import MetricSums, exact_metric_sums
 from .scan import beyond_atol, category, passes_exact, passes_float, working_dtype
 from .tolerances import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES, SEMANTICS
 
@@ -79,6 +80,7 @@ class OutputComparison(OutputFigures):
             "worst_rel_values": None if self.worst_rel is None else [
                 json_number(self.worst_rel.actual), json_number(self.worst_rel.expected)],
             # NaN/Inf mismatches: no tolerance passes, so no "needed" figure (null) and the reason
+            "element_ratio": json_number(self.element_ratio),
             "needed_atol": None if self.unfixable else json_number(self.needed_atol),
             "needed_rtol": None if self.unfixable else json_number(self.needed_rtol),
             "needed_reason": (f"no tolerance passes the {self.unfixable} NaN/Inf mismatch(es)"
@@ -112,6 +114,8 @@ class CompareResult:
     outputs: dict[str, OutputComparison]
     precision: str = FP32
     equal_nan: bool = False
+    #: compared with ``no_check=True``: figures without a tolerance verdict
+    no_check: bool = False
 
     @property
     def passed(self) -> bool:
@@ -127,7 +131,7 @@ class CompareResult:
 
     def message(self) -> str:
         """The failure message (or a summary when everything passed)."""
-        return result_message(list(self.outputs.values()), self.precision, self.equal_nan)
+        return result_message(list(self.outputs.values()), self.precision, self.equal_nan, self.no_check)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types (``json.dumps`` works with ``allow_nan=False``)."""
@@ -135,6 +139,7 @@ class CompareResult:
             "passed": bool(self.passed),
             "precision": self.precision,
             "equal_nan": bool(self.equal_nan),
+            "no_check": bool(self.no_check),
             "semantics": SEMANTICS,
             "outputs_total": len(self.outputs),
             "outputs_failed": len(self.failed_outputs),
@@ -158,6 +163,7 @@ def assert_close(
     min_snr_db: Any = None,
     names: Any = None,
     details: bool = False,
+    no_check: bool = False,
 ) -> CompareResult:
     """Assert that ``actual`` matches the reference ``expected``; return the CompareResult.
 
@@ -166,14 +172,16 @@ def assert_close(
     compare). ``rtol`` / ``atol`` / ``min_cosine`` / ``min_snr_db``: a number, or a dict
     ``{output name: value}`` (outputs not named get the precision defaults / no check).
     ``details=True`` computes the figures (max errors, metrics) of passing outputs too.
+    ``no_check=True``: no tolerance verdict (see :func:`compare_outputs`).
 
     Raises :class:`~pytest_trt.errors.AccuracyError` (an ``AssertionError``) carrying the
     result when any output fails, :class:`~pytest_trt.errors.UsageError` for invalid
-    arguments (negative or NaN tolerances, unknown names, unsupported dtypes).
+    arguments (negative, NaN or, without ``no_check``, infinite tolerances, unknown names,
+    unsupported dtypes).
     """
     result = compare_outputs(
         actual, expected, rtol=rtol, atol=atol, precision=precision, equal_nan=equal_nan,
-        min_cosine=min_cosine, min_snr_db=min_snr_db, names=names, details=details,
+        min_cosine=min_cosine, min_snr_db=min_snr_db, names=names, details=details, no_check=no_check,
     )
     if not result.passed:
         raise AccuracyError(result.message(), result)
@@ -192,14 +200,26 @@ def compare_outputs(
     min_snr_db: Any = None,
     names: Any = None,
     details: bool = False,
+    no_check: bool = False,
 ) -> CompareResult:
-    """Like :func:`assert_close` but never raises on a mismatch: returns the result."""
+    """Like :func:`assert_close` but never raises on a mismatch: returns the result.
+
+    ``no_check=True`` (the console script's ``--no-check``, the marker's and ``trt.check()``'s
+    ``no_check=True``) compares without a tolerance verdict: ``atol`` and ``rtol`` become
+    ``inf`` unless given, so every finite element passes and the precision's default cosine
+    floor no longer applies; NaN/Inf mismatches, missing outputs and explicit ``min_cosine`` /
+    ``min_snr_db`` floors still fail. It is the only way to pass an infinite tolerance: without
+    it ``atol=inf`` (or ``rtol=inf``) is a :class:`~pytest_trt.errors.UsageError`, since it
+    switches the element check off and would pass a real overflow.
+    """
     precision = normalize_precision(precision)
-    d_rtol, d_atol = DEFAULT_TOLERANCES[precision]
+    d_rtol, d_atol = (math.inf, math.inf) if no_check else DEFAULT_TOLERANCES[precision]
     pairs = pair_up(actual, expected, names)
     all_names = [p[0] for p in pairs]
     rtols = per_output("rtol", rtol, d_rtol, all_names, tolerance=True)
     atols = per_output("atol", atol, d_atol, all_names, tolerance=True)
+    if not no_check:
+        refuse_infinite({"atol": atols, "rtol": rtols})
     cosines = per_output("min_cosine", min_cosine, None, all_names)
     snrs = per_output("min_snr_db", min_snr_db, None, all_names)
     d_cosine = DEFAULT_MIN_COSINE[precision]
@@ -211,7 +231,21 @@ def compare_outputs(
             min_cosine=given if given is not None else d_cosine, min_snr_db=snrs[name], details=details,
             default_cosine=given is None and d_cosine is not None,
         )
-    return CompareResult(outputs=outputs, precision=precision, equal_nan=bool(equal_nan))
+    return CompareResult(outputs=outputs, precision=precision, equal_nan=bool(equal_nan), no_check=bool(no_check))
+
+
+def refuse_infinite(levels: dict[str, dict[str, float]], where: str = "") -> None:
+    """UsageError for an infinite tolerance (``{"atol": {output: value}, ...}``), in the API's spelling."""
+    for what, values in levels.items():
+        infinite = [n for n, v in values.items() if isinstance(v, (int, float)) and math.isinf(v)]
+        if infinite:
+            outputs = ", ".join(repr(n) for n in infinite)
+            raise UsageError(
+                f"{where}{what}=inf (output {outputs}) switches the accuracy check off: every finite element "
+                f"passes and the precision's default cosine floor no longer applies, so a real overflow "
+                f"passes. Pass no_check=True to compare without a tolerance verdict (NaN/Inf mismatches, "
+                f"missing outputs and explicit min_cosine/min_snr_db floors still fail), or give a finite "
+                f"tolerance")
 
 
 def _compare_one(name: str, a: np.ndarray | None, e: np.ndarray | None, *, rtol: float, atol: float,
@@ -235,19 +269,40 @@ def _compare_one(name: str, a: np.ndarray | None, e: np.ndarray | None, *, rtol:
             detail_exact(oc, a, e)
         return oc
 
-    if default_cosine and e.size and not beyond_atol(e, atol):
-        # numerically zero at this tolerance: no direction to compare, the element rule judges it
-        min_cosine = oc.min_cosine = None
+    _judge_float(oc, a, e, rtol=rtol, atol=atol, equal_nan=equal_nan, min_cosine=min_cosine,
+                 min_snr_db=min_snr_db, details=details, default_cosine=default_cosine)
+    return oc
+
+
+def _judge_float(oc: OutputComparison, a: np.ndarray, e: np.ndarray, *, rtol: float, atol: float,
+                 equal_nan: bool, min_cosine: float | None, min_snr_db: float | None, details: bool,
+                 default_cosine: bool) -> None:
+    """A float output: the one-pass scan (verdict and metric sums), the detailed pass when it
+    cannot prove a pass (or details were asked), then the floors."""
     W = working_dtype(a, e)
     want_metrics = details or min_cosine is not None or min_snr_db is not None
-    ok = passes_float(a, e, W, rtol, atol) if e.size else True
+    sums = MetricSums() if want_metrics and e.size and not details else None
+    ok = passes_float(a, e, W, rtol, atol, sums) if e.size else True  # one pass: verdict and metric sums
+    settled = None
     if not ok or details:
         detail_float(oc, a, e, W, rtol, atol, equal_nan)
-    elif want_metrics:
-        sums = metric_sums(a, e)
-        oc.cosine, oc.snr_db, oc.metric_elements = sums.cosine(), sums.snr_db(), sums.n
+    elif sums is not None:
+        settled = sums if sums.settle() else exact_metric_sums(a, e)  # exact when the fast sums are not
+        oc.cosine, oc.snr_db, oc.metric_elements = settled.cosine(), settled.snr_db(), settled.n
+    if default_cosine and e.size and not _reference_beyond_atol(e, atol, settled):
+        # numerically zero at this tolerance: no direction to compare, the element rule judges it
+        min_cosine = oc.min_cosine = None
+        if settled is not None and min_snr_db is None:  # computed for the default floor only
+            oc.cosine = oc.snr_db = oc.metric_elements = None
     _check_metrics(oc, min_cosine, min_snr_db, default_cosine)
-    return oc
+
+
+def _reference_beyond_atol(e: np.ndarray, atol: float, sums: MetricSums | None) -> bool:
+    """Whether some finite element of ``e`` exceeds ``atol``; from the passing scan's sums when
+    they say so (a mean square above ``atol**2``), else by a blocked scan of ``e``."""
+    if sums is not None and sums.mean_square_e_exceeds(atol):
+        return True
+    return beyond_atol(e, atol)
 
 
 def _one_sided(name: str, a: np.ndarray | None, e: np.ndarray | None, *, rtol: float,

@@ -12,18 +12,23 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pytest
 
+from ..core.lazy import lazy_import
 from ..errors import InputError, UsageError
-from ..model import Model
+from ..model.load import Model
 from .declarations import did_you_mean, fmt_shape, inputs_listing
 from .files import load_feeds
 from .generation import MAKE_FEEDS_KEYS, make_feeds
 from .shapes import DimKey, ShapeSolver
 from .specs import InputSpec, ModelSource, as_model, dtype_kind, input_specs
+
+if TYPE_CHECKING:
+    import pytest
+else:  # only param_sets needs it: the console script checks feeds without importing pytest
+    pytest = lazy_import("pytest")
 
 __all__ = ["FeedSet", "check_feeds", "input_sets", "param_sets"]
 

@@ -7,6 +7,7 @@ saying how to write one; writing is atomic and takes any input name.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 import zipfile
@@ -17,18 +18,26 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from .generation import MAX_FEED_BYTES
 
-__all__ = ["load_feeds", "save_feeds"]
+__all__ = ["comment_text", "load_feeds", "save_feeds", "write_replay_script"]
 
 
-def load_feeds(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Read feeds from an ``.npz`` file (``np.savez(path, input_ids=..., ...)``)."""
+def load_feeds(path: str | os.PathLike[str], *, origin: str | None = None) -> dict[str, np.ndarray]:
+    """Read feeds from an ``.npz`` file (``np.savez(path, input_ids=..., ...)``).
+
+    ``origin`` says how a relative path was resolved, for the "not found" message (the trt
+    marker's paths are relative to the test file); without it, the current directory.
+    """
     p = Path(path)
     if not p.exists():
-        raise InputError(f"feeds file not found: {p} (relative paths are resolved against {Path.cwd()})")
+        where = origin or (f"relative paths are resolved against the current directory {Path.cwd()}"
+                           if not p.is_absolute() else "the path is absolute")
+        raise InputError(f"feeds file not found: {p} ({where})")
     if p.is_dir():
         raise InputError(f"feeds path is a directory, not an .npz file: {p}")
     try:
+        _check_declared_sizes(p)
         data = np.load(p, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise InputError(
@@ -51,6 +60,43 @@ def load_feeds(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
         if not isinstance(v, np.ndarray):
             raise InputError(f"feeds file {p}: member {k!r} is not a .npy array; is this an .npz written by np.savez?")
     return feeds
+
+
+def _check_declared_sizes(p: Path) -> None:
+    """Refuse an array whose ``.npy`` header declares more data than its member holds, or more than
+    :data:`~pytest_trt.inputs.MAX_FEED_BYTES`, before numpy allocates it.
+
+    ``np.load`` allocates the whole array the header declares before reading a byte of it, so a
+    forged or damaged header (``shape (10**12,)`` over 16 bytes of data) would otherwise end in a
+    MemoryError. Only the headers are read here (numpy's own parser, which bounds the header size).
+    A file that is not a zip archive is left to ``np.load`` (it reads ``.npy`` files too).
+    """
+    if not zipfile.is_zipfile(p):
+        return
+    with zipfile.ZipFile(p) as zf:
+        for info in zf.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            name = info.filename[:-4]
+            with zf.open(info) as fh:
+                version = np.lib.format.read_magic(fh)
+                # version 3.0 differs from 2.0 only in the header's text encoding (utf-8), which the
+                # ASCII header of a numeric array does not use
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    np.lib.format.read_array_header_2_0
+                shape, _, dtype = read(fh)
+                declared = math.prod(shape) * dtype.itemsize
+                held = info.file_size - fh.tell()
+            if declared > MAX_FEED_BYTES:
+                raise InputError(
+                    f"feeds file {p}: array {name!r} declares shape {tuple(shape)} of {dtype} "
+                    f"({declared / 2**30:.3g} GiB), over the limit of {MAX_FEED_BYTES / 2**30:.0f} GiB per input; "
+                    f"is the file damaged, or written for another model?")
+            if declared > held and not dtype.hasobject:
+                raise InputError(
+                    f"feeds file {p}: array {name!r} declares shape {tuple(shape)} of {dtype} ({declared} bytes) "
+                    f"but holds {max(held, 0)} bytes of data: the file is damaged or was not written completely; "
+                    f"write feeds with np.savez(path, **feeds) or pytest_trt.inputs.save_feeds")
 
 
 def save_feeds(path: str | os.PathLike[str], feeds: Mapping[str, Any]) -> Path:
@@ -88,3 +134,22 @@ def save_feeds(path: str | os.PathLike[str], feeds: Mapping[str, Any]) -> Path:
         raise
     return p
 
+
+
+def comment_text(text: object) -> str:
+    """``text`` fit for one ``#`` comment line of a shell script: as it is when every character is
+    printable, else its Python ``repr`` (quoted, with newlines and other control characters
+    escaped). A node id carries the test file's name verbatim, and a name holding a newline
+    would otherwise end the comment and put the rest on a line the shell runs (audit F11)."""
+    text = str(text)
+    return text if text.isprintable() else repr(text)
+
+
+def write_replay_script(path: str | os.PathLike[str], command: str, comments: list[str]) -> Path:
+    """Write an executable ``#!/bin/sh`` script: the ``comments`` (each made one safe line by
+    :func:`comment_text`), then ``command``, whose arguments the caller has quoted (``shlex.quote``)."""
+    script = Path(path)
+    lines = ["#!/bin/sh", *(f"# {comment_text(c)}" for c in comments), command]
+    script.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    script.chmod(0o755)
+    return script

@@ -96,7 +96,7 @@ def parse_val_range(arg: Any, *, option: str = VAL_RANGE_OPTION) -> dict[str, tu
         name, val = name.strip(), val.strip()
         key = ALL_INPUTS if name in ALL_INPUT_KEYS else name
         hint = (f"expected NAME:[MIN,MAX] for one input or [MIN,MAX] for all inputs, "
-                f"e.g. {option} input_ids:[0,30521] [-1,1]")
+                f"e.g. {option} input_ids:[0,<vocab_size-1>] [-1,1]")
         m = _BRACKETS.fullmatch(val)
         if not m:
             raise UsageError(f"{option} {entry!r}: {hint}")

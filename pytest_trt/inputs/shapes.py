@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import InputError
-from ..model import Model
+from ..model.load import Model
 from .declarations import as_dim, as_shape, check_input_names, did_you_mean, fmt_shape
 from .parsing import SHAPES_OPTION, parse_input_shape
 from .specs import InputSpec, ModelSource, as_model, input_specs, shape_text

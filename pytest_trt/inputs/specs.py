@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from onnx import helper
 
+from ..core.lazy import lazy_import
 from ..errors import InputError
-from ..lazy import lazy_import
-from ..model import Model, load_model
+from ..model.load import Model, load_model
 
 if TYPE_CHECKING:
     import ml_dtypes
 else:  # onnx's own dependency for bfloat16 / float8
     ml_dtypes = lazy_import("ml_dtypes")
 
-__all__ = ["InputSpec", "ModelSource", "as_model", "dtype_kind", "float_max", "input_specs", "shape_text", "symbolic_dims"]
+__all__ = ["InputSpec", "ModelSource", "as_model", "dtype_kind", "float_max", "index_table_rows", "input_specs", "shape_text", "symbolic_dims"]
 
 #: A model as the public functions accept it: a path, an ``onnx.ModelProto`` or a Model.
 ModelSource = Any
@@ -103,14 +103,53 @@ def float_max(dtype: Any) -> float:
 
 
 def as_model(model: ModelSource) -> Model:
-    """``model`` as a :class:`~pytest_trt.model.Model`: a Model as is, a path or ModelProto loaded."""
+    """``model`` as a :class:`~pytest_trt.model.load.Model`: a Model as is, a path or ModelProto loaded."""
     return model if isinstance(model, Model) else load_model(model)
+
+
+#: Ops that carry an index tensor's values unchanged to a Gather (only their first input does).
+_INDEX_PASS_THROUGH = frozenset({"Cast", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Expand",
+                                 "Transpose"})
+
+
+def index_table_rows(model: ModelSource, name: str) -> tuple[str, int] | None:
+    """The table an integer input indexes, for a range hint: ``(table, rows)`` of a ``Gather`` whose
+    data is an initializer and whose indices are ``name`` (through shape-only ops such as
+    ``Reshape``), the smallest table when there are several; None when there is none.
+
+    Token ids index an embedding table: their range is ``[0, rows - 1]``.
+    """
+    m = as_model(model)
+    tables = {t.name: list(t.dims) for t in m.graph.initializer}
+    consumers: dict[str, list[Any]] = {}
+    for node in m.graph.node:
+        for i, inp in enumerate(node.input):
+            consumers.setdefault(inp, []).append((i, node))
+    found: list[tuple[int, str]] = []
+    frontier, seen = [name], {name}
+    while frontier:
+        tensor = frontier.pop()
+        for index, node in consumers.get(tensor, ()):
+            if node.op_type == "Gather" and index == 1 and node.input[0] in tables:
+                dims = tables[node.input[0]]
+                axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+                if dims and -len(dims) <= axis < len(dims):
+                    found.append((int(dims[axis]), node.input[0]))
+            elif node.op_type in _INDEX_PASS_THROUGH and index == 0:
+                for out in node.output:
+                    if out and out not in seen:
+                        seen.add(out)
+                        frontier.append(out)
+    if not found:
+        return None
+    rows, table = min(found)
+    return table, rows
 
 
 def input_specs(model: ModelSource) -> list[InputSpec]:
     """The model's inputs (graph inputs that are not initializers), in graph order.
 
-    ``model``: a path, an ``onnx.ModelProto`` or a :class:`~pytest_trt.model.Model`.
+    ``model``: a path, an ``onnx.ModelProto`` or a :class:`~pytest_trt.model.load.Model`.
     Non-tensor inputs (sequences, maps, optionals) raise :class:`InputError`.
     """
     m = as_model(model)

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..model import Model
+from ..model.load import Model
 from .declarations import ALL_INPUT_KEYS, ALL_INPUTS, check_input_names, check_range, is_finite_number
 from .parsing import VAL_RANGE_OPTION, parse_val_range
-from .specs import InputSpec, ModelSource, as_model, float_max, input_specs
+from .specs import InputSpec, ModelSource, as_model, float_max, index_table_rows, input_specs
 
 __all__ = [
     "DEFAULT_BOOL_RANGE",
@@ -70,9 +70,19 @@ def _normalize_val_range(val_range: Any) -> dict[str, tuple[Any, Any]]:
     return {ALL_INPUTS: _range_pair(val_range, "val_range")}
 
 
-def _int_range_example(name: str) -> str:
-    lo, hi = (0, 1) if any(w in name.lower() for w in ("mask", "type")) else (0, 30521)
-    return f"val_range={{{name!r}: ({lo}, {hi})}} or {VAL_RANGE_OPTION} {name}:[{lo},{hi}]"
+def _int_range_example(name: str, m: Model | None = None) -> str:
+    """A range to declare for integer input ``name``: from the table it indexes when the model has
+    one (token ids: ``[0, rows - 1]``), ``[0, 1]`` for masks, else a placeholder to fill in (a
+    made-up vocabulary size would be copied as is)."""
+    table = index_table_rows(m, name) if m is not None else None
+    if table is not None:
+        hi = table[1] - 1
+        return (f"val_range={{{name!r}: (0, {hi})}} or {VAL_RANGE_OPTION} {name}:[0,{hi}] "
+                f"(it indexes {table[0]!r}, which has {table[1]} rows)")
+    if any(w in name.lower() for w in ("mask", "type")):
+        return f"val_range={{{name!r}: (0, 1)}} or {VAL_RANGE_OPTION} {name}:[0,1]"
+    return (f"val_range={{{name!r}: (0, <vocab_size - 1>)}} or {VAL_RANGE_OPTION} {name}:[0,<vocab_size-1>] "
+            f"(the largest valid id; fill in yours)")
 
 
 def _fit_integers(spec: InputSpec, lo: Any, hi: Any, what: str) -> tuple[int, int]:
@@ -171,7 +181,7 @@ def resolve_val_ranges_for(m: Model, specs: list[InputSpec], val_range: Any) -> 
         out[s.name] = fit_to_dtype(s, lo, hi, what)
     if undeclared:
         lines = [
-            f"input {s.name!r} is {s.dtype_name}: declare its range, e.g. {_int_range_example(s.name)}"
+            f"input {s.name!r} is {s.dtype_name}: declare its range, e.g. {_int_range_example(s.name, m)}"
             for s in undeclared
         ]
         raise InputError(

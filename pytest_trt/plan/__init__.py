@@ -12,8 +12,10 @@ inference does not make), :mod:`~pytest_trt.plan.decide` (compute or fixed, and 
 precision), :mod:`~pytest_trt.plan.node_io` (what each node reads and writes, where Casts
 go), :mod:`~pytest_trt.plan.resolve` (the stages end to end) and
 :mod:`~pytest_trt.plan.records` (the plan and its records). ONNX type inference and schema
-queries are :mod:`pytest_trt.onnx_typing`; the rule syntax is
-:mod:`pytest_trt.precision_rules`.
+queries are :mod:`pytest_trt.model.onnx_typing`. What is asked, the
+:class:`~pytest_trt.plan.policy.PrecisionPolicy`, is :mod:`~pytest_trt.plan.policy`, and its
+rule syntax :mod:`~pytest_trt.plan.rules`; both import no onnx, and this package loads its
+other modules on first use, so importing the policy stays light (the plugin's load path).
 
 Typing rules (the realizations rely on them; see ``docs/DESIGN.md``):
 
@@ -38,24 +40,53 @@ Typing rules (the realizations rely on them; see ``docs/DESIGN.md``):
 
 from __future__ import annotations
 
-from .checks import check_as_written
-from .decide import FUNCTION_BODY_GAPS, OPERAND_INPUTS, precision_gap
-from .records import (
-    AS_WRITTEN,
-    COMPUTE,
-    CONTROL_FLOW_OPS,
-    FIXED,
-    PLAN_FORMAT,
-    QUANTIZATION_OPS,
-    SOURCE_OPS,
-    ExpectationFailure,
-    NodeDecision,
-    NodeIO,
-    PolicyView,
-    PrecisionPlan,
-    UnsupportedPrecisionError,
-)
-from .resolve import resolve_as_is, resolve_plan
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the type checker sees the real names; at run time they load on first use
+    from .checks import check_as_written
+    from .decide import FUNCTION_BODY_GAPS, OPERAND_INPUTS, precision_gap
+    from .records import (
+        AS_WRITTEN,
+        COMPUTE,
+        CONTROL_FLOW_OPS,
+        FIXED,
+        PLAN_FORMAT,
+        QUANTIZATION_OPS,
+        SOURCE_OPS,
+        ExpectationFailure,
+        NodeDecision,
+        NodeIO,
+        PolicyView,
+        PrecisionPlan,
+        UnsupportedPrecisionError,
+    )
+    from .resolve import resolve_as_is, resolve_plan
+
+#: public name -> the module of this package that defines it. Imported on first access, so
+#: that importing :mod:`~pytest_trt.plan.policy` or :mod:`~pytest_trt.plan.rules` (the
+#: plugin's load path, ``pytest_trt.PrecisionPolicy``) does not import onnx.
+_LAZY = {
+    "AS_WRITTEN": "records",
+    "COMPUTE": "records",
+    "CONTROL_FLOW_OPS": "records",
+    "ExpectationFailure": "records",
+    "FIXED": "records",
+    "FUNCTION_BODY_GAPS": "decide",
+    "NodeDecision": "records",
+    "NodeIO": "records",
+    "OPERAND_INPUTS": "decide",
+    "PLAN_FORMAT": "records",
+    "PolicyView": "records",
+    "PrecisionPlan": "records",
+    "QUANTIZATION_OPS": "records",
+    "SOURCE_OPS": "records",
+    "UnsupportedPrecisionError": "records",
+    "check_as_written": "checks",
+    "precision_gap": "decide",
+    "resolve_as_is": "resolve",
+    "resolve_plan": "resolve",
+}
 
 __all__ = [
     "AS_WRITTEN",
@@ -78,3 +109,16 @@ __all__ = [
     "resolve_as_is",
     "resolve_plan",
 ]
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

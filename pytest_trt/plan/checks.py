@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..dtypes import FLOAT_ELEM_TYPES, elem_type_name
+from ..core.dtypes import FLOAT_ELEM_TYPES, elem_type_name
 from ..errors import ModelError
-from ..onnx_typing import (
+from ..model.onnx_typing import (
     ELEM_OF_TYPE_STR,
     TYPE_NAME,
     GraphContext,
@@ -26,7 +26,7 @@ from ..onnx_typing import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import Model
+    from ..model.load import Model
 
 _LOW_ELEMS = (10, 16)  # FLOAT16, BFLOAT16
 

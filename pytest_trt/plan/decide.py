@@ -10,9 +10,9 @@ that precision at the model's opset (:func:`precision_gap`).
 
 from __future__ import annotations
 
-from ..dtypes import FP32, LOW_PRECISIONS
+from ..core.dtypes import FP32, LOW_PRECISIONS
 from ..errors import ModelError
-from ..onnx_typing import (
+from ..model.onnx_typing import (
     ELEM_OF_TYPE_STR,
     TYPE_STR_OF_PRECISION,
     GraphContext,
@@ -25,7 +25,6 @@ from ..onnx_typing import (
     primary_type_var,
     qualified,
 )
-from ..precision_rules import Rule
 from .records import (
     COMPUTE,
     FIXED,
@@ -35,6 +34,7 @@ from .records import (
     PolicyView,
     UnsupportedPrecisionError,
 )
+from .rules import Rule
 
 #: Ops whose schema allows FP16/BF16 but whose ONNX function body does not type-check in
 #: them (a FLOAT Constant inside): ``check_model(full_check=True)`` rejects the lowered node.

@@ -15,8 +15,8 @@ from typing import Any
 
 import onnx
 
-from ..dtypes import ELEM_OF_PRECISION, PRECISION_OF_ELEM
-from ..onnx_typing import (
+from ..core.dtypes import ELEM_OF_PRECISION, PRECISION_OF_ELEM
+from ..model.onnx_typing import (
     ELEM_OF_TYPE_STR,
     TYPE_STR_OF_PRECISION,
     GraphContext,

@@ -14,12 +14,12 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..dtypes import FP32, LOW_PRECISIONS, PRECISIONS
+from ..core.dtypes import FP32, LOW_PRECISIONS, PRECISIONS
 from ..errors import ModelError, PatternError, PrecisionError
-from ..precision_rules import Rule, closest, no_match_message, validate_pattern
+from .rules import Rule, closest, no_match_message, validate_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import Model
+    from ..model.load import Model
 
 # Bump when the typing rules or a realization change what gets built: the plan
 # fingerprint is part of engine cache keys.
@@ -45,7 +45,7 @@ class NodeDecision:
     """What the plan decided for one node.
 
     Attributes:
-        name: node name (unique after :func:`~pytest_trt.model.load_model`).
+        name: node name (unique after :func:`~pytest_trt.model.load.load_model`).
         op_type: ONNX op type.
         precision: ``fp32``/``fp16``/``bf16`` for compute nodes, None for fixed nodes.
         rule: what decided: ``default``, a rule ``PATTERN=PRECISION``, or
@@ -60,7 +60,10 @@ class NodeDecision:
     kind: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "op_type": self.op_type, "precision": self.precision, "rule": self.rule}
+        """``{"name", "op_type", "precision", "rule"}``; ``precision`` is ``"fixed"`` for a fixed node, the
+        word ``counts``, the ``plan`` table and the layer report use (``rule`` says why it is fixed)."""
+        precision = self.precision if self.kind == COMPUTE and self.precision is not None else FIXED
+        return {"name": self.name, "op_type": self.op_type, "precision": precision, "rule": self.rule}
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ class UnsupportedPrecisionError(ModelError):
 
 
 class PolicyView(Protocol):
-    """What a plan reads of its :class:`~pytest_trt.policy.PrecisionPolicy` (the type of
+    """What a plan reads of its :class:`~pytest_trt.plan.policy.PrecisionPolicy` (the type of
     :attr:`PrecisionPlan.policy`). A protocol, so that the plan does not import the policy
     module: ``PrecisionPolicy.resolve`` imports the plan."""
 
@@ -147,7 +150,7 @@ class PolicyView(Protocol):
 
 @dataclass(eq=False)
 class PrecisionPlan:
-    """A :class:`~pytest_trt.policy.PrecisionPolicy` resolved against a :class:`~pytest_trt.model.Model`.
+    """A :class:`~pytest_trt.plan.policy.PrecisionPolicy` resolved against a :class:`~pytest_trt.model.load.Model`.
 
     Build it with ``policy.resolve(model)``. Attributes:
 
@@ -271,7 +274,8 @@ class PrecisionPlan:
 
     def to_json(self) -> dict[str, Any]:
         """``{"model", "policy", "nodes": [{"name","op_type","precision","rule"}], "counts"}``
-        (plus ``notes`` and ``expectation_failures`` when there are any)."""
+        (plus ``notes`` and ``expectation_failures`` when there are any); a node's ``precision`` is
+        one of the keys of ``counts`` (``"fixed"`` for fixed nodes)."""
         data = {
             "model": self.model.label,
             "policy": self.policy.to_json(),

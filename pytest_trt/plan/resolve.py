@@ -1,8 +1,8 @@
 """Resolution: a policy and a model in, a :class:`~pytest_trt.plan.PrecisionPlan` out.
 
 :func:`resolve_plan` runs the pipeline's first stage end to end: type the model
-(:mod:`pytest_trt.onnx_typing`), check it (:mod:`pytest_trt.plan.checks`), match the
-policy's rules to nodes (:mod:`pytest_trt.precision_rules`), decide each node
+(:mod:`pytest_trt.model.onnx_typing`), check it (:mod:`pytest_trt.plan.checks`), match the
+policy's rules to nodes (:mod:`pytest_trt.plan.rules`), decide each node
 (:mod:`pytest_trt.plan.decide`), type each node (:mod:`pytest_trt.plan.node_io`) and
 assemble the plan with its notes and ``expect_fp32`` failures. :func:`resolve_as_is`
 reads the plan from a model that arrives with its own precision instead.
@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..dtypes import FP32, LOW_PRECISIONS, PRECISION_OF_ELEM
+from ..core.dtypes import FP32, LOW_PRECISIONS, PRECISION_OF_ELEM
 from ..errors import ModelError, PatternError
-from ..onnx_typing import GraphContext, domain_of, graph_context
-from ..precision_rules import Rule, match_rules, no_match_message
+from ..model.onnx_typing import GraphContext, domain_of, graph_context
 from .checks import check_bindings, check_quantization
 from .decide import check_supported, decide, fixed_reason, written_precision
 from .node_io import storage, type_nodes
@@ -30,9 +29,10 @@ from .records import (
     PolicyView,
     PrecisionPlan,
 )
+from .rules import Rule, fixed_only_message, match_rules, no_match_message
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import Model
+    from ..model.load import Model
 
 
 def resolve_plan(model: Model, policy: PolicyView) -> PrecisionPlan:
@@ -48,6 +48,7 @@ def resolve_plan(model: Model, policy: PolicyView) -> PrecisionPlan:
     decisions: dict[str, NodeDecision] = {}
     for node in graph.node:
         decisions[node.name] = decide(node, deciding.get(node.name), policy, ctx)
+    check_selects_compute(policy.rules_in_order(), graph.node, decisions, model.label)
     check_supported(decisions, ctx)
 
     node_io = type_nodes(ctx, decisions)
@@ -94,6 +95,26 @@ def resolve_as_is(model: Model, policy: PolicyView) -> PrecisionPlan:
     return plan
 
 
+def check_selects_compute(rules: Any, nodes: Any, decisions: dict[str, NodeDecision], label: str) -> None:
+    """PatternError for a rule whose every matched node is fixed: it selects no float computation
+    and would change nothing (``--keep-fp32 op:Shape``), which is as wrong as matching no node.
+
+    One exception has an effect: an FP32 rule over fixed nodes that an earlier rule asked for in
+    low precision settles that request (``["/branch/*=fp16", "op:If=fp32"]``: control flow asked
+    for FP16 is an error otherwise, whose message proposes exactly this later rule).
+    """
+    rules = list(rules)
+    for index, rule in enumerate(rules):
+        matched = [n for n in nodes if rule.matches(n)]
+        if not matched or any(decisions[n.name].kind != FIXED for n in matched):
+            continue
+        settles = rule.precision == FP32 and any(
+            earlier.precision in LOW_PRECISIONS and earlier.matches(n) for earlier in rules[:index] for n in matched)
+        if not settles:
+            reasons = {n.name: decisions[n.name].rule for n in matched}
+            raise PatternError(fixed_only_message(rule, label, matched, reasons))
+
+
 def _assemble(policy: PolicyView, ctx: GraphContext, decisions: dict[str, NodeDecision],
               node_io: dict[str, NodeIO]) -> PrecisionPlan:
     """The plan from the decisions and what each node reads and writes (both resolutions end here)."""
@@ -108,15 +129,15 @@ def _assemble(policy: PolicyView, ctx: GraphContext, decisions: dict[str, NodeDe
         elem_types=ctx.elem_types,
         value_info=ctx.infos,
         constant_tensors=frozenset(ctx.constants),
-        notes=_source_notes(ctx, policy),
+        notes=_source_notes(ctx, policy, decisions),
         expectation_failures=_expectations(policy, decisions, node_io, ctx),
     )
 
 
-def _source_notes(ctx: GraphContext, policy: PolicyView) -> list[str]:
+def _source_notes(ctx: GraphContext, policy: PolicyView, decisions: dict[str, NodeDecision]) -> list[str]:
     """What the plan should say about a source model that is not plain FP32."""
     low: dict[str, list[str]] = {}
-    names = [*ctx.inputs, *ctx.initializers]
+    names = [*ctx.inputs, *(i.name for i in ctx.graph.initializer)]  # graph order: the same note every run
     names += [o for n in ctx.graph.node for o in n.output if o]
     for name in dict.fromkeys(names):
         elem = ctx.elem_types.get(name)
@@ -129,8 +150,15 @@ def _source_notes(ctx: GraphContext, policy: PolicyView) -> list[str]:
         if policy.as_is:
             notes.append(f"source model is mixed precision: {what}; planned as written (as_is)")
         else:
+            # the model's own FP32 island (e.g. a norm an autocast export keeps FP32) that this policy lowers
+            lowered = [n.name for n in ctx.graph.node
+                       if decisions[n.name].kind == COMPUTE and decisions[n.name].precision in LOW_PRECISIONS
+                       and n.op_type != "Cast" and written_precision(n, ctx) == FP32]
+            island = (f" The model computes {len(lowered)} node(s) in FP32 as written (e.g. "
+                      f"{', '.join(map(repr, lowered[:3]))}), which this policy lowers to "
+                      f"{decisions[lowered[0]].precision}." if lowered else "")
             notes.append(
-                f"source model is mixed precision: {what}. This policy re-types every node, the model's own "
+                f"source model is mixed precision: {what}.{island} This policy re-types every node, the model's own "
                 f"Casts included: realizations start from the model's values (low-precision initializers widen "
                 f"exactly) and lower them per the plan, so the model's FP16/BF16 choices are replaced. To test the "
                 f"model in its own precision use as_is=True (--trt-as-is); to apply a policy, an FP32 source "
@@ -181,6 +209,10 @@ def _expect_selection(policy: PolicyView, ctx: GraphContext) -> dict[str, list[s
     for index, rule in enumerate(rules):
         if not matched[index]:
             raise PatternError(no_match_message(rule, ctx.model.label, list(ctx.graph.node)))
+        hits = [n for n in ctx.graph.node if rule.matches(n)]
+        reasons = {n.name: r for n in hits if (r := fixed_reason(n, ctx)) is not None}
+        if len(reasons) == len(hits):  # only fixed nodes: nothing of the model's float computation to expect
+            raise PatternError(fixed_only_message(rule, ctx.model.label, hits, reasons))
     return selected
 
 

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import onnx
 from onnx import helper, numpy_helper
 
-from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, PRECISION_OF_ELEM
+from ..core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, PRECISION_OF_ELEM
 from .graph_names import all_tensor_names, rename_outer_refs
 from .strong import (
     NOTES_KEY,
@@ -173,7 +173,7 @@ def _widen_initializers(graph, types: dict[str, int]) -> None:
     for index, init in enumerate(graph.initializer):
         if init.data_type in _LOW and is_reference(init):
             # A reference to a weight set stays one: declared FP32, its stored FP16/BF16 values are
-            # widened when bound (pytest_trt.weight_sets), so the rounded FP32 copy is never stored.
+            # widened when bound (pytest_trt.realize.weight_sets), so the rounded FP32 copy is never stored.
             init.data_type = ELEM_FLOAT
             types[init.name] = ELEM_FLOAT
         elif init.data_type in _LOW:

@@ -36,11 +36,19 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, ELEM_OF_PRECISION, FP16, FP32, PRECISION_OF_ELEM
+from ..core.dtypes import (
+    ELEM_BFLOAT16,
+    ELEM_FLOAT,
+    ELEM_FLOAT16,
+    ELEM_OF_PRECISION,
+    FP16,
+    FP32,
+    PRECISION_OF_ELEM,
+)
+from ..model.weights import BF16_MAX, FP16_MAX, bf16_bits_to_fp32, round_to, to_bf16_bits, to_fp16  # noqa: F401  (re-exported: their home until issue 29)
 from ..plan import COMPUTE
-from ..weight_sets import read_refs, ref_set, reference, write_refs
-from ..weights import BF16_MAX, FP16_MAX, bf16_bits_to_fp32, round_to, to_bf16_bits, to_fp16  # noqa: F401  (re-exported: their home until issue 29)
 from .graph_names import all_tensor_names, rename_outer_refs
+from .weight_sets import read_refs, ref_set, reference, write_refs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..plan import PrecisionPlan
@@ -93,7 +101,7 @@ def realization_notes(model) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------
-# numeric conversion of stored values (the conversions live in pytest_trt.weights.convert)
+# numeric conversion of stored values (the conversions live in pytest_trt.model.weights.convert)
 # --------------------------------------------------------------------------------------
 def is_reference(tensor) -> bool:
     """Whether a TensorProto is a reference to weights held outside the graph (external data)."""
@@ -150,7 +158,7 @@ class _StrongBuilder:
         self.initial_values: dict[str, Any] = {}  # constant -> TensorProto as written (or its index)
         self.clamped: dict[tuple[str, str], int] = {}
         self.new_nodes: list = []
-        #: initializers that are references to the model's weights: ``{name: [source, set]}`` (pytest_trt.weight_sets)
+        #: initializers that are references to the model's weights: ``{name: [source, set]}`` (pytest_trt.realize.weight_sets)
         self.refs: dict[str, list[str]] = read_refs(self.model)
 
     def build(self) -> Realized:

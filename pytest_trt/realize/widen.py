@@ -2,7 +2,7 @@
 
 Some ops choose their float output type by an attribute rather than an input
 (ConstantOfShape's ``value`` tensor, EyeLike/Random* ``dtype``, DequantizeLinear
-``output_dtype``). The FP32 reference of a model (:mod:`pytest_trt.upcast`) and the
+``output_dtype``). The FP32 reference of a model (:mod:`pytest_trt.reference.upcast`) and the
 emulation graph (:mod:`pytest_trt.realize.emulation`) both widen them to FP32.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import onnx
 from onnx import numpy_helper
 
-from ..dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16
+from ..core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16
 from .strong import tensor_to_fp32
 
 #: the low float element types an attribute can pick
@@ -27,7 +27,7 @@ DTYPE_ATTRS = {
 def widen_attribute_types(node) -> bool:
     """Make an op whose attribute picks a low float output type (ConstantOfShape's value,
     EyeLike/Random* ``dtype``, DequantizeLinear ``output_dtype``) produce FP32 instead.
-    Returns True if the node changed. Used by the upcast (:mod:`pytest_trt.upcast`) and by the emulation graph."""
+    Returns True if the node changed. Used by the upcast (:mod:`pytest_trt.reference.upcast`) and by the emulation graph."""
     if node.domain not in ("", "ai.onnx"):
         return False
     changed = False

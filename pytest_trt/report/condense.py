@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..report_records import (
+from ..core.records import (
     AccuracyRecord,
     BaselineFallbackRecord,
     EngineRecord,

@@ -12,7 +12,7 @@ import html
 import math
 from typing import Any
 
-from ..report_records import LayerwiseRecord
+from ..core.records import LayerwiseRecord
 from .plots import NONFINITE_COLOR, as_float, heat_range, layerwise_points, mismatch_marks
 from .summary import fmt_err
 

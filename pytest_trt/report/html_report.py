@@ -3,8 +3,9 @@
 Sections: the run (backend and why, versions, GPU), the accuracy table (the terminal
 summary's rows, all of them), one card per failing output with an error histogram and a
 heatmap of where the error sits, the per-node precision view of every
-``assert_precision`` (planned vs observed, Myelin regions marked) and layerwise error
-curves when tests recorded them.
+``assert_precision`` (planned vs observed, Myelin regions marked), layerwise error
+curves and ledgers (:mod:`~pytest_trt.report.html_ledger`: a scope strip and a sortable
+table; its small inline script is the report's only one) when tests recorded them.
 
 With matplotlib (the ``plots`` extra) the histogram, heatmap and curves are PNG images;
 without it the same data is drawn with CSS (bars, coloured cells) and inline SVG, so
@@ -15,11 +16,11 @@ from the network when the file is opened.
 from __future__ import annotations
 
 import datetime
-import os
 from pathlib import Path
 
-from ..report_records import AccuracyRecord
+from ..core.records import AccuracyRecord
 from .condense import condense_records
+from .files import write_atomically
 from .html_cards import (
     NAME_CHARS,
     abbr_nodeid,
@@ -30,10 +31,11 @@ from .html_cards import (
     tone_of_row,
 )
 from .html_figures import css_heatmap, css_histogram, esc, svg_curve
+from .html_ledger import LEDGER_CSS, SORT_SCRIPT, ledger_section
 from .json_report import session_metadata
 from .outcomes import tone, verdict_text
 from .plots import matplotlib_available
-from .rows import accuracy_rows, engine_counts, precision_rows, records_of
+from .rows import accuracy_rows, binding_text, engine_counts, ledger_rows, precision_rows, records_of
 from .summary import fmt_err, fmt_ratio, fmt_tol
 
 #: failing outputs drawn with figures (worst first); later cards have the facts only
@@ -173,12 +175,14 @@ def _pill(res: dict) -> str:
 _TESTS_NOTE = (
     '<p class="note">One group per trt test: its pytest outcome, then one row per output of its checks '
     '(the worst example when a test checked the same model and policy several times, e.g. Hypothesis). '
-    'x tol &gt; 1 fails: the factor by which atol or rtol would have to grow for the output to pass (an '
-    'element fails when its error exceeds atol <i>and</i> rtol&middot;|expected|), or, where a cosine floor '
-    'applied and is the larger, (1 &minus; cos) / (1 &minus; min_cosine). A negative control '
+    'x tol &gt; 1 fails: the largest of the bounds that applied, named under it: <i>element</i>, how much '
+    'of its own tolerance the worst element uses, |actual &minus; expected| / max(atol, rtol&middot;|expected|) '
+    '(an element fails when its error exceeds atol <i>and</i> rtol&middot;|expected|); <i>cosine</i>, '
+    '(1 &minus; cos) / (1 &minus; min_cosine) where a cosine floor applied; <i>SNR</i>, the noise power over '
+    'the noise the SNR floor allows. A negative control '
     '(<code>xfail(strict=True, raises=AccuracyError)</code>) that failed with pytest-trt\'s verdict is '
     '<span class="tag">XFAIL caught</span>; one that failed for another reason tested nothing.</p>')
-_TESTS_COLUMNS = (("", 112), ("x tol", 86), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
+_TESTS_COLUMNS = (("", 112), ("x tol", 96), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
                   ("mismatched", 96), ("output", 156), ("test / model [policy]", None), ("engine", 86))
 
 
@@ -235,14 +239,16 @@ def _test_row(res: dict, test_rows: list[dict]) -> str:
 
 def _output_row(r: dict, anchor: str | None) -> str:
     """One output's row: status (linked to its card when it failed), how bad, the case, the engine."""
-    label = "ok" if r["passed"] else ("caught" if tone_of_row(r) == "neutral" else "FAIL")
+    label = ("nocheck" if r.get("no_check") else "ok") if r["passed"] else \
+        ("caught" if tone_of_row(r) == "neutral" else "FAIL")
     status = f'<a href="#{anchor}">{label}</a>' if anchor else label
     mism = "-" if r["mismatched"] is None else f"{r['mismatched']} / {r['total']}"
     case = f"{r['model']} [{r['policy']}] on {r['backend']}"
     if r.get("examples", 1) > 1:
         case += f" (worst of {r['examples']} checks)"
     return (f'<tr class="out {"ok" if r["passed"] else "fail"}"><td class="st">{status}</td>'
-            f'<td class="num">{fmt_ratio(r["ratio"])}</td>'
+            f'<td class="num">{fmt_ratio(r["ratio"])}<br><span class="note">{esc(binding_text(r.get("binding")))}'
+            f'</span></td>'
             f'<td class="num">{fmt_err(r["max_abs"])}</td><td class="num">{fmt_tol(r["atol"])}</td>'
             f'<td class="num">{fmt_err(r["max_rel"])}</td><td class="num">{fmt_tol(r["rtol"])}</td>'
             f'<td class="num">{esc(mism)}</td><td class="mono name">{_abbr(r["output"], 24)}</td>'
@@ -257,6 +263,7 @@ def render_html(session, results, exitstatus=None) -> str:
     rows = accuracy_rows(results)
     prec = precision_rows(results)
     counts = engine_counts(results)
+    ledgers = ledger_rows(results)
     use_png = matplotlib_available()
     failing = sorted((r for r in rows if not r["passed"]), key=lambda r: tone_of_row(r) != "bad")
     anchors = {id(r): f"out-{i}" for i, r in enumerate(failing)}
@@ -274,6 +281,7 @@ def render_html(session, results, exitstatus=None) -> str:
         precision_section(prec),
         parser_section(results),
         layerwise_section(results, use_png),
+        ledger_section(ledgers),
         _session_section(meta),
         f"<footer>pytest-trt {esc(meta['pytest_trt'])}; plots: {esc(plots)}</footer>",
         "</main>",
@@ -281,21 +289,15 @@ def render_html(session, results, exitstatus=None) -> str:
     if not results:
         body.insert(3, '<p class="note">No test used pytest-trt in this session.</p>')
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"generator\" content=\"pytest-trt\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>pytest-trt report</title><style>{CSS}</style></head><body>"
-            + "".join(body) + "</body></html>\n")
+            f"<title>pytest-trt report</title><style>{CSS}{LEDGER_CSS if ledgers else ''}</style></head><body>"
+            + "".join(body) + (SORT_SCRIPT if ledgers else "") + "</body></html>\n")
 
 
 def write_html_report(path, session, results, exitstatus=None) -> Path:
-    """Write the HTML report to ``path`` atomically; returns the path."""
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    text = render_html(session, results, exitstatus)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    """Write the HTML report to ``path`` atomically (no temporary file left on failure); returns the path."""
+    return write_atomically(Path(path), render_html(session, results, exitstatus))
 
 
 __all__ = ["css_heatmap", "css_histogram", "render_html", "svg_curve", "write_html_report"]

@@ -11,6 +11,24 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
+* **4** (2026-11-26): ledgers (issue 32): ``tests[].ledgers`` (``trt.ledger()``, ``--trt-ledger``: per
+  ONNX node declared precision and rule, realized precision and evidence, engine layer or node,
+  time and share; units, roll-ups per scope and precision, the timing source or why there is no
+  time) and ``summary.ledgers``, ``summary.ledgers_timed``.
+* **3** (issue 28):
+
+  - an accuracy entry says whether it was compared with ``no_check=True`` (``no_check``:
+    figures without a tolerance verdict; an infinite tolerance needs it);
+  - ``summary.outputs_failed``, ``precision_checks_failed`` and ``parser_checks_failed`` no
+    longer count the failures of negative controls that caught them (an xfail with
+    pytest-trt's verdict): those are ``outputs_caught``, ``precision_checks_caught`` and
+    ``parser_checks_caught``, so the ``*_failed`` figures are zero on a green run;
+  - every output carries ``element_ratio`` (the share of its own tolerance the worst element
+    uses) and ``binding`` (which bound sets ``tolerance_ratio``: element, cosine, snr,
+    nan_inf, structure); ``tolerance_ratio`` is the largest of the element ratio and the
+    floors' ratios (it was ``min(max_abs/atol, max_rel/rtol)`` capped at 1 for a pass, so a
+    passing BF16 output could show 1 while its worst element used 0.35 of its tolerance).
+
 * **2** (2026-11-23):
 
   - every trt test is listed (also those that failed before recording anything), with
@@ -36,12 +54,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 4; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 2,
+      "schema_version": 4,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -60,15 +78,18 @@ Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
                          "trusted_key_ids": ["3f2a..."]} | null       # --trt-remote-cache
       },
       "summary": {
-        "tests": 4,                                     # every trt test (trt marker or trt* fixture)
+        "tests": 4,                                     # every trt test (trt marker or a plugin fixture)
         "outcomes": {"passed": 2, "failed": 1, "xfailed": 1},   # pytest's outcomes of those tests
-        "outputs": 7, "outputs_failed": 2,
-        "precision_checks": 2, "precision_checks_failed": 0,
+        "outputs": 7, "outputs_failed": 1,              # failed: not counting caught negative controls
+        "outputs_caught": 1,                            # failed in negative controls, as expected (xfail)
+        "precision_checks": 2, "precision_checks_failed": 0, "precision_checks_caught": 0,
         "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84,
         "parser_checks": 2, "parser_checks_failed": 0,  # --trt-parser-check / trt.check_parser()
+        "parser_checks_caught": 0,
         "parser_promotions": 4,                         # distinct (model, policy, node) computed higher than planned
         "baseline_fallbacks": 1,                        # distinct (model, node list) of CUDA baselines with
         "baseline_fallback_nodes": 2,                   # float nodes on ONNX Runtime's CPU provider; their nodes
+        "ledgers": 1, "ledgers_timed": 0,               # ledgers recorded; those with measured GPU time
         # the cache, every kind (engines, baselines, emulation graphs), summed over xdist workers:
         "local_hits": 3, "cache_builds": 2,
         "remote_hits": 1, "remote_misses": 2, "remote_rejected": 0,   # rejected: failed verification, rebuilt
@@ -101,6 +122,7 @@ Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
              "baseline": "fp32" | "as-written",         # the reference: FP32 ONNX Runtime, or the model as written
              "gpu": null | {...},                       # the GPU the engine ran on, as in "engines"
              "passed": false, "precision": "fp16",      # the precision whose default tolerances apply
+             "no_check": false,                         # true: no_check=True, figures without a tolerance verdict
              "examples": 1,                             # checks of this model/policy in the test (Hypothesis
                                                         # examples): the worst is shown unless
                                                         # --trt-report-all-records keeps every one
@@ -112,7 +134,9 @@ Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
                 "cosine": 0.9987, "min_cosine": 0.9999 | null,   # the floor that applied (null: none)
                 "needed_reason": null | "no tolerance passes the 3 NaN/Inf mismatch(es)",  # needed_* null
                 "advice": "would pass with atol >= ... " | "no tolerance passes ...",   # as the message says
+                "element_ratio": 0.35 | "inf" | null,    # worst element's error / its own tolerance
                 "tolerance_ratio": 3.1 | "inf" | null,   # > 1 fails (see below)
+                "binding": "element" | "cosine" | "snr" | "nan_inf" | "structure" | null,  # which bound sets it
                 "figures": {                            # failing float outputs only (error_figures in report/plots.py)
                   "shape": [1, 8, 64], "atol": 0.01, "rtol": 0.02,
                   "histogram": {"log10_edges": [25 floats], "counts": [24 ints], "zero": n, "nonfinite": n,
@@ -150,6 +174,28 @@ Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
              "error": null | "<parser or builder message>", "cache_hit": bool, "build_seconds": float, "key": ...,
              "explicit": bool}                          # true: trt.check_parser(); false: --trt-parser-check
           ],
+          "ledgers": [                                  # trt.ledger() / --trt-ledger (auto: true): Ledger.to_json()
+            {"auto": false, "model": ..., "policy": ..., "backend": "emulate", "typing": "emulated",
+             "layer_source": "emulation" | "inspector" | "network", "low_precision": "fp16" | "bf16" | null,
+             "unit": "engine layer" | "ONNX node",
+             "time_source": "tensorrt" | "onnxruntime-cuda" | null,  # null: no time, and why:
+             "time_label": "ONNX Runtime CUDA, not TensorRT" | ..., "time_reason": "CPU emulation computes ...",
+             "timing": null | {"source", "label", "unit", "warmup", "iterations", "device", "total_ms",
+                               "end_to_end": {stats}, "overhead", "notes"},
+             "total_ms": null | 1.23, "constants": 2,     # Constant nodes: counted, no rows
+             "collapse": ["11,329 ONNX nodes in 1 engine layer ({ForeignNode[...]}), 98% of the time"],
+             "precisions": {"fp32": {"units", "nodes", "time_ms", "share"}, "fp16": ..., "mixed": ..., "fixed": ...,
+                            "other": ...},              # by declared precision; realized_precisions likewise
+             "scopes": [{"scope", "nodes", "declared": {precision: count}, "time_ms", "inclusive_ms", "share",
+                         "precision"}],
+             "units": [{"name", "nodes", "other_nodes", "layer_type", "myelin", "region", "scope", "bucket",
+                        "realized_bucket", "time_ms", "stats": {"median_ms", "mean_ms", "min_ms", "max_ms", "q1_ms",
+                        "q3_ms", "count", "spread"}, "provider", "unmatched", "origin"}],
+             "rows": [{"node", "path", "scope", "module_class", "op_type", "origin": "model" | "realization" |
+                       "runtime" | "engine", "declared", "rule", "realized", "evidence", "status", "units",
+                       "unit_nodes", "time_ms", "share", "spread", "shared", "provider", "timed_dtypes"}],
+             "notes": [...]}
+          ],
           "baseline_fallbacks": [                       # --trt-baseline-provider cuda: float nodes that ran on
             {"model": "gpt2.onnx", "provider": "cuda",  # ONNX Runtime's CPU provider (from its profile; also a
              "nodes": [["/h.0/attn/Where", "Where"]]}   # ProviderFallbackWarning). Shape/index nodes not listed
@@ -158,17 +204,19 @@ Schema (``schema_version`` 2; the normative form is ``report.schema.json``)
       ]
     }
 
-``tolerance_ratio`` (:func:`pytest_trt.report.rows.tolerance_ratio`): > 1 exactly when
-the output fails. The largest of: the element rule's (an element fails iff its error exceeds
-atol *and* rtol*|expected|; with mismatches ``min(needed_atol/atol, needed_rtol/rtol)``, the
-factor by which one tolerance would have to grow, else ``min(max_abs/atol, max_rel/rtol)``
-capped at 1, an upper bound of the tolerance the worst element uses); where a cosine floor
-applied (``min_cosine`` not null) ``(1 - cosine) / (1 - min_cosine)``; where an SNR floor
-applied ``10 ** ((min_snr_db - snr_db) / 10)``. ``"inf"`` for NaN/Inf mismatches and missing
-or misshapen outputs; null when the figures were not computed. The error grid views the output as
+``tolerance_ratio`` and ``binding`` (:func:`pytest_trt.report.rows.tolerance_bound`, the one
+computation the terminal, JSON and HTML show): > 1 exactly when the output fails. The largest
+of: the element rule's ``element_ratio`` (an element fails iff its error exceeds atol *and*
+rtol*|expected|, i.e. ``max(atol, rtol*|expected|)``; the ratio is the largest error over that
+limit, the share of its own tolerance the worst element uses, or for a failure the factor by
+which both tolerances would have to grow); where a cosine floor applied (``min_cosine`` not
+null) ``(1 - cosine) / (1 - min_cosine)``; where an SNR floor applied ``10 ** ((min_snr_db -
+snr_db) / 10)``. ``binding`` names the largest (``"cosine"`` at exactly 1 means the output sits
+on the cosine floor). ``"inf"`` for NaN/Inf mismatches (``nan_inf``) and missing or misshapen
+outputs (``structure``); null (both) when a passing output's figures were not computed. The error grid views the output as
 rows = leading dims flattened (row-major) by columns = last dim, max-pooled in blocks.
 
-Records (what rides on each test report: :mod:`pytest_trt.report_records`, one dataclass per kind)
+Records (what rides on each test report: :mod:`pytest_trt.core.records`, one dataclass per kind)
 -------------------------------------------------------------------------------------------------
 A test's records travel from an xdist worker to the controller as their JSON forms
 (``Record.to_json()``: ``{"kind", <fields>}``, optional fields left out while unset) and are
@@ -182,7 +230,7 @@ read back with ``record_from_json``, which rejects an unknown kind, a missing or
   "result": CompareResult.to_json(), "figures": {output: error_figures(...)}}`` (``figures`` only for
   failing float outputs)
 * ``PrecisionRecord`` ``{"kind": "precision", "pattern", "precision", "passed": bool (optional), "report":
-  PrecisionCheck.to_json(), "network": [scope rows]}`` (verify.py; a ``LayerReport.to_json()`` with every
+  PrecisionCheck.to_json(), "network": [scope rows]}`` (verify/precision.py; a ``LayerReport.to_json()`` with every
   node is read too, its statuses ``ok/mismatch/unverifiable/fixed``, the constrained nodes selected by the pattern)
 * ``LayerwiseRecord`` ``{"kind": "layerwise", "model", "backend", "policy", "seed", "note", "threshold", "jump",
   "found", "first": {tensor row} | null, "tensors": [{tensor row}, ...]}``: a layerwise comparison
@@ -190,6 +238,8 @@ read back with ``record_from_json``, which rejects an unknown kind, a missing or
   topological order: ``{"tensor", "node", "op_type", "index", "precision" (planned), "compute",
   "available", "max_abs", "rel" (max abs error / max |reference|), "jump", "divergent", "nonfinite"}``.
 * ``ParserRecord`` ``{"kind": "parser", <ParserCheck.to_json()>, "message", "explicit": bool (optional)}``
+* ``LedgerRecord`` ``{"kind": "ledger", "model", "policy", "backend", "ledger": Ledger.to_json(), "auto": bool
+  (optional)}``
 
 Every kind may carry ``"examples": n`` when condensed (``report/condense.py``).
 """
@@ -198,31 +248,33 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import platform
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .. import environment
 from .._version import __version__
-from ..remote_cache import CacheStats
-from ..report_records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
+from ..cache.remote import CacheStats
+from ..core import environment
+from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, LedgerRecord, ParserRecord
+from .files import write_atomically
 from .outcomes import verdict_text
 from .rows import (
     accuracy_rows,
     baseline_fallbacks,
+    caught,
     engine_counts,
+    ledger_rows,
     parser_promotions,
     parser_rows,
     precision_rows,
     records_of,
     result_records,
-    tolerance_ratio,
+    tolerance_bound,
 )
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -291,7 +343,8 @@ def entry_of_test(res: dict) -> dict[str, Any]:
             "precision": _precision_entries(single),
             "layerwise": [{k: v for k, v in rec.to_json().items() if k != "kind"}
                           for _, rec in records_of(single, LayerwiseRecord)],
-            "parser": parser, "baseline_fallbacks": fallbacks}
+            "parser": parser, "baseline_fallbacks": fallbacks,
+            "ledgers": [{"auto": bool(rec.auto), **rec.ledger} for _, rec in records_of(single, LedgerRecord)]}
 
 
 def _engine_entry(rec: EngineRecord) -> dict[str, Any]:
@@ -304,13 +357,15 @@ def _accuracy_entry(rec: AccuracyRecord) -> dict[str, Any]:
     outputs = []
     for name, out in rec.outputs.items():
         entry = {"name": name, **{k: v for k, v in out.items() if k != "name"}}
-        entry["tolerance_ratio"] = _jsonable_ratio(tolerance_ratio(out))
+        ratio, binding = tolerance_bound(out)
+        entry["tolerance_ratio"] = _jsonable_ratio(ratio)
+        entry["binding"] = binding
         if name in figures:
             entry["figures"] = figures[name]
         outputs.append(entry)
     return {"model": rec.model, "backend": rec.backend, "policy": rec.policy, "seed": rec.seed,
             "baseline": rec.baseline, "gpu": rec.gpu, "passed": rec.passed, "precision": rec.precision,
-            "examples": rec.count, "outputs": outputs}
+            "no_check": rec.no_check, "examples": rec.count, "outputs": outputs}
 
 
 def _precision_entries(results: list[dict]) -> list[dict[str, Any]]:
@@ -327,6 +382,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
     counts = engine_counts(results)
     parser = parser_rows(results)
     fallbacks = baseline_fallbacks(results)
+    ledgers = ledger_rows(results)
     outcomes: dict[str, int] = {}
     for res in results:
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
@@ -337,21 +393,36 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
         "session": session_metadata(session),
         "summary": {
             "tests": len(results), "outcomes": outcomes,
-            "outputs": len(rows), "outputs_failed": sum(1 for r in rows if not r["passed"]),
-            "precision_checks": len(prec), "precision_checks_failed": sum(1 for p in prec if not p["passed"]),
+            # caught: failed as a negative control expected (xfail with pytest-trt's verdict), counted
+            # apart, so that *_failed is zero on a green run
+            "outputs": len(rows), "outputs_failed": _failed(rows), "outputs_caught": _caught(rows),
+            "precision_checks": len(prec), "precision_checks_failed": _failed(prec),
+            "precision_checks_caught": _caught(prec),
             "engines_built": counts["built"], "engines_reused": counts["reused"], "engine_uses": counts["uses"],
             "build_seconds": counts["build_seconds"],
-            "parser_checks": len(parser), "parser_checks_failed": sum(1 for r in parser if not r.get("passed")),
+            "parser_checks": len(parser), "parser_checks_failed": _failed(parser),
+            "parser_checks_caught": _caught(parser),
             "parser_promotions": len(parser_promotions(parser)),
             "baseline_fallbacks": len(fallbacks), "baseline_fallback_nodes": sum(len(f["nodes"]) for f in fallbacks),
+            "ledgers": len(ledgers), "ledgers_timed": sum(1 for row in ledgers if row["ledger"].get("time_source")),
             **cache_summary(session),
         },
         "tests": [_extended(session, entry_of_test(res), res) for res in results],
     }
 
 
+def _failed(rows: list[dict]) -> int:
+    """Rows (outputs, precision or parser checks) that failed, not counting caught negative controls."""
+    return sum(1 for r in rows if not r.get("passed") and not caught(r))
+
+
+def _caught(rows: list[dict]) -> int:
+    """Rows that failed in a negative control which caught its failure (``expected_failure.verdict == "caught"``)."""
+    return sum(1 for r in rows if caught(r))
+
+
 def _extended(session, entry: dict[str, Any], res: dict) -> dict[str, Any]:
-    """The entry as plugins extend it (the ``pytest_trt_report_test`` hook, :mod:`pytest_trt.hookspec`)."""
+    """The entry as plugins extend it (the ``pytest_trt_report_test`` hook, :mod:`pytest_trt.glue.hookspec`)."""
     extend = getattr(session, "extend_test_entry", None)
     if extend is not None:  # hook implementations get the records' JSON forms (dicts with a "kind")
         extend(entry, [rec.to_json() for rec in result_records(res)])
@@ -373,16 +444,16 @@ def _clean(value):
     return value
 
 
-def write_json_report(path, session, results, exitstatus=None) -> Path:
-    """Write the report to ``path`` atomically (a reader never sees half a file); returns the path."""
-    path = Path(path)
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+def render_json(session, results, exitstatus=None) -> str:
+    """The report as JSON text (strict JSON: non-finite numbers as strings)."""
     data = _clean(build_report(session, results, exitstatus))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, allow_nan=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    return json.dumps(data, indent=1, allow_nan=False, default=str) + "\n"
 
 
-__all__ = ["SCHEMA_VERSION", "build_report", "session_metadata", "entry_of_test", "write_json_report"]
+def write_json_report(path, session, results, exitstatus=None) -> Path:
+    """Write the report to ``path`` atomically (a reader never sees half a file; on failure no
+    temporary file is left and the OSError is raised); returns the path."""
+    return write_atomically(Path(path), render_json(session, results, exitstatus))
+
+
+__all__ = ["SCHEMA_VERSION", "build_report", "entry_of_test", "render_json", "session_metadata", "write_json_report"]

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..report_records import AccuracyRecord, EngineRecord, Record, as_record
+from ..core.records import AccuracyRecord, EngineRecord, Record, as_record
 from .rows import accuracy_rows, precision_rows, unique
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import AccuracyError, PrecisionError, PytestTrtError
-from ..items import is_trt_item  # noqa: F401  (re-exported: the one definition of a trt test)
 
 #: longest message kept per test (the full traceback stays in pytest's own output and JUnit)
 MESSAGE_CHARS = 4000
@@ -149,4 +148,4 @@ def junit_outcome_properties(facts: dict) -> list[tuple[str, str]]:
     return props
 
 
-__all__ = ["classify", "is_trt_item", "junit_outcome_properties", "tone", "verdict_text", "VERDICT_TEXT"]
+__all__ = ["classify", "junit_outcome_properties", "tone", "verdict_text", "VERDICT_TEXT"]

@@ -6,7 +6,7 @@ Two halves:
   ``expected`` arrays to small JSON-able data that rides on the test's ``accuracy``
   record (so it survives pytest-xdist and lands in ``--trt-report``): a histogram of
   ``log10 |actual - expected|`` and a max-pooled 2-D grid of where the error sits.
-  numpy only; called by :class:`~pytest_trt.case.TrtCase` when an output fails.
+  numpy only; called by :class:`~pytest_trt.glue.case.TrtCase` when an output fails.
 * ``*_png`` functions render that data with matplotlib as ``data:image/png;base64,...``
   URIs for the HTML report. matplotlib is the optional extra ``plots``
   (``pip install pytest-trt[plots]``); without it each returns None and the HTML report
@@ -33,8 +33,8 @@ from typing import Any
 
 import numpy as np
 
-from ..jsonsafe import json_number
-from ..report_records import LayerwiseRecord
+from ..core.jsonsafe import json_number
+from ..core.records import LayerwiseRecord
 
 #: bumped when the layout of :func:`error_figures`' result changes
 FIGURES_VERSION = 1
@@ -46,7 +46,7 @@ GRID_COLS = 48
 
 
 def _num(x) -> float | str | None:
-    """A JSON-safe float with 3 significant digits (see pytest_trt.jsonsafe)."""
+    """A JSON-safe float with 3 significant digits (see pytest_trt.core.jsonsafe)."""
     return json_number(x, digits=3)
 
 
@@ -367,8 +367,8 @@ def mismatch_marks(grid: dict, limit: int = 400) -> list[tuple[int, int]] | None
 
 
 def layerwise_record(divergence: Any, *, seed: int | None = None) -> LayerwiseRecord:
-    """The compact :class:`~pytest_trt.report_records.LayerwiseRecord` of a
-    :class:`~pytest_trt.layerwise.Divergence` (or its ``to_json()``) for the reports.
+    """The compact :class:`~pytest_trt.core.records.LayerwiseRecord` of a
+    :class:`~pytest_trt.locate.divergence.Divergence` (or its ``to_json()``) for the reports.
 
     Tensor rows ``{"tensor", "node", "op_type", "index", "precision", "compute", "available",
     "max_abs", "rel", "jump", "divergent", "nonfinite"}`` in topological order (a subset of

@@ -2,8 +2,8 @@
 
 ``results`` is what the plugin's ``ResultsCollector`` gathered on the controller: one
 ``{"nodeid", "outcome", "records": [...]}`` per trt test, the records being the typed
-records of :mod:`pytest_trt.report_records` (a record's JSON form is read with
-:func:`~pytest_trt.report_records.as_record`). The functions here turn them into rows: one
+records of :mod:`pytest_trt.core.records` (a record's JSON form is read with
+:func:`~pytest_trt.core.records.as_record`). The functions here turn them into rows: one
 per output of every accuracy check, per precision check, per parser check, and the engine
 and baseline-fallback figures; the terminal summary, the JUnit properties, the JSON and the
 HTML report all read these rows.
@@ -17,10 +17,11 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from ..report_records import (
+from ..core.records import (
     AccuracyRecord,
     BaselineFallbackRecord,
     EngineRecord,
+    LedgerRecord,
     ParserRecord,
     PrecisionRecord,
     Record,
@@ -64,7 +65,7 @@ def engine_counts(results: Iterable[dict]) -> dict[str, Any]:
 def baseline_fallbacks(results: Iterable[dict]) -> list[dict[str, Any]]:
     """CUDA baselines whose float nodes ran on ONNX Runtime's CPU provider, one entry per model and
     node list: ``{"model", "provider", "nodes": [[name, op_type]], "tests": [nodeid, ...]}``
-    (records of kind ``baseline_fallback``, :func:`pytest_trt.baseline.warn_placement`)."""
+    (records of kind ``baseline_fallback``, :func:`pytest_trt.reference.baseline.warn_placement`)."""
     out: dict[tuple, dict[str, Any]] = {}
     for res, rec in records_of(results, BaselineFallbackRecord):
         key = (rec.model, json.dumps(rec.nodes))
@@ -75,34 +76,58 @@ def baseline_fallbacks(results: Iterable[dict]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
+#: what :func:`tolerance_bound` names as binding (the bound whose ratio is the largest), and how
+#: the terminal and HTML reports word it
+BINDINGS = {"element": "element", "cosine": "cosine", "snr": "SNR", "nan_inf": "NaN/Inf", "structure": "structure"}
+
+
+def binding_text(binding: str | None) -> str:
+    """A binding as the reports word it (``-`` when unknown)."""
+    return BINDINGS.get(binding or "", "-")
+
+
 def tolerance_ratio(out: dict) -> float | None:
-    """How far one output is from its tolerance: > 1 fails, <= 1 passes; None when unknown.
+    """How far one output is from its tolerance (``x tol``): > 1 fails, <= 1 passes; None when unknown.
+    The ratio of :func:`tolerance_bound`."""
+    return tolerance_bound(out)[0]
 
-    The largest of the checks that applied to the output:
 
-    * the element rule (compare.py: an element fails iff its error exceeds atol AND
-      rtol*|expected|): for mismatched elements ``min(needed_atol / atol, needed_rtol / rtol)``,
-      the factor by which one of the two tolerances would have to grow for the output to
-      pass; otherwise ``min(max_abs / atol, max_rel / rtol)``, an upper bound of how much of
-      the tolerance the worst element uses (0.1 = a decade of headroom);
-    * the cosine floor, where one applied (``min_cosine`` recorded: the precision's default
-      or an explicit one): ``(1 - cosine) / (1 - min_cosine)``;
-    * the SNR floor (``min_snr_db``): ``10 ** ((min_snr_db - snr_db) / 10)``, the noise power
-      over the noise power the floor allows.
+def tolerance_bound(out: dict) -> tuple[float | None, str | None]:
+    """``(ratio, binding)`` of one output (a ``CompareResult`` output's JSON form): ``x tol`` and the
+    bound that sets it. The one computation behind the terminal, the JSON and the HTML report.
 
-    A passing output is capped at 1, a failing one is at least 1. NaN/Inf mismatches and
-    structural problems (missing output, shape) are ``inf``. None for a passing output
-    compared without details (its figures were not computed).
+    The ratio is the largest of the bounds that applied to the output, and ``binding`` names it:
+
+    * ``"element"``: the element rule (compare: an element fails iff its error exceeds atol AND
+      rtol*|expected|): ``element_ratio``, the largest ``|actual - expected| / max(atol, rtol *
+      |expected|)`` over the elements, i.e. how much of its own tolerance the worst element uses
+      (0.1 = a decade of headroom; 3 = both tolerances would have to grow 3x);
+    * ``"cosine"``: the cosine floor, where one applied (``min_cosine`` recorded: the precision's
+      default or an explicit one): ``(1 - cosine) / (1 - min_cosine)``;
+    * ``"snr"``: the SNR floor (``min_snr_db``): ``10 ** ((min_snr_db - snr_db) / 10)``, the noise
+      power over the noise power the floor allows;
+    * ``"nan_inf"``: NaN/Inf mismatches (``inf``: no tolerance passes them);
+    * ``"structure"``: a missing, extra or misshapen output (``inf``).
+
+    A tie names the first of element, cosine, SNR. A passing output is at most 1, a failing one
+    at least 1 (a guard against rounding at the boundary). ``(None, None)`` for a passing output
+    compared without details (the element figures were not computed, so the largest bound is
+    unknown); a failing one without them (it failed a floor only, so its element ratio is at
+    most 1) gets the floor's ratio.
     """
-    if out.get("problem") or out.get("unfixable"):
-        return math.inf
+    if out.get("problem"):
+        return math.inf, "structure"
+    if out.get("unfixable"):
+        return math.inf, "nan_inf"
     if out.get("kind") in ("int", "bool"):
-        return math.inf if out.get("mismatched") else 0.0
-    parts = [_element_ratio(out), *metric_ratios(out)]
-    known = [p for p in parts if p is not None]
-    if out.get("passed"):
-        return min(1.0, max(known)) if known else None
-    return max(1.0, max(known)) if known else math.inf
+        return (math.inf if out.get("mismatched") else 0.0), "element"
+    element = _element_ratio(out)
+    parts = [(element, "element"), *zip(metric_ratios(out), _metric_names(out), strict=True)]
+    known = [(r, name) for r, name in parts if r is not None]
+    if element is None and (out.get("passed") or not any(r > 1 for r, _ in known)):
+        return None, None
+    ratio, binding = max(known, key=lambda p: p[0])  # max() keeps the first of equal ratios
+    return (min(1.0, ratio) if out.get("passed") else max(1.0, ratio)), binding
 
 
 def _ratio(err: float | None, tol: float | None) -> float | None:
@@ -119,7 +144,12 @@ def _smallest(parts: list[float | None]) -> float | None:
 
 
 def _element_ratio(out: dict) -> float | None:
-    """The element rule's part of :func:`tolerance_ratio`."""
+    """The element rule's part of :func:`tolerance_bound`: the recorded ``element_ratio``. A record
+    written before it existed (no key) falls back to the bound it had then: with mismatches
+    ``min(needed_atol / atol, needed_rtol / rtol)``, else ``min(max_abs / atol, max_rel / rtol)``
+    capped at 1 (an upper bound: the two maxima may be different elements)."""
+    if "element_ratio" in out:
+        return as_float(out.get("element_ratio"))
     atol, rtol = as_float(out.get("atol")), as_float(out.get("rtol"))
     element = None
     if not out.get("passed") and out.get("mismatched") != 0:
@@ -130,6 +160,21 @@ def _element_ratio(out: dict) -> float | None:
         if element is not None and out.get("mismatched") == 0:
             element = min(1.0, element)  # every element passed (the two maxima may be different elements)
     return element
+
+
+def _metric_names(out: dict) -> list[str]:
+    """The names of the parts :func:`metric_ratios` returns, in its order."""
+    names = []
+    if _known(out.get("cosine")) and as_float(out.get("min_cosine")) is not None:
+        names.append("cosine")
+    if _known(out.get("snr_db")) and as_float(out.get("min_snr_db")) is not None:
+        names.append("snr")
+    return names
+
+
+def _known(value) -> bool:
+    x = as_float(value)
+    return x is not None and not math.isnan(x)
 
 
 def metric_ratios(out: dict) -> list[float]:
@@ -177,17 +222,18 @@ def accuracy_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
         engine = _engine_for(res, rec)
         figures = rec.figures or {}
         for name, out in rec.outputs.items():
+            ratio, binding = tolerance_bound(out)
             rows.append({
                 "test": res["nodeid"], "outcome": res.get("outcome"), "check": index,
                 "model": rec.model, "backend": rec.backend, "policy": rec.policy,
                 "precision": rec.precision, "seed": rec.seed, "baseline": rec.baseline,
-                "output": name, "examples": rec.count,
+                "output": name, "examples": rec.count, "no_check": rec.no_check,
                 "expected_failure": res.get("expected_failure"),
                 "passed": bool(out.get("passed")), "problem": out.get("problem_detail") or out.get("problem"),
                 "max_abs": as_float(out.get("max_abs")), "max_rel": as_float(out.get("max_rel")),
                 "atol": as_float(out.get("atol")), "rtol": as_float(out.get("rtol")),
                 "mismatched": out.get("mismatched"), "total": out.get("total"),
-                "ratio": tolerance_ratio(out), "engine": engine_text(engine),
+                "ratio": ratio, "binding": binding, "engine": engine_text(engine),
                 "cache_hit": None if engine is None else bool(engine.cache_hit),
                 "build_seconds": None if engine is None else engine.build_seconds,
                 "figures": figures.get(name), "comparison": out,
@@ -239,7 +285,7 @@ def precision_nodes(record: PrecisionRecord | Mapping[str, Any]) -> tuple[list[d
     """``(constrained, all)`` node observations of a precision record (or its JSON form), in plan
     (topological) order.
 
-    The record's ``report`` is a ``PrecisionCheck.to_json()`` (verify.py: its ``nodes``
+    The record's ``report`` is a ``PrecisionCheck.to_json()`` (verify/precision.py: its ``nodes``
     are exactly the nodes the pattern matched, resolved by the plan) or a
     ``LayerReport.to_json()`` (every node; then the constrained ones are the report's
     ``matched`` names when listed, else the pattern applied as the policy does: glob over
@@ -346,8 +392,15 @@ def parser_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
     """One row per parser check (``--trt-parser-check`` / ``trt.check_parser()``), in test order."""
     rows = []
     for res, rec in records_of(results, ParserRecord):
-        rows.append({"test": res["nodeid"], **{k: v for k, v in rec.to_json().items() if k != "kind"}})
+        rows.append({"test": res["nodeid"], "expected_failure": res.get("expected_failure"),
+                     **{k: v for k, v in rec.to_json().items() if k != "kind"}})
     return rows
+
+
+def ledger_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
+    """One row per ledger a test recorded: ``{"test", "auto", "ledger": Ledger.to_json()}``."""
+    return [{"test": res["nodeid"], "auto": bool(rec.auto), "ledger": rec.ledger}
+            for res, rec in records_of(results, LedgerRecord)]
 
 
 def parser_promotions(rows: list[dict]) -> list[dict[str, Any]]:
@@ -371,7 +424,8 @@ def unique(values: Iterable[Any]) -> list:
     return seen
 
 
-__all__ = ["BAD_STATUSES", "EVIDENCE", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
-           "caught", "engine_counts", "engine_text", "evidence_counts", "metric_ratios", "network_scopes",
+__all__ = ["BAD_STATUSES", "BINDINGS", "EVIDENCE", "binding_text", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
+           "caught", "engine_counts", "engine_text", "evidence_counts", "ledger_rows", "metric_ratios", "network_scopes",
            "parser_promotions", "parser_rows", "precision_nodes", "precision_passed", "precision_rows",
-           "records_of", "scope_of", "result_records", "tolerance_ratio", "unique", "worst_per_test_output"]
+           "records_of", "scope_of", "result_records", "tolerance_bound", "tolerance_ratio", "unique",
+           "worst_per_test_output"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..ledger.render import summary_lines as ledger_summary_lines
 from .condense import condense_records
 from .junit import junit_properties
 from .rows import (
@@ -22,10 +23,12 @@ from .rows import (
     NEUTRAL_STATUSES,
     accuracy_rows,
     baseline_fallbacks,
+    binding_text,
     caught,
     engine_counts,
     engine_text,
     evidence_counts,
+    ledger_rows,
     metric_ratios,
     network_scopes,
     parser_promotions,
@@ -35,6 +38,7 @@ from .rows import (
     precision_rows,
     records_of,
     scope_of,
+    tolerance_bound,
     tolerance_ratio,
     unique,
     worst_per_test_output,
@@ -42,6 +46,8 @@ from .rows import (
 
 #: rows of the terminal table without -v (all rows with -v, and always in --trt-report)
 TERMINAL_ROWS = 30
+#: units of each ledger shown in the terminal without -v (three times as many with -v)
+LEDGER_ROWS = 10
 
 
 def fallback_lines(results, *, nodes_shown: int = 5) -> list[str]:
@@ -115,7 +121,7 @@ def engines_line(counts: dict[str, Any]) -> str:
 
 def _status_word(row: dict) -> str:
     if row["passed"]:
-        return "ok"
+        return "nocheck" if row.get("no_check") else "ok"
     return "xfail" if caught(row) else "FAIL"
 
 
@@ -168,6 +174,7 @@ def table_lines(rows: list[dict], width: int = 120) -> list[str]:
     figures = [
         ("", _status_word, "<"),
         ("x tol", lambda r: fmt_ratio(r["ratio"]), ">"),
+        ("bound", lambda r: binding_text(r.get("binding")), "<"),
         ("max abs", lambda r: fmt_err(r["max_abs"]), ">"),
         ("atol", lambda r: fmt_tol(r["atol"]), ">"),
         ("max rel", lambda r: fmt_err(r["max_rel"]), ">"),
@@ -207,21 +214,53 @@ def skipped_line(total: int, skipped: list, *, reasons: int = 5) -> str:
             f"--trt-require-run makes a skipped trt test a failure")
 
 
+def untested_controls_lines(results, *, shown: int = 10) -> list[str]:
+    """Negative controls that xfailed without testing anything (``expected_failure.verdict ==
+    "not_tested"``, :mod:`pytest_trt.report.outcomes`): an xfail without ``raises=`` that failed for
+    another reason (a pattern typo, a missing file). pytest counts them "xfailed" and exits 0."""
+    untested = [r for r in results if (r.get("expected_failure") or {}).get("verdict") == "not_tested"]
+    if not untested:
+        return []
+    lines = [f"trt tests: {len(untested)} negative control(s) xfailed without testing anything: they raised "
+             f"something other than pytest-trt's verdict (AccuracyError, PrecisionError); write them "
+             f"@pytest.mark.xfail(strict=True, raises=AccuracyError) so that pytest fails them too"]
+    for r in untested[:shown]:
+        raised = (r.get("expected_failure") or {}).get("raised") or "nothing"
+        lines.append(f"  {r.get('nodeid')}: raised {raised}")
+    if len(untested) > shown:
+        lines.append(f"  ... {len(untested) - shown} more: see --trt-report / --trt-html")
+    return lines
+
+
 def write_terminal_summary(tr, session, results) -> None:
     """The ``pytest-trt`` section at the end of the run (controller only).
 
     Engines built and reused, then one row per output of every accuracy check, worst
-    first (failing outputs, then by how close to the tolerance), then precision checks.
+    first (failing outputs, then by how close to the tolerance), then precision checks;
+    last, what failed the session although its tests did not (``session.session_failures``:
+    a session pattern that matched nothing, a report that could not be written).
     """
+    written = _write_results(tr, session, results)
+    failures = list(getattr(session, "session_failures", None) or ())
+    if failures and not written:
+        tr.section("pytest-trt", sep="=")
+    for line in failures:
+        tr.write_line(line, red=True)
+
+
+def _write_results(tr, session, results) -> bool:
+    """The section's figures; False when there was nothing to show (no trt test)."""
     trt_tests = getattr(session, "trt_tests", ())
     if not results and not trt_tests:
-        return
+        return False
     tr.section("pytest-trt", sep="=")
     skipped = getattr(session, "skipped", [])
     tr.write_line(skipped_line(len(trt_tests), skipped), yellow=bool(skipped))
+    for line in untested_controls_lines(results):
+        tr.write_line(line, yellow=True)
     tr.write_line(backend_line(session))
     if not results:
-        return
+        return True
     tr.write_line(engines_line(engine_counts(results)))
     cache = cache_line(session)
     if cache:
@@ -229,12 +268,24 @@ def write_terminal_summary(tr, session, results) -> None:
     _write_accuracy_lines(tr, accuracy_rows(results))
     _write_precision_lines(tr, precision_rows(results))
     _write_parser_lines(tr, parser_rows(results))
+    _write_ledger_lines(tr, ledger_rows(results))
     for line in fallback_lines(results):
         tr.write_line(line, yellow=True)
     s = session.settings
     wanted = [str(p) for p in (s.report_json, s.report_html) if p]
     if wanted:
         tr.write_line("reports: " + ", ".join(wanted))
+    return True
+
+
+def _write_ledger_lines(tr, rows: list[dict]) -> None:
+    """Each ledger in a few lines: where the time went (top units, with their precision) or, without
+    time, why not and the rows whose precision is in question (:mod:`pytest_trt.ledger.render`)."""
+    for row in rows:
+        lines = ledger_summary_lines(row["ledger"], top=LEDGER_ROWS * (3 if _verbose(tr) > 0 else 1))
+        tr.write_line(f"{row['test']}: {lines[0]}")
+        for line in lines[1:]:
+            tr.write_line(line, yellow=line.lstrip().startswith("COLLAPSED"))
 
 
 def _verbose(tr) -> int:
@@ -252,8 +303,10 @@ def _write_accuracy_lines(tr, all_rows: list[dict]) -> None:
     n_checks = sum(r.get("examples", 1) for r in all_rows)
     repeated = f" ({n_checks} checks, the worst per test and output shown)" if n_checks > len(rows) else ""
     as_expected = f" ({expected} by negative controls, as expected: xfail)" if expected else ""
+    unjudged = sum(1 for r in rows if r.get("no_check"))
+    no_check = f", {unjudged} without a tolerance verdict (no_check)" if unjudged else ""
     tr.write_line(f"accuracy: {len(rows)} output(s) in {tests} test(s){repeated}, {failed} outside tolerance"
-                  f"{as_expected}; worst first (x tol > 1 fails)")
+                  f"{as_expected}{no_check}; worst first (x tol > 1 fails)")
     shown = rows if _verbose(tr) > 0 else rows[:TERMINAL_ROWS]
     width = getattr(getattr(tr, "_tw", None), "fullwidth", 120) or 120
     lines = table_lines(shown, width)
@@ -313,13 +366,16 @@ def _write_parser_lines(tr, rows: list[dict]) -> None:
     """Parser checks: how many plans, failures by node, and every promotion (counted, never failed)."""
     if not rows:
         return
-    failed = [r for r in rows if not r.get("passed")]
+    failed = [r for r in rows if not r.get("passed") and not caught(r)]
+    expected = sum(1 for r in rows if caught(r))
     promotions = parser_promotions(rows)
     libraries = ", ".join(unique(r.get("library") for r in rows))
     plans = len({(r.get("model"), r.get("policy")) for r in rows})
+    as_expected = f" ({expected} more by negative controls, as expected: xfail)" if expected else ""
     tr.write_line(f"parser check ({libraries}, observed in the parsed network): {len(rows)} check(s) of {plans} "
-                  f"plan(s), {len(rows) - len(failed)} passed, {len(failed)} failed; {len(promotions)} node(s) computed in "
-                  f"higher precision than planned (reported, never failed)", red=bool(failed))
+                  f"plan(s), {len(rows) - len(failed) - expected} passed, {len(failed)} failed{as_expected}; "
+                  f"{len(promotions)} node(s) computed in higher precision than planned (reported, never failed)",
+                  red=bool(failed))
     for r in failed:
         bad = r.get("failures") or []
         what = ", ".join(f"{f['node']} (planned {f['planned']}, parsed {f['parsed']})" for f in bad[:3])
@@ -337,10 +393,11 @@ def _write_parser_lines(tr, rows: list[dict]) -> None:
 __all__ = [
     # the terminal summary
     "TERMINAL_ROWS", "backend_line", "cache_line", "engines_line", "fallback_lines", "fmt_err", "fmt_ratio",
-    "fmt_tol", "skipped_line", "table_lines", "write_terminal_summary",
+    "fmt_tol", "skipped_line", "table_lines", "untested_controls_lines", "write_terminal_summary",
     # re-exported from report.rows, report.condense and report.junit (their home before)
     "BAD_STATUSES", "EVIDENCE", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
     "caught", "condense_records", "engine_counts", "engine_text", "evidence_counts", "junit_properties",
     "metric_ratios", "network_scopes", "parser_promotions", "parser_rows", "precision_nodes", "precision_passed",
-    "precision_rows", "records_of", "scope_of", "tolerance_ratio", "unique", "worst_per_test_output",
+    "precision_rows", "records_of", "scope_of", "tolerance_bound", "tolerance_ratio", "unique",
+    "worst_per_test_output",
 ]

@@ -27,7 +27,7 @@ Algorithm
 ---------
 1. Build and run the policy as given. If it passes: nothing to change (1 build).
 2. Greedy, guided by layerwise errors. On the current (failing) engine run
-   :func:`~pytest_trt.layerwise.locate_divergence` and rank the candidate groups that
+   :func:`~pytest_trt.locate.divergence.locate_divergence` and rank the candidate groups that
    contain a divergent node (one that introduced NaN/Inf, or whose error jumped): narrow
    kinds first (scope/node, then general, block, op), then by what the group explains
    (introduced NaN/Inf, divergent nodes, summed log10 jumps), then the earliest, then the
@@ -67,7 +67,7 @@ answer, the result is ``passes-output-only`` and names those nodes. Re-checks ar
 the same engine, not builds.
 
 An answer that keeps more than half of the compute nodes in FP32 (by node count; a FLOPs
-estimate from :mod:`pytest_trt.flops` is reported beside it) is ``fp32-in-effect``: not a
+estimate from :mod:`pytest_trt.suggest.flops` is reported beside it) is ``fp32-in-effect``: not a
 low-precision engine, so not called found (``pytest-trt suggest`` exits 1).
 
 ``builds`` counts every engine built or loaded for the search: distinct plans, engines
@@ -88,14 +88,14 @@ Layout
 ``groups`` (the candidate groups and the moves that need no build), ``recheck`` (the input
 sets every answer is checked on), ``search`` (:func:`suggest_fp32_islands`: builds, checks,
 greedy, refine, prune), ``result`` (:class:`Attempt`, :class:`Suggestion` and its message).
-``escape_glob`` and ``scope_of`` live in :mod:`pytest_trt.scopes` and are re-exported here.
+``escape_glob`` and ``scope_of`` live in :mod:`pytest_trt.locate.scopes` and are re-exported here.
 """
 
 from __future__ import annotations
 
-from ..scopes import escape_glob, scope_of
+from ..locate.scopes import escape_glob, scope_of
 from .groups import GRADUAL_KIND_ORDER, KIND_ORDER, Group, candidate_groups, compress_groups
-from .recheck import MIN_RECHECK_SEEDS, InputSet, permuted_feeds
+from .recheck import MAX_RECHECK_SEEDS, MIN_RECHECK_SEEDS, InputSet, permuted_feeds
 from .result import Attempt, Suggestion
 from .search import DEFAULT_MAX_BUILDS, suggest_fp32_islands
 
@@ -103,6 +103,7 @@ __all__ = [
     "DEFAULT_MAX_BUILDS",
     "GRADUAL_KIND_ORDER",
     "KIND_ORDER",
+    "MAX_RECHECK_SEEDS",
     "MIN_RECHECK_SEEDS",
     "Attempt",
     "Group",

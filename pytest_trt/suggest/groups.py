@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..dtypes import LOW_PRECISIONS
-from ..policy import Rule
-from ..scopes import escape_glob, scope_of
+from ..core.dtypes import LOW_PRECISIONS
+from ..locate.scopes import escape_glob, scope_of
+from ..plan.policy import Rule
 
 __all__ = [
     "GRADUAL_KIND_ORDER",

@@ -8,19 +8,19 @@ own values permuted by the seed (:func:`permuted_feeds`). :func:`input_sets` bui
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..core.choices import MAX_RECHECK_SEEDS, MIN_RECHECK_SEEDS
+from ..core.jsonsafe import json_number
 from ..errors import UsageError
-from ..jsonsafe import json_number
 
-__all__ = ["MIN_RECHECK_SEEDS", "InputSet", "accuracy_record", "input_sets", "permuted_feeds"]
+__all__ = ["MAX_RECHECK_SEEDS", "MIN_RECHECK_SEEDS", "InputSet", "accuracy_record", "input_sets", "permuted_feeds"]
 
-#: Re-check seeds per answer (at least this many, besides the user's feeds).
-MIN_RECHECK_SEEDS = 3
 
 
 @dataclass
@@ -55,14 +55,18 @@ def input_sets(feeds: dict, recheck_seeds: Any,
         start = int(base) if base is not None else 0
         recheck_seeds = tuple(range(start + 1, start + 1 + MIN_RECHECK_SEEDS))
     try:
-        seeds = [int(k) for k in recheck_seeds]
+        # read one past the limit only: range(2**64) must not become a list
+        seeds = [int(k) for k in itertools.islice(recheck_seeds, MAX_RECHECK_SEEDS + 1)]
     except (TypeError, ValueError):
         raise UsageError(f"recheck_seeds must be a list of integer seeds, got {recheck_seeds!r}") from None
+    if len(seeds) > MAX_RECHECK_SEEDS:
+        raise UsageError(f"recheck_seeds: at most {MAX_RECHECK_SEEDS} seeds (each one's feeds are held in memory "
+                         f"and every answer runs on each), got more: {recheck_seeds!r}")
     if len(set(seeds)) < MIN_RECHECK_SEEDS:
         raise UsageError(f"recheck_seeds: every answer is re-checked on at least {MIN_RECHECK_SEEDS} distinct seeds "
                          f"besides your feeds, got {recheck_seeds!r}")
     seeds = list(dict.fromkeys(seeds))
-    if make_feeds is None:  # feeds that remember how they were made (pytest_trt.case.Feeds)
+    if make_feeds is None:  # feeds that remember how they were made (pytest_trt.glue.case.Feeds)
         make_feeds = getattr(feeds, "remake", None)
     first = InputSet("your inputs" + (f" (seed {base})" if base is not None else ""), base, feeds)
     sets = [first]

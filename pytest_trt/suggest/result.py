@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..layerwise import fmt_error
+from ..locate.divergence import fmt_error
 from .groups import Group
 
 __all__ = ["Attempt", "Suggestion"]
@@ -76,12 +76,13 @@ class Suggestion:
         builds: every engine built or loaded (distinct plans, re-loads to re-check an earlier plan,
             TensorRT layerwise probe builds); ``cache_hits`` of them came from the artifact cache.
         inputs: per input set of the final (or closest) plan: ``{"label", "seed", "outputs_passed",
-            "nonfinite_nodes", "accuracy"}``; the user's feeds first, then the re-check seeds.
+            "nonfinite_nodes", "accuracy"}`` (and ``"masking_nodes"``, where masking values saturated
+            to +-inf as intended, once the outputs passed); the user's feeds first, then the re-check seeds.
         recheck_seeds, recheck_source: the re-check seeds and how their feeds were made.
         nonfinite_nodes: nodes that introduced NaN/Inf where the FP32 reference is finite, under
             the plan of ``patterns`` (``passes-output-only``).
         fp32_nodes, fp32_share, flops, fp32_flops_share: compute nodes kept FP32 by the final plan,
-            their share by count, and by a FLOPs estimate (:mod:`pytest_trt.flops`).
+            their share by count, and by a FLOPs estimate (:mod:`pytest_trt.suggest.flops`).
         accuracy: ``{output: {"max_abs", "max_rel", "passed"}}`` of the final plan (the initial
             plan's when nothing passed).
         initial_accuracy: the same for the policy as given.
@@ -128,6 +129,8 @@ class Suggestion:
     nonfinite_nodes: list = field(default_factory=list)
     flops: int = 0
     fp32_flops: int = 0
+    #: what each proposed island costs in time (:class:`~pytest_trt.ledger.islands.IslandCosts`), when found
+    island_costs: Any = None
 
     # -- derived ---------------------------------------------------------------------------
     @property
@@ -251,6 +254,8 @@ class Suggestion:
         lines.append("  pytest:  " + " ".join(shlex.quote(a) for a in self.pytest_args))
         lines.append("  CLI:     " + " ".join(shlex.quote(a) for a in self.cli_args))
         lines.append("  marker:  " + self.marker)
+        if self.island_costs is not None:
+            lines += self.island_costs.lines()
         if self.alternatives:
             alts = ", ".join(f"{a['pattern']} ({a['scopes']} scopes)" for a in self.alternatives)
             lines.append(f"  note: minimal for THESE inputs; other scopes of the same kind stayed "
@@ -295,6 +300,11 @@ class Suggestion:
                 else:
                     parts.append(f"{i['label']}: NaN/Inf inside at {', '.join(i['nonfinite_nodes'][:3])}")
             verdict = "; ".join(parts) or "not every input set was reached"
+        masking = list(dict.fromkeys(n for i in self.inputs for n in i.get("masking_nodes", ())))
+        if masking:
+            shown = ", ".join(masking[:3]) + (f" and {len(masking) - 3} more" if len(masking) > 3 else "")
+            verdict += (f" (masking values such as an attention mask's -FLT_MAX become +-inf at {shown}, as the "
+                        f"mask intends: not counted)")
         source = f" ({self.recheck_source})" if self.recheck_source else ""
         return f"  checked on: {labels}{source}: {verdict}"
 
@@ -329,6 +339,7 @@ class Suggestion:
             "recheck_source": self.recheck_source, "passes_output_only": self.passes_output_only,
             "nonfinite_nodes": list(self.nonfinite_nodes), "fp32_in_effect": self.fp32_in_effect,
             "fp32_nodes": self.fp32_nodes, "fp32_share": round(self.fp32_share, 4),
+            "island_costs": self.island_costs.to_json() if self.island_costs is not None else None,
             "flops": {"total": self.flops, "fp32": self.fp32_flops,
                       "fp32_share": None if self.fp32_flops_share is None else round(self.fp32_flops_share, 4),
                       "estimate": "MatMul/Gemm/Conv: 2 x output elements x reduction size; other nodes: elements"},

@@ -19,14 +19,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..backends.base import BuildConfig, get_backend
-from ..baseline import fp32_baseline, fp32_intermediates
 from ..compare import compare_outputs, default_tolerances
-from ..dtypes import LOW_PRECISIONS
+from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
-from ..flops import node_flops
-from ..layerwise import Divergence, locate_divergence
-from ..model import load_model
-from ..policy import PrecisionPolicy, Rule
+from ..ledger.islands import island_costs
+from ..ledger.timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, check_timing
+from ..locate.divergence import Divergence, locate_divergence
+from ..model.load import load_model
+from ..plan.policy import PrecisionPolicy, Rule
+from ..reference.baseline import fp32_baseline, fp32_intermediates
+from .flops import node_flops
 from .groups import (
     GRADUAL_KIND_ORDER,
     KIND_ORDER,
@@ -54,12 +56,13 @@ _LOG_JUMP_CAP = 10.0
 def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: ArtifactCache | None = None,
                          rtol=None, atol=None, config: BuildConfig | None = None, max_builds: int | None = None,
                          threshold: float | None = None, baseline_provider: str = "cpu",
-                         recheck_seeds=None, make_feeds=None, on_engine=None) -> Suggestion:
+                         recheck_seeds=None, make_feeds=None, on_engine=None, timing: str = "auto",
+                         timing_iterations: int = DEFAULT_ITERATIONS, timing_warmup: int = DEFAULT_WARMUP) -> Suggestion:
     """Search the smallest set of FP32 islands (keep_fp32 patterns) with which ``model`` passes.
 
     Args:
-        model: a :class:`~pytest_trt.model.Model`, path or ModelProto.
-        policy: the :class:`~pytest_trt.policy.PrecisionPolicy` to start from (or a precision
+        model: a :class:`~pytest_trt.model.load.Model`, path or ModelProto.
+        policy: the :class:`~pytest_trt.plan.policy.PrecisionPolicy` to start from (or a precision
             name such as ``"fp16"``); suggested patterns are added to its ``keep_fp32``.
         feeds: input feeds (the search is only as good as they are: use the inputs that fail).
         backend: a :class:`~pytest_trt.backends.base.Backend` or its name (``"emulate"``).
@@ -79,14 +82,26 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
         on_engine: ``on_engine(plan, engine)`` after every engine the search built or loaded
             (a TensorRT layerwise probe build too: its own ``build_info``); the pytest plugin
             records them, so the run's engine counts include the search's builds.
+        timing: how the cost of each proposed FP32 island is measured (the plan with and without
+            it, same inputs, ``timing_iterations`` runs after ``timing_warmup``): ``auto`` (TensorRT's own timing, else
+            ONNX Runtime CUDA, else not measured, saying why), ``engine``, ``onnxruntime-cuda``,
+            ``off`` (:mod:`pytest_trt.ledger.islands`; ``Suggestion.island_costs``).
 
     >>> s = suggest_fp32_islands("encoder.onnx", PrecisionPolicy("fp16"), feeds, backend="emulate")  # doctest: +SKIP
     >>> s.patterns                                                                                   # doctest: +SKIP
     ['/encoder/layer.0/attention/output/LayerNorm/*']
     """
-    return _Search(model, policy, feeds, backend=backend, cache=cache, rtol=rtol, atol=atol, config=config,
-                   max_builds=max_builds, threshold=threshold, provider=baseline_provider,
-                   recheck_seeds=recheck_seeds, make_feeds=make_feeds, on_engine=on_engine).run()
+    check_timing(timing)
+    search = _Search(model, policy, feeds, backend=backend, cache=cache, rtol=rtol, atol=atol, config=config,
+                     max_builds=max_builds, threshold=threshold, provider=baseline_provider,
+                     recheck_seeds=recheck_seeds, make_feeds=make_feeds, on_engine=on_engine)
+    found = search.run()
+    if found.passed and found.patterns:
+        found.island_costs = island_costs(
+            search.model, search.policy, found.patterns, feeds, backend=search.backend, cache=cache,
+            config=search.config, timing=timing, warmup=timing_warmup, iterations=timing_iterations, on_engine=on_engine,
+            nodes={g.pattern: len(g.nodes) for g in found.groups})
+    return found
 
 
 class _Search:
@@ -208,6 +223,7 @@ class _Search:
                 div = self.locate(attempt, index, engine=engine)
                 bad = [t.node for t in div.tensors if t.available and t.new_nonfinite and (t.nan or t.inf)]
                 entry["nonfinite_nodes"] = bad
+                entry["masking_nodes"] = [t.node for t in div.saturated]  # said, never counted as NaN/Inf
                 if bad and attempt.failing_set is None:
                     attempt.failing_set = index
                 attempt.nonfinite_nodes.extend(n for n in bad if n not in attempt.nonfinite_nodes)

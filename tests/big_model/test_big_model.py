@@ -3,7 +3,7 @@
 ``pytest -m big_model`` (``.ci/run``, ``tox -e big_model``); a plain ``pytest`` leaves it out.
 A 2.35 GB decoder-shaped model (17 layers of TinyLlama's MLP, RMSNorm, residual; torch-style
 names; weights as external data) is generated once per session without holding its weights in
-memory (:func:`pytest_trt.big_models.write_decoder`), then: ``pytest-trt plan``, ``compare
+memory (:func:`pytest_trt.model.big_models.write_decoder`), then: ``pytest-trt plan``, ``compare
 --fp16`` and ``--bf16``, ``locate``, the TensorRT-RTX parser check (parse only: the dtype check
 needs no build) and a ``trt`` marker test through pytester, each in a subprocess whose peak memory
 is held to the issue's budget (2x the weight bytes for a first run, cold). ``cache list`` and
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.big_models import write_decoder
+from pytest_trt.model.big_models import write_decoder
 
 pytestmark = pytest.mark.big_model
 
@@ -96,7 +96,7 @@ def test_locate_and_layers(big):
 
 
 def test_parser_check_parses_without_a_build(big):
-    from pytest_trt.parser_check import unavailable_reason
+    from pytest_trt.backends.tensorrt.parser_check import unavailable_reason
 
     reason = unavailable_reason()
     if reason:

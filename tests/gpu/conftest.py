@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_trt import testing_models as tm
 from pytest_trt.backends.base import get_backend
-from pytest_trt.model import load_model
+from pytest_trt.model import testing_models as tm
+from pytest_trt.model.load import load_model
 
 
 def backend_or_skip(name: str):

@@ -49,8 +49,8 @@ CASES = [
 
 def network_check(trt, plan) -> dict:
     """Parse the strong realization with TensorRT-RTX and compare layer dtypes with the plan."""
-    from pytest_trt.backends.tensorrt import check_network_dtypes
-    from pytest_trt.backends.trt_compat import dtype_name, get_logger
+    from pytest_trt.backends.tensorrt.backend import check_network_dtypes
+    from pytest_trt.backends.tensorrt.compat import dtype_name, get_logger
     from pytest_trt.realize import realize_strong
 
     logger = get_logger(trt)
@@ -104,8 +104,8 @@ def run_case(trt, backend, cache, model_name, policy_kwargs, dims) -> dict:
     from pytest_trt.backends.base import BuildConfig
     from pytest_trt.errors import BackendUnavailable
     from pytest_trt.inputs import make_feeds
-    from pytest_trt.model import load_model
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     model = load_model(MODELS / model_name)
     policy = PrecisionPolicy(**policy_kwargs)
@@ -145,10 +145,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("POLYGRAPHY_USE_TENSORRT_RTX", "1")
 
-    from pytest_trt import environment
     from pytest_trt.backends.base import get_backend
-    from pytest_trt.backends.trt_compat import import_module
+    from pytest_trt.backends.tensorrt.compat import import_module
     from pytest_trt.cache import ArtifactCache
+    from pytest_trt.core import environment
 
     backend = get_backend("tensorrt-rtx")
     reason = backend.unavailable_reason()

@@ -52,8 +52,8 @@ def _feeds(model):
 
 @pytest.mark.parametrize("path", _models(), ids=lambda p: p.stem)
 def test_cuda_baseline_matches_cpu_with_tf32_off(ort, path, record_property):
-    from pytest_trt.baseline import check_cuda_session, cuda_placement, fp32_baseline, make_session
-    from pytest_trt.model import load_model
+    from pytest_trt.model.load import load_model
+    from pytest_trt.reference.baseline import check_cuda_session, cuda_placement, fp32_baseline, make_session
 
     model = load_model(path)
     feeds = _feeds(model)
@@ -108,9 +108,9 @@ def test_float_node_on_cpu_is_a_warning(ort, tmp_path):
     import onnx
     from onnx import TensorProto, helper
 
-    from pytest_trt.baseline import fp32_baseline
     from pytest_trt.errors import ProviderFallbackWarning
-    from pytest_trt.model import load_model
+    from pytest_trt.model.load import load_model
+    from pytest_trt.reference.baseline import fp32_baseline
 
     # Det (determinant) has a CPU kernel only in ONNX Runtime
     graph = helper.make_graph(

@@ -8,7 +8,7 @@ device", ...) where TensorRT or a GPU is missing. On a GPU runner::
 Until these pass on a real TensorRT 10.x / 11.x and TensorRT-RTX, the TensorRT backend
 is verified only against the fake in tests/unit/fake_tensorrt.py. A failure here with
 a message about the inspector schema, debug tensors or layer metadata most likely
-means a fact in ``pytest_trt/backends/trt_compat.py`` is wrong: fix it there.
+means a fact in ``pytest_trt/backends/tensorrt/compat.py`` is wrong: fix it there.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from __future__ import annotations
 import pytest
 
 from pytest_trt.backends.base import BuildConfig
-from pytest_trt.baseline import fp32_baseline, fp32_intermediates
 from pytest_trt.compare import assert_close
 from pytest_trt.errors import BackendUnavailable
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.plan.policy import PrecisionPolicy
+from pytest_trt.reference.baseline import fp32_baseline, fp32_intermediates
 
 pytestmark = pytest.mark.gpu
 
@@ -115,7 +115,7 @@ def test_data_dependent_output_shape(tensorrt_backend, engine_cache):
     import numpy as np
     from onnx import TensorProto, helper
 
-    from pytest_trt.model import load_model
+    from pytest_trt.model.load import load_model
 
     graph = helper.make_graph(
         [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("NonZero", ["r"], ["idx"], name="nz")],

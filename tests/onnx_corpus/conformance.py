@@ -2,7 +2,7 @@
 
 For a corpus case with float tensors (``tests/onnx_corpus.py``):
 
-* the source is loaded by :func:`pytest_trt.model.load_model` (a refusal there is a
+* the source is loaded by :func:`pytest_trt.model.load.load_model` (a refusal there is a
   ``ModelError`` and counts as a refusal, by reason);
 * for FP16 and BF16: the plan resolves or is refused with a named ``ModelError``; the
   strongly typed realization passes ``onnx.checker.check_model(full_check=True)``
@@ -32,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the corp
 from onnx_corpus import CorpusCase, iter_corpus  # noqa: E402
 
 from pytest_trt import PrecisionPolicy  # noqa: E402
-from pytest_trt.baseline import make_session, reference_model  # noqa: E402
 from pytest_trt.errors import ModelError  # noqa: E402
-from pytest_trt.model import load_model  # noqa: E402
+from pytest_trt.model.load import load_model  # noqa: E402
 from pytest_trt.realize import realize_emulation, realize_strong  # noqa: E402
+from pytest_trt.reference.baseline import make_session, reference_model  # noqa: E402
 
 LOW = ("fp16", "bf16")
 

@@ -14,7 +14,7 @@ SKIP_REASON = 'TensorRT-RTX not installed: pip install -e ".[rtx]"'
 @pytest.fixture(scope="session")
 def rtx():
     """TensorRT-RTX's backend compat object; skips with the exact reason where it is missing."""
-    from pytest_trt.parser_check import unavailable_reason
+    from pytest_trt.backends.tensorrt.parser_check import unavailable_reason
 
     reason = unavailable_reason()
     if reason:

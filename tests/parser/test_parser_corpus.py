@@ -49,10 +49,10 @@ KNOWN_ONNX = "1.23.2"
 def test_corpus_realizations_parse_where_their_source_parses(rtx, capsys):
     from onnx_corpus import ONNX_VERSION, iter_corpus
 
+    from pytest_trt.backends.tensorrt.parser_check import check_parser, source_parse_error
     from pytest_trt.errors import PytestTrtError
-    from pytest_trt.model import load_model
-    from pytest_trt.parser_check import check_parser, source_parse_error
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     start = time.perf_counter()
     stats: Counter = Counter()

@@ -1,6 +1,6 @@
 """Tier ``trt_parser``: every plan of the example suite's models and of the real torch.onnx
 exports, FP16 and BF16, with and without LayerNorm kept FP32, parsed AND built by
-TensorRT-RTX with 0 failures of the planned-vs-parsed rule (pytest_trt.network_rule).
+TensorRT-RTX with 0 failures of the planned-vs-parsed rule (pytest_trt.layers.network_rule).
 
 Promotions (planned FP16/BF16, parsed FP32) are allowed and printed; run with ``-s`` to see them.
 """
@@ -27,7 +27,7 @@ LAYERNORM = ("*/LayerNorm/*", "*/ln_*/*", "*/layernorm*/*", "op:LayerNormalizati
 
 
 def _keep(model) -> tuple[str, ...]:
-    from pytest_trt.policy import Rule
+    from pytest_trt.plan.policy import Rule
 
     nodes = list(model.graph.node)
     return tuple(p for p in LAYERNORM if any(Rule(p, "fp32").matches(n) for n in nodes))
@@ -47,9 +47,9 @@ def cache(tmp_path_factory):
 
 @pytest.mark.parametrize("source, precision, keep_ln", CASES)
 def test_every_realization_parses_and_builds(rtx, cache, source, precision, keep_ln):
-    from pytest_trt.model import load_model
-    from pytest_trt.parser_check import check_parser
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.backends.tensorrt.parser_check import check_parser
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     model = load_model(source)
     keep = _keep(model) if keep_ln else ()
@@ -68,9 +68,9 @@ def test_every_realization_parses_and_builds(rtx, cache, source, precision, keep
 
 @pytest.mark.parametrize("source", AS_IS, ids=lambda p: p.stem)
 def test_as_is_models_parse_and_build(rtx, cache, source):
-    from pytest_trt.model import load_model
-    from pytest_trt.parser_check import check_parser
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.backends.tensorrt.parser_check import check_parser
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     plan = PrecisionPolicy(default="fp32", as_is=True).resolve(load_model(source))
     check = check_parser(plan, cache=cache)
@@ -79,10 +79,10 @@ def test_as_is_models_parse_and_build(rtx, cache, source):
 
 def test_the_result_is_cached_with_the_engine(rtx, tmp_path):
     """Key: model, plan, TensorRT-RTX version, config; the second check is a cache hit."""
+    from pytest_trt.backends.tensorrt.parser_check import check_parser
     from pytest_trt.cache import ArtifactCache
-    from pytest_trt.model import load_model
-    from pytest_trt.parser_check import check_parser
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     cache = ArtifactCache(tmp_path / "c")
     plan = PrecisionPolicy(default="bf16").resolve(load_model(EXAMPLE / "encoder_opset14.onnx"))
@@ -97,9 +97,9 @@ def test_the_result_is_cached_with_the_engine(rtx, tmp_path):
 def test_gpt2_bf16_opset14_every_pow_as_planned(rtx):
     """Issue 16: every Pow of a GPT-2 BF16 export at opset 14 (the LayerNorms' and the GELU's)
     was planned BF16 and parsed FP32 until the realization typed Pow's exponent (branch i18)."""
-    from pytest_trt.model import load_model
-    from pytest_trt.parser_check import check_parser
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.backends.tensorrt.parser_check import check_parser
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     plan = PrecisionPolicy(default="bf16").resolve(load_model(DATA / "gpt2_tiny_opset14.onnx"))
     check = check_parser(plan, build=False)

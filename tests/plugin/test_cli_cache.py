@@ -14,16 +14,16 @@ import time
 
 import pytest
 
-from pytest_trt import runstate
 from pytest_trt.backends import get_backend
 from pytest_trt.backends.base import BuildConfig
-from pytest_trt.baseline import fp32_baseline
-from pytest_trt.big_models import write_decoder
 from pytest_trt.cache import MANIFEST, ArtifactCache
 from pytest_trt.cli import main
+from pytest_trt.core import runstate
 from pytest_trt.inputs import make_feeds
 from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.model.big_models import write_decoder
+from pytest_trt.plan.policy import PrecisionPolicy
+from pytest_trt.reference.baseline import fp32_baseline
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,8 +55,9 @@ def test_compare_labels_the_policy_precision_and_shows_the_margin_of_a_pass(cach
     passed = next(line for line in text.stdout.splitlines() if line.startswith("passed: 'last_hidden_state'"))
     for figure in ("max abs err", "max rel err", "cosine", "SNR"):
         assert figure in passed, passed
-    assert ("x tol (worst element's error / tolerance, or (1 - cos) / (1 - min_cosine) where the cosine floor is "
-            "the larger; > 1 fails): 'last_hidden_state' ") in text.stdout
+    assert ("x tol (the largest of: the worst element's error / max(atol, rtol*|expected|), (1 - cos) / "
+            "(1 - min_cosine) where a cosine floor applies, the SNR floor's; > 1 fails): 'last_hidden_state' ") in text.stdout
+    assert re.search(r"'last_hidden_state' [0-9.e-]+ \((element|cosine)\)", text.stdout), text.stdout
 
 
 def test_locate_labels_the_policy_precision_and_shows_the_figures(cache_dir):

@@ -146,11 +146,11 @@ def test_messages_use_the_command_lines_spelling(work):
 
 def test_pytest_option_names_in_pipeline_messages_become_the_cli_flags():
     # Messages the console script can print that need a GPU or TensorRT to trigger (the typing
-    # remedies of verify.py, a corrupt TensorRT cache entry, an RTX engine on an unsupported GPU):
-    # the one table in cli/common.py rewrites the pytest options to the flags the CLI has.
-    from pytest_trt import verify
+    # remedies of verify/precision.py, a corrupt TensorRT cache entry, an RTX engine on an unsupported GPU):
+    # the one table in cli/spelling.py rewrites the pytest options to the flags the CLI has.
     from pytest_trt.cli import build_parser
-    from pytest_trt.cli.common import cli_spelling
+    from pytest_trt.cli.spelling import cli_spelling
+    from pytest_trt.verify import precision as verify
 
     remedy = cli_spelling(verify.WEAK_TYPING_REMEDY)
     assert "--trt-" not in remedy

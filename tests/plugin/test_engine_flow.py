@@ -43,7 +43,7 @@ def test_everything_fp16(trt):
     out = result.stdout.str()
     assert "mismatch" in out and "worst" in out.lower()
     # our own errors come without pytest-trt's internal frames
-    assert "pytest_trt/case.py" not in out
+    assert "pytest_trt/glue/case.py" not in out
 
 
 def test_keeping_layernorm_fp32_passes_and_second_run_is_all_cache_hits(pytester, cache_dir):

@@ -18,7 +18,7 @@ from pathlib import Path
 import onnx
 from report_schema import assert_valid_report
 
-from pytest_trt import testing_models as tm
+from pytest_trt.model import testing_models as tm
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKE = ROOT / "tests" / "unit" / "fake_tensorrt.py"
@@ -34,9 +34,9 @@ _spec.loader.exec_module(_fake)
 FAKE = _fake.make_fake_tensorrt("10.8.0", myelin_prefix={LN + "/"!r}, myelin_ignores_hints=False)
 sys.modules["tensorrt"] = FAKE
 
-from pytest_trt import environment
-from pytest_trt.backends import tensorrt as trt_backend
-from pytest_trt.backends import trt_compat
+from pytest_trt.core import environment
+from pytest_trt.backends.tensorrt import backend as trt_backend
+from pytest_trt.backends.tensorrt import compat as trt_compat
 
 GPU = {{"gpu": "NVIDIA Fake 4090", "compute_capability": "8.9", "driver": "580.00", "cuda": "13.0"}}
 trt_backend.tensorrt_unavailable_reason = lambda module="tensorrt": None

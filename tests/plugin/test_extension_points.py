@@ -1,4 +1,4 @@
-"""pytest-trt's extension points (pytest_trt/hookspec.py) as a third-party plugin meets them:
+"""pytest-trt's extension points (pytest_trt/glue/hookspec.py) as a third-party plugin meets them:
 pytester runs with a conftest or a ``-p`` plugin module that provides a backend, chooses it,
 adds header lines and extends the JSON report; and ``register_backend`` in a fresh process."""
 

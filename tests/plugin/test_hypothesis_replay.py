@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import onnx
 
-from pytest_trt import testing_models as tm
+from pytest_trt.model import testing_models as tm
 
 TEST_FILE = """
 import pytest
@@ -63,3 +63,63 @@ def test_property_test_finds_shrinks_saves_and_replays(pytester):
     # ... and passes once the LayerNorm is kept FP32 (exit 0).
     fixed = subprocess.run([*cli, "--keep-fp32", "*/LayerNorm/*"], capture_output=True, text=True, cwd=pytester.path)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+
+
+#: a test whose own feeds fail (atol=rtol=0 in FP16), so the plugin saves them with a replay script
+OWN_FEEDS_TEST = """
+import numpy as np
+import pytest
+
+@pytest.mark.trt(model={model!r}, precision="fp16")
+def test_own_feeds(trt):
+    x = np.linspace(-3, 3, 8 * 64, dtype=np.float32).reshape(1, 8, 64)
+    trt.check({{"hidden_states": x}}, atol=0.0, rtol=0.0)
+"""
+
+
+def test_replay_script_comment_escapes_a_newline_in_the_test_file_name(pytester):
+    """Audit F11: the ``.sh`` replay script wrote the raw node id in a ``#`` comment; a test file
+    named ``test_nl<newline>touch PWNED<newline>#.py`` put ``touch PWNED`` on a line of its own,
+    which ran on replay. The node id is written escaped, on one line."""
+    model_path = pytester.path / "layernorm.onnx"
+    onnx.save(tm.decomposed_layernorm_block(hidden=64, seq=8), model_path)
+    name = "test_nl\ntouch PWNED_file\n#.py"
+    (pytester.path / name).write_text(OWN_FEEDS_TEST.format(model=str(model_path)))
+    result = pytester.runpytest(name, "--trt-cache-dir=" + str(pytester.path / "cache"), "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    [script] = list((pytester.path / "trt-artifacts").glob("*.sh"))
+    lines = script.read_text().splitlines()
+    assert lines[0] == "#!/bin/sh"
+    assert all(line.startswith("#") for line in lines[:-1]), lines  # only the command is not a comment
+    assert lines[-1].startswith("pytest-trt compare ")
+    assert "'test_nl\\ntouch PWNED_file\\n#.py::test_own_feeds'" in lines[1]
+    # run with a pytest-trt that only prints its arguments: nothing else runs
+    fake = pytester.path / "fakebin"
+    fake.mkdir()
+    (fake / "pytest-trt").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "pytest-trt").chmod(0o755)
+    ran = subprocess.run(["sh", str(script)], capture_output=True, text=True, cwd=pytester.path,
+                         env={"PATH": f"{fake}:/usr/bin:/bin"})
+    assert ran.returncode == 0, ran.stderr
+    assert not list(pytester.path.rglob("PWNED*"))
+
+
+def test_save_falsifying_example_escapes_the_inputs_comment(tmp_path):
+    """The same for ``save_falsifying_example``'s ``# Inputs:`` line (a path is the caller's)."""
+    from pytest_trt.strategies import save_falsifying_example
+
+    saved = save_falsifying_example({"x": np.zeros(2, np.float32)}, tmp_path / "ex\ntouch PWNED\n#",
+                                    command="pytest-trt compare m.onnx --load-inputs {path}")
+    text = saved.command_path.read_text()
+    assert text.endswith("\n" + saved.command + "\n")  # the command quotes the path: its newlines are safe
+    comments = text[: -len(saved.command) - 1].splitlines()
+    assert all(line.startswith("#") for line in comments), comments
+    assert "# Inputs: 'ex\\ntouch PWNED\\n#.npz'" in comments
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "pytest-trt").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "pytest-trt").chmod(0o755)
+    ran = subprocess.run(["sh", str(saved.command_path)], capture_output=True, text=True, cwd=tmp_path,
+                         env={"PATH": f"{fake}:/usr/bin:/bin"})
+    assert ran.returncode == 0, ran.stderr
+    assert not list(tmp_path.rglob("PWNED*"))

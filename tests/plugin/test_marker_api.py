@@ -74,3 +74,28 @@ def test_relative(trt, feeds):
     # run from the rootdir, not from suite/: "models/encoder.onnx" is relative to the test file
     result = pytester.runpytest("suite", "-p", "no:randomly", f"--trt-cache-dir={pytester.path / 'cache'}")
     result.assert_outcomes(passed=1)
+
+
+def test_a_missing_marker_path_is_said_relative_to_the_test_file(pytester):
+    # Issue 28: the message said "relative paths are resolved against the current directory" while the
+    # path shown was resolved against the test file; a user following the hint moved the model wrongly.
+    (pytester.path / "bad").mkdir()
+    (pytester.path / "bad" / "test_bad.py").write_text("""
+import pytest
+
+@pytest.mark.trt(model="models/missing.onnx")
+def test_model(trt):
+    trt.check()
+
+@pytest.mark.trt(model="models/missing.onnx", inputs="data/missing.npz")
+def test_inputs(trt):
+    trt.feeds()
+""")
+    result = pytester.runpytest("bad", "-p", "no:randomly", f"--trt-cache-dir={pytester.path / 'cache'}")
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    test_file = pytester.path / "bad" / "test_bad.py"
+    assert f"ONNX model not found: {pytester.path / 'bad' / 'models' / 'missing.onnx'}" in out
+    assert f"model='models/missing.onnx' in the trt marker is relative to the test file {test_file}" in out
+    assert f"inputs='data/missing.npz' in the trt marker is relative to the test file {test_file}" in out
+    assert "current directory" not in out

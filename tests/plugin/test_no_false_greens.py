@@ -75,6 +75,43 @@ def test_a_collected_trt_test_puts_the_plugin_in_use_and_states_the_header(pytes
     assert "trt tests: 1 ran, none skipped" in out, out
 
 
+def test_a_project_fixture_named_trt_something_leaves_the_plugin_inert(pytester):
+    """Newcomer 2026-11-26 defect 11: a trt test was "a fixture whose name starts with trt", so a
+    project fixture ``trtable_rows`` (or a TensorRT-LLM suite's ``trtllm_model``) switched the
+    plugin on: header, summary, imports. Only the plugin's own fixtures count, also through a
+    project fixture that requests one (the closure is transitive)."""
+    pytester.makeconftest("""
+import pytest
+
+@pytest.fixture
+def trtable_rows():
+    return [1, 2]
+
+@pytest.fixture
+def trtllm_model():
+    return "llm"
+""")
+    pytester.makepyfile(test_plain="def test_rows(trtable_rows, trtllm_model):\n    assert trtable_rows\n")
+    found, out = _probe(pytester, "test_plain.py")
+    assert found["exit"] == 0, out
+    assert found["heavy"] == [], f"imported {found['heavy']} for a project fixture named trt*"
+    assert "pytest-trt" not in out, "header or summary lines for a project fixture named trt*:\n" + out
+
+
+def test_a_project_fixture_that_requests_a_plugin_fixture_makes_a_trt_test(pytester):
+    pytester.makeconftest("""
+import pytest
+
+@pytest.fixture
+def my_backend_name(trt_session):
+    return trt_session.backend.name
+""")
+    pytester.makepyfile(test_indirect="def test_indirect(my_backend_name):\n    assert my_backend_name\n")
+    result = pytester.runpytest("test_indirect.py", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*= pytest-trt =*", "trt tests: 1 ran, none skipped"])
+
+
 def test_a_trt_option_alone_puts_the_plugin_in_use(pytester):
     pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
     result = pytester.runpytest("--trt-seed=3")
@@ -255,7 +292,7 @@ def test_weak(trt):
 """)
     from pytest_trt.backends.emulate import EmulateBackend
 
-    # the class, not an instance: backend instances are memos of each run (pytest_trt.runstate)
+    # the class, not an instance: backend instances are memos of each run (pytest_trt.core.runstate)
     monkeypatch.setattr(EmulateBackend, "supports",
                         lambda self, plan, config: "TensorRT 11 has no weak typing (removed in 11.0; use strong typing)"
                         if config.typing == "weak" else None)
@@ -285,7 +322,7 @@ def fp16_project(pytester):
     (project / "tests" / "test_model.py").write_text(FP16_PROJECT_TEST)
     elsewhere = pytester.mkdir("elsewhere")
     report = elsewhere / "r.json"
-    report.write_text("{}")
+    report.write_text('{\n "schema_version": 3\n}\n')  # a report of an earlier run (another file is refused)
     return project, report
 
 
@@ -293,11 +330,11 @@ def test_space_form_silently_dropped_the_project_ini_without_the_check(pytester,
     """The old false green, reproduced with the check switched off: pytest takes the report
     path for a test path, the rootdir leaves the project, its ini (``testpaths``,
     ``trt_fp16 = true``) is dropped, and the test that must fail in FP16 passes in FP32."""
-    import pytest_trt.settings
+    import pytest_trt.run.settings
 
     project, report = fp16_project
     monkeypatch.chdir(project)
-    monkeypatch.setattr(pytest_trt.settings, "check_path_option_forms", lambda config: None)
+    monkeypatch.setattr(pytest_trt.run.settings, "check_path_option_forms", lambda config: None)
     result = pytester.runpytest("--trt-report", str(report))
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines_random([f"rootdir: {project.parent}", "*default precision fp32 (default)*",
@@ -353,9 +390,144 @@ def test_gpu_workflow_requires_every_trt_test_to_run():
 def test_workflows_write_path_options_with_equals(name):
     import shlex
 
-    from pytest_trt.settings import OPTIONS
+    from pytest_trt.run.settings import OPTIONS
 
     path_flags = {f"--{o.name}" for o in OPTIONS if o.path}
     for run in _run_lines(name):
         words = shlex.split(run.replace("\\\n", " "))
         assert not path_flags & set(words), f"{name}: a path option in the space form in {run!r}"
+
+
+# --------------------------------------------------------------------------------------
+# Issue 28: an infinite tolerance in the marker or trt.check() (newcomer defect 2)
+# --------------------------------------------------------------------------------------
+OVERFLOW_TESTS = HEADER + """
+import math
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL, atol=math.inf)
+def test_marker_inf(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS))
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL, rtol={"fp16": math.inf})
+def test_marker_per_precision_inf(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS))
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
+def test_check_inf(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=float("inf"))
+"""
+
+
+def test_an_infinite_tolerance_in_the_marker_or_check_never_passes_an_overflow(pytester):
+    """Before: all three passed a LayerNorm that overflows in FP16 (max abs error 9.44, cosine 0.935),
+    while the CLI (--atol inf) and --trt-atol inf refused an infinite tolerance."""
+    pytester.makepyfile(OVERFLOW_TESTS)
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--trt-cache-dir={pytester.path / 'cache'}")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) == 0, result.stdout.str()
+    assert outcomes.get("errors", 0) + outcomes.get("failed", 0) == 3
+    out = result.stdout.str()
+    assert "@pytest.mark.trt(atol=inf): an infinite tolerance switches the accuracy check off" in out
+    assert "@pytest.mark.trt(rtol={'fp16': inf})" in out
+    assert "Add no_check=True to the marker" in out
+    assert "atol=inf (output 'last_hidden_state') switches the accuracy check off" in out
+    assert "Pass no_check=True" in out
+
+
+def test_no_check_in_the_marker_records_the_figures_and_says_so(pytester):
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL, no_check=True)
+def test_figures_only(trt):
+    result = trt.check(trt.feeds(outliers=OUTLIERS))
+    assert result.no_check and result.outputs["last_hidden_state"].max_abs > 1
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--trt-cache-dir={pytester.path / 'cache'}",
+                                "--trt-report=r.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["accuracy: 1 output(s) in 1 test(s), 0 outside tolerance, 1 without a tolerance "
+                                 "verdict (no_check)*", "nocheck *"])
+    import json
+
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert data["tests"][0]["accuracy"][0]["no_check"] is True
+
+
+# --------------------------------------------------------------------------------------
+# Issue 28: a session-wide pattern that matches nothing (newcomer defect 3)
+# --------------------------------------------------------------------------------------
+CONVNET = REPO / "example_suite" / "models" / "convnet.onnx"
+TWO_MODELS = HEADER + f"""
+CONVNET = {str(CONVNET)!r}
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
+def test_encoder(trt):
+    trt.check(atol=5e-2)
+
+@pytest.mark.trt(model=CONVNET, precision="fp16", dims={{"batch": 2}})
+def test_convnet(trt):
+    trt.check(atol=5e-2)
+
+def test_plain():
+    pass
+"""
+
+
+def _pattern_run(pytester, *args):
+    # two files, so that under -n 2 --dist loadfile each worker sees one model
+    head, _, rest = TWO_MODELS.partition("@pytest.mark.trt(model=ENCODER")
+    encoder, _, convnet = ("@pytest.mark.trt(model=ENCODER" + rest).partition("@pytest.mark.trt(model=CONVNET")
+    pytester.makepyfile(test_encoder=head + encoder, test_convnet=head + "@pytest.mark.trt(model=CONVNET" + convnet)
+    return pytester.runpytest_subprocess(f"--trt-cache-dir={pytester.path / 'cache'}", "-p", "no:cacheprovider",
+                                         *args)
+
+
+def test_a_session_pattern_matching_no_model_fails_the_session_with_the_closest_names(pytester):
+    """Before: ``--trt-keep-fp32 '*/LayerNrom/*'`` (a typo) was dropped for every model, exit 0."""
+    result = _pattern_run(pytester, "--trt-keep-fp32=*/LayerNrom/*")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "pytest-trt: session patterns: keep FP32 '*/LayerNrom/*' (--trt-keep-fp32 on the command line; *)",
+        "pytest-trt: session pattern '*/LayerNrom/*' (--trt-keep-fp32 on the command line) matched no node in any "
+        "model of the trt tests that ran (convnet.onnx, encoder_opset14.onnx); closest: */LayerNorm/*",
+    ])
+
+
+def test_the_ini_twin_and_pytest_addopts_are_named_as_the_source(pytester, monkeypatch):
+    pytester.makeini("[pytest]\ntrt_keep_fp32 =\n    op:Softmx\n")
+    result = _pattern_run(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["pytest-trt: session pattern 'op:Softmx' (ini trt_keep_fp32 (*tox.ini)) matched no "
+                                 "node in any model *closest: op:Softmax*"])
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--trt-keep-fp32=op:Softmx")
+    result = _pattern_run(pytester)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*session pattern 'op:Softmx' (--trt-keep-fp32 in $PYTEST_ADDOPTS) matched no*"])
+
+
+def test_a_pattern_matching_some_model_passes_and_no_trt_test_run_says_nothing(pytester):
+    result = _pattern_run(pytester, "--trt-keep-fp32=*/LayerNorm/*")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.OK and "matched no node" not in result.stdout.str()
+    result = _pattern_run(pytester, "--trt-keep-fp32=*/LayerNrom/*", "-k", "plain")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.OK and "matched no node" not in result.stdout.str()
+
+
+def test_session_patterns_are_judged_over_every_xdist_worker(pytester):
+    """Each worker saw one model (one file each): the pattern matching the encoder only must not fail
+    the run, the typo must, and once (aggregated on the controller)."""
+    result = _pattern_run(pytester, "-n", "2", "--dist", "loadfile", "--trt-keep-fp32=*/LayerNorm/*",
+                          "--trt-keep-fp32=op:Softmx")
+    result.assert_outcomes(passed=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    out = result.stdout.str()
+    assert out.count("matched no node") == 1 and "session pattern 'op:Softmx'" in out
+    assert "(convnet.onnx, encoder_opset14.onnx)" in out  # both workers' models
+    assert "session pattern '*/LayerNorm/*'" not in out
+
+
+def test_a_malformed_session_pattern_is_a_usage_error_at_start(pytester):
+    result = _pattern_run(pytester, "--trt-keep-fp32=op:Soft*")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--trt-keep-fp32: precision pattern 'op:Soft*': 'op:' takes one exact op type*"])

@@ -24,9 +24,9 @@ def test_help_lists_every_option_with_its_default(pytester):
 
 
 def test_option_help_states_every_typing_and_the_calibrated_defaults():
-    from pytest_trt.backends.base import TYPING_CHOICES
     from pytest_trt.compare import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES
-    from pytest_trt.settings import OPTIONS
+    from pytest_trt.core.choices import TYPING_CHOICES
+    from pytest_trt.run.settings import OPTIONS
 
     helps = {o.name: o.help for o in OPTIONS}
     for choice in TYPING_CHOICES:
@@ -116,6 +116,29 @@ def test_negative_tolerance_is_a_usage_error(pytester):
     result = pytester.runpytest("--trt-atol", "-1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--trt-atol: invalid value '-1'*non-negative*"])
+
+
+@pytest.mark.parametrize("how", ["option", "ini"])
+def test_negative_seed_is_a_usage_error_at_start(pytester, how):
+    """Newcomer 2026-11-26 defect 9: ``--trt-seed -1`` failed every trt test (InputError, exit 1), which
+    a CI job reads as accuracy failures; like ``--trt-seed abc`` it is a usage error at start."""
+    pytester.makepyfile("""
+import pytest
+
+@pytest.mark.trt(model="m.onnx")
+def test_never_runs(trt):
+    pass
+""")
+    if how == "ini":
+        pytester.makeini("[pytest]\ntrt_seed = -1\n")
+        result = pytester.runpytest()
+        where = "ini trt_seed"
+    else:
+        result = pytester.runpytest("--trt-seed", "-1")
+        where = "--trt-seed"
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{where}: invalid value '-1' for trt-seed: must be a non-negative integer*"])
+    assert "never_runs" not in result.stdout.str()
 
 
 def test_unwritable_cache_dir_fails_at_session_start(pytester):

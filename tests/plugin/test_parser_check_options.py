@@ -1,6 +1,6 @@
 """--trt-parser-check / trt_parser_check / CLI --parser-check: requested but not possible is a usage error.
 
-"Not installed" is simulated by an inner conftest that makes pytest_trt.parser_check report
+"Not installed" is simulated by an inner conftest that makes pytest_trt.backends.tensorrt.parser_check report
 TensorRT-RTX as missing (it is imported before the plugin's pytest_configure), so these
 tests run on every machine, with or without the rtx extra.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from pytest_trt.network_rule import HIGHER, LOWER, OK, judge, worst
+from pytest_trt.layers.network_rule import HIGHER, LOWER, OK, judge, worst
 
 MISSING = """
-import pytest_trt.parser_check as pc
+import pytest_trt.backends.tensorrt.parser_check as pc
 _real = pc.unavailable_reason
 pc.unavailable_reason = lambda which="tensorrt-rtx": "TensorRT-RTX not installed"
 
@@ -59,7 +59,7 @@ def test_off_is_the_default_and_imports_nothing(pytester):
 
 
 def test_cli_requested_but_not_installed_exits_2(tmp_path):
-    code = ("import sys, pytest_trt.parser_check as pc\n"
+    code = ("import sys, pytest_trt.backends.tensorrt.parser_check as pc\n"
             "pc.unavailable_reason = lambda which='tensorrt-rtx': 'TensorRT-RTX not installed'\n"
             "from pytest_trt.cli import main\n"
             "sys.exit(main(['plan', sys.argv[1], '--fp16', '--parser-check', 'tensorrt-rtx']))\n")

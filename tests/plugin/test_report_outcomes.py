@@ -14,6 +14,8 @@ import pytest
 from encoder_suite import ENCODER_PREAMBLE
 from report_schema import assert_valid_report
 
+from pytest_trt.report.json_report import SCHEMA_VERSION
+
 try:  # keep hypothesis in pytester's sys.modules snapshot (see tests/plugin/test_reports.py)
     import hypothesis  # noqa: F401
 except ImportError:  # pragma: no cover
@@ -88,7 +90,7 @@ def test_every_trt_test_reaches_every_report_with_its_pytest_outcome(pytester):
     result.assert_outcomes(passed=2, failed=3, errors=1, skipped=1, xfailed=3, xpassed=1)  # + test_not_trt
 
     data = assert_valid_report(json.loads((pytester.path / "out" / "r.json").read_text()))
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == SCHEMA_VERSION
     tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
     assert "test_not_trt" not in tests
     assert data["summary"]["tests"] == 10
@@ -218,3 +220,72 @@ def test_repeated_checks_are_one_row_with_the_worst_example(pytester, all_record
     assert f"worst of {n} checks" in html
     result.stdout.fnmatch_lines([f"accuracy: 1 output(s) in 1 test(s) ({n} checks, the worst per test and output "
                                  "shown)*"])
+
+
+UNTESTED_CONTROLS = HEAD + """
+@pytest.mark.xfail(strict=True, reason="FP16 LayerNorm must fail")
+@pytest.mark.trt(**FP16, keep_fp32=["*/LayerNrom/*"])
+def test_control_with_a_pattern_typo(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+
+@pytest.mark.xfail(strict=True, reason="must fail")
+@pytest.mark.trt(model="models/missing.onnx", precision="fp16", dims=DIMS)
+def test_control_with_a_missing_model(trt):
+    trt.check()
+
+@pytest.mark.xfail(strict=True, reason="FP16 LayerNorm must fail")
+@pytest.mark.trt(**FP16)
+def test_control_caught(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+"""
+
+
+def test_terminal_summary_names_negative_controls_that_xfailed_without_testing_anything(pytester):
+    """Issue 28: a negative control written ``xfail(strict=True)`` without ``raises=`` that fails for
+    another reason (a pattern typo, a missing file) was "xfailed", exit 0, and the terminal said
+    nothing (the JSON and HTML already called it "not_tested")."""
+    pytester.makepyfile(test_controls=UNTESTED_CONTROLS)
+    result = pytester.runpytest(f"--trt-cache-dir={pytester.path / 'cache'}", "-p", "no:cacheprovider")
+    result.assert_outcomes(xfailed=3)
+    result.stdout.fnmatch_lines([
+        "*= pytest-trt =*",
+        "trt tests: 2 negative control(s) xfailed without testing anything: they raised something other than "
+        "pytest-trt's verdict (AccuracyError, PrecisionError); write them "
+        "@pytest.mark.xfail(strict=True, raises=AccuracyError) so that pytest fails them too",
+        "  test_controls.py::test_control_with_a_pattern_typo: raised PatternError",
+        "  test_controls.py::test_control_with_a_missing_model: raised ModelError",
+    ])
+    assert "test_control_caught: raised" not in result.stdout.str()
+
+
+GREEN_WITH_CONTROLS = HEAD + """
+@pytest.mark.trt(**FP16, keep_fp32=["*/LayerNorm/*"])
+def test_passes(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+    trt.assert_precision("*/LayerNorm/*", "fp32")
+
+@pytest.mark.xfail(strict=True, raises=AccuracyError, reason="LayerNorm in FP16 must fail")
+@pytest.mark.trt(**FP16)
+def test_accuracy_control(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+
+@pytest.mark.xfail(strict=True, raises=PrecisionError, reason="the plan lowers LayerNorm")
+@pytest.mark.trt(**FP16)
+def test_precision_control(trt):
+    trt.assert_precision("*/LayerNorm/*", "fp32")
+"""
+
+
+def test_json_summary_counts_caught_negative_controls_apart_from_failures(pytester):
+    """Issue 28: on a green run whose negative controls caught their failures, ``outputs_failed`` and
+    ``precision_checks_failed`` were non-zero, so a CI gate reading the summary had to re-judge
+    every test. Failures and caught controls are counted apart."""
+    pytester.makepyfile(test_green=GREEN_WITH_CONTROLS)
+    result = _run(pytester)
+    assert result.ret == 0
+    result.assert_outcomes(passed=1, xfailed=2)
+    summary = assert_valid_report(json.loads((pytester.path / "out" / "r.json").read_text()))["summary"]
+    assert (summary["outputs"], summary["outputs_failed"], summary["outputs_caught"]) == (2, 0, 1)
+    assert (summary["precision_checks"], summary["precision_checks_failed"],
+            summary["precision_checks_caught"]) == (2, 0, 1)
+    assert (summary["parser_checks"], summary["parser_checks_failed"], summary["parser_checks_caught"]) == (0, 0, 0)

@@ -104,7 +104,7 @@ def test_verbose_engine_lines_reach_the_terminal_under_default_capture(pytester)
 
 FALLBACK = f'''
 import pytest
-from pytest_trt import baseline
+from pytest_trt.reference import baseline
 
 # FAKED placement result (what ONNX Runtime's profile says of a CUDA baseline, baseline.node_placement):
 # the real one needs a GPU. warn_placement is what fp32_baseline calls with it.
@@ -173,8 +173,8 @@ _fake = sys.modules.setdefault("_pytest_trt_fake_tensorrt", importlib.util.modul
 _spec.loader.exec_module(_fake)
 sys.modules["tensorrt"] = _fake.make_fake_tensorrt("10.13.3.9")
 
-from pytest_trt.backends import tensorrt as trt_backend
-from pytest_trt.backends import trt_compat
+from pytest_trt.backends.tensorrt import backend as trt_backend
+from pytest_trt.backends.tensorrt import compat as trt_compat
 
 trt_backend.tensorrt_unavailable_reason = lambda module="tensorrt": None
 trt_backend.CudaMemory = _fake.HostMemory  # the fake's host memory stands in for CUDA
@@ -199,7 +199,7 @@ def test_each_record_names_the_gpu_of_its_xdist_worker(pytester, monkeypatch):
 
     import onnx
 
-    from pytest_trt import testing_models as tm
+    from pytest_trt.model import testing_models as tm
 
     smi = pytester.path / "bin" / "nvidia-smi"
     smi.parent.mkdir()

@@ -17,6 +17,8 @@ import pytest
 from encoder_suite import ENCODER_PREAMBLE
 from report_schema import assert_valid_report
 
+from pytest_trt.report.json_report import SCHEMA_VERSION
+
 try:  # imported before any inner run, so pytester's sys.modules snapshot keeps it (see tests/conftest.py)
     import matplotlib  # noqa: F401
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
@@ -57,11 +59,10 @@ CONFTEST = """
 import os
 import importlib
 import pytest
-from pytest_trt import environment
+from pytest_trt.core import environment
 # the modules the plugin will call, as sys.modules has them: after an earlier in-process pytester
 # run, the package attribute (`from pytest_trt.report import html_report`) can be a stale copy
-json_report = importlib.import_module("pytest_trt.report.json_report")
-html_report = importlib.import_module("pytest_trt.report.html_report")
+files = importlib.import_module("pytest_trt.report.files")
 
 FAKE = int(os.environ.get("FAKE_GPUS", "-1"))
 _saved = {}
@@ -76,16 +77,15 @@ if WORKER != "controller":
     with open(f"gpu-{WORKER}-at-import.txt", "w") as f:
         f.write(os.environ.get("CUDA_VISIBLE_DEVICES", "unset"))
 
-def _logged(name, fn):
-    def wrapper(*args, **kwargs):
+def _logged(fn):
+    def wrapper(path, text, flag, kind):
         with open("report-writes.log", "a") as f:
-            f.write(f"{name} {WORKER}\\n")
-        return fn(*args, **kwargs)
+            f.write(f"{kind} {WORKER}\\n")
+        return fn(path, text, flag, kind)
     return wrapper
 
-_saved["json"], _saved["html"] = json_report.write_json_report, html_report.write_html_report
-json_report.write_json_report = _logged("json", json_report.write_json_report)
-html_report.write_html_report = _logged("html", html_report.write_html_report)
+_saved["write"] = files.write_report_file
+files.write_report_file = _logged(files.write_report_file)
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
@@ -96,7 +96,7 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if "gpus" in _saved:
         environment.gpus = _saved["gpus"]
-    json_report.write_json_report, html_report.write_html_report = _saved["json"], _saved["html"]
+    files.write_report_file = _saved["write"]
     for undo in _undo:
         undo()
 """
@@ -149,7 +149,7 @@ def check_summary(result, *, built: int, reused: int):
         "backend emulate (CPU precision emulation on ONNX Runtime, not TensorRT)",
         f"engines: {built} built (*s), {reused} reused from the cache; 3 use(s) by tests",
         "accuracy: 3 output(s) in 3 test(s), 1 outside tolerance; worst first (x tol > 1 fails)",
-        "*x tol*max abs*atol*max rel*rtol*engine*test*output*model [[]policy[]]",
+        "*x tol*bound*max abs*atol*max rel*rtol*engine*test*output*model [[]policy[]]",
         # worst first: the failing all-FP16 row, then the passing ones
         "FAIL *e+00   0.01  *   0.02  *test_all_fp16*last_hidden_state*encoder_opset14.onnx [[]fp16[]]",
         "ok *test_layernorm_fp32*last_hidden_state*encoder_opset14.onnx [[]fp16; fp32: [*]/LayerNorm/[*][]]",
@@ -182,7 +182,7 @@ def check_junit(path: Path, *, cache_hit: bool):
 
 def check_json(path: Path, *, cache_hit: bool, gpu_assignment=None) -> dict:
     data = assert_valid_report(json.loads(path.read_text()))
-    assert data["schema_version"] == 2
+    assert data["schema_version"] == SCHEMA_VERSION
     assert data["exitstatus"] == 1
     meta = data["session"]
     assert meta["backend"] == "emulate" and meta["backend_reason"].startswith("auto:")
@@ -270,7 +270,7 @@ def test_reports_in_one_process_then_cache_hits_then_without_matplotlib(suite):
     check_junit(out / "junit.xml", cache_hit=False)
     check_layerwise(check_json(out / "report.json", cache_hit=False))
     check_html(out / "report.html", png=True, layerwise=True)
-    assert (suite.path / "report-writes.log").read_text().split("\n") == ["json controller", "html controller", ""]
+    assert (suite.path / "report-writes.log").read_text().split("\n") == ["html controller", "json controller", ""]
 
     # second run: every engine from the cache, and the reports say so
     second = run(suite)
@@ -300,7 +300,7 @@ def test_xdist_reports_written_once_by_the_controller_one_gpu_per_worker(suite, 
     check_junit(out / "junit.xml", cache_hit=False)
     check_json(out / "report.json", cache_hit=False, gpu_assignment={"gw0": "5", "gw1": "7"})
     check_html(out / "report.html", png=True)
-    assert (suite.path / "report-writes.log").read_text().split("\n") == ["json controller", "html controller", ""]
+    assert (suite.path / "report-writes.log").read_text().split("\n") == ["html controller", "json controller", ""]
     for worker, device in (("gw0", "5"), ("gw1", "7")):
         # set before the worker imported anything (conftest import) and kept through configure
         assert (suite.path / f"gpu-{worker}-at-import.txt").read_text() == device
@@ -394,3 +394,34 @@ def test_layernorm_lowered(trt):
     text = (out / "report.html").read_text()
     assert "Precision: planned vs observed, per node" in text
     assert "*/LayerNorm/*</span> &rarr; fp32 FAILED" in text and 'class="tag mm">fail (plan)' in text
+
+
+def test_x_tol_names_its_binding_bound_in_terminal_json_and_html(pytester):
+    """Issue 28: x tol is the largest of the element ratio and the floors' ratios, and every report
+    says which bound sets it (here: the element rule of a passing BF16 check, the cosine floor of
+    an FP16 check within the element rule, and NaN/Inf-free structure)."""
+    pytester.makepyfile(f"""
+import numpy as np
+import pytest
+{ENCODER_PREAMBLE}
+@pytest.mark.trt(model=ENCODER, precision="bf16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
+def test_bf16(trt):
+    trt.check()
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", keep_fp32=["*/LayerNorm/*"], dims=DIMS, val_range=NORMAL)
+def test_tight_floor(trt):
+    trt.check(min_cosine=0.9999999)
+""")
+    result = pytester.runpytest(f"--trt-cache-dir={pytester.path / 'cache'}", "--trt-report=r.json",
+                                "--trt-html=r.html", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*x tol  bound *max abs*", "FAIL * cosine *test_tight_floor*",
+                                 "ok * element *test_bf16*"])
+    data = assert_valid_report(json.loads((pytester.path / "r.json").read_text()))
+    outs = {t["nodeid"].split("::")[1]: t["accuracy"][0]["outputs"][0] for t in data["tests"]}
+    bf16, tight = outs["test_bf16"], outs["test_tight_floor"]
+    assert bf16["binding"] == "element" and bf16["tolerance_ratio"] == pytest.approx(bf16["element_ratio"], rel=1e-5)
+    assert bf16["element_ratio"] < 1
+    assert tight["binding"] == "cosine" and tight["tolerance_ratio"] > 1 >= tight["element_ratio"]
+    html = (pytester.path / "r.html").read_text()
+    assert '<span class="note">element</span>' in html and '<span class="note">cosine</span>' in html

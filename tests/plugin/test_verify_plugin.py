@@ -50,7 +50,7 @@ def test_layernorm_stays_fp32(trt):
         f"*{LN0}/ReduceMean (ReduceMean): emulated fp16, planned fp16 [[]default[]]",
         "*keep_fp32=[[]'[*]/LayerNorm/[*]'[]]*",
     ])
-    assert "pytest_trt/verify.py" not in result.stdout.str()  # no internal frames
+    assert "pytest_trt/verify/precision.py" not in result.stdout.str()  # no internal frames
 
 
 def test_kept_layernorm_passes_and_the_check_is_recorded(pytester, cache_dir):
@@ -137,3 +137,15 @@ def test_cli_layers_json_and_expectations(capsys, tmp_path):
 
     code, out, err = _cli(capsys, tmp_path, "--fp16", "--expect", "*/LayerNrom/*=fp32")
     assert code == 2 and "matches no node" in err
+
+
+@pytest.mark.parametrize("flags", [[], ["--input-shapes", "input_ids:[2,16]"],
+                                   ["--input-shapes", "input_ids:[2,16]", "attention_mask:[2,16]"]])
+def test_cli_layers_needs_shapes_only_never_a_value_range(capsys, tmp_path, flags):
+    # Issue 28: with --input-shapes but no --val-range, `layers` generated feeds it never runs and asked
+    # for the token ids' range (exit 2), while the same model with no input flags gave exit 0.
+    bert = Path(__file__).resolve().parents[1] / "data" / "bert_tiny_opset14.onnx"
+    code = main(["layers", str(bert), "--fp16", "--backend", "emulate", "--cache-dir", str(tmp_path / "c"), *flags])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "Tanh" in out and "val-range" not in err

@@ -35,8 +35,11 @@ def _preimport() -> None:
     import pytest_trt
 
     names = ["onnxruntime", "hypothesis", "hypothesis.strategies", "hypothesis.internal.observability"]
+    # (not __main__, which runs the CLI; not the deprecated shims of issue 27, which only
+    # re-export and would warn DeprecationWarning)
+    shims = {"pytest_trt.baseline", "pytest_trt.upcast", "pytest_trt.remote_cache", "pytest_trt.hookspec"}
     names += [m.name for m in pkgutil.walk_packages(pytest_trt.__path__, "pytest_trt.")
-              if not m.name.endswith("__main__")]  # (runs the CLI)
+              if not m.name.endswith("__main__") and m.name not in shims]
     for name in names:
         try:
             importlib.import_module(name)
@@ -46,7 +49,7 @@ def _preimport() -> None:
 
 _preimport()
 
-from pytest_trt.testing_models import decomposed_layernorm_block, graph_model  # noqa: E402
+from pytest_trt.model.testing_models import decomposed_layernorm_block, graph_model  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"

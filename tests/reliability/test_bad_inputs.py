@@ -17,11 +17,13 @@ so fail the suite) when the bug is fixed, and the marker goes.
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +33,6 @@ import numpy as np
 import pytest
 
 from pytest_trt.backends.base import BuildConfig, get_backend, select_backend
-from pytest_trt.baseline import fp32_baseline
-from pytest_trt.case import marker_kwargs
 from pytest_trt.cli import main as cli_main
 from pytest_trt.compare import assert_close, compare_outputs
 from pytest_trt.errors import (
@@ -44,9 +44,12 @@ from pytest_trt.errors import (
     PytestTrtError,
     UsageError,
 )
+from pytest_trt.glue.case import marker_kwargs
 from pytest_trt.inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
-from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy, parse_rule
+from pytest_trt.model.load import load_model
+from pytest_trt.plan.policy import PrecisionPolicy, parse_rule
+from pytest_trt.reference.baseline import fp32_baseline
+from pytest_trt.suggest import suggest_fp32_islands
 
 REPO = Path(__file__).resolve().parents[2]
 ENCODER = REPO / "example_suite" / "models" / "encoder_opset14.onnx"
@@ -98,11 +101,41 @@ class _Node:
 _SESSIONS: dict = {}
 
 
+def _header_bomb_npz(models) -> Path:
+    """An .npz whose header declares 10**12 float32 elements over 16 bytes of data (audit F7)."""
+    path = models.root / "header_bomb.npz"
+    if not path.exists():
+        header = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }".ljust(117) + b"\n"
+        with zipfile.ZipFile(path, "w") as z:
+            z.writestr("X.npy", b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + b"\0" * 16)
+    return path
+
+
+def _huge_external_model(models) -> Path:
+    """The layernorm model with one weight stored externally, its ``length`` 2**62 over a 256-byte file (F7)."""
+    import onnx
+    from onnx import TensorProto
+
+    path = models.root / "ext_huge" / "model.onnx"
+    if not path.exists():
+        proto = onnx.load(models.layernorm)
+        weight = proto.graph.initializer[0]
+        weight.ClearField("raw_data")
+        weight.ClearField("float_data")
+        weight.data_location = TensorProto.EXTERNAL
+        for key, value in {"location": "w.bin", "offset": "0", "length": str(2**62)}.items():
+            weight.external_data.add(key=key, value=value)
+        path.parent.mkdir(exist_ok=True)
+        (path.parent / "w.bin").write_bytes(bytes(256))
+        onnx.save(proto, path)
+    return path
+
+
 def _marker_check(models, **kwargs):
     """What the `trt` fixture does for ``@pytest.mark.trt(model=<layernorm>, **kwargs)`` + ``trt.check()``."""
-    from pytest_trt.case import TrtCase
-    from pytest_trt.session import TrtSession
-    from pytest_trt.settings import Settings
+    from pytest_trt.glue.case import TrtCase
+    from pytest_trt.run.session import TrtSession
+    from pytest_trt.run.settings import Settings
 
     if "session" not in _SESSIONS:
         _SESSIONS["session"] = TrtSession.create(Settings(
@@ -141,6 +174,8 @@ API_ROWS = [
         ("truncated.onnx is not a valid ONNX model (protobuf parse failed", "it may be truncated")),
     Row("model-external-data-missing", lambda m: load_model(m.external), ModelError,
         ("model.onnx", "external data", "weights.bin")),
+    Row("model-external-data-length-past-the-file", lambda m: load_model(_huge_external_model(m)), ModelError,
+        ("model.onnx: tensor", "length 4611686018427387904", "'w.bin', but that file holds 256 bytes")),
     Row("model-fails-onnx-checker", lambda m: load_model(m.unchecked), ModelError,
         ("dangling_input.onnx fails onnx.checker:", "Fix or re-export the model")),
     Row("model-wrong-type", lambda m: load_model(42), ModelError,
@@ -162,6 +197,15 @@ API_ROWS = [
         PatternError, ("matches no node", "Op types are case-sensitive: did you mean 'op:Softmax'?")),
     Row("op-pattern-unknown-op", lambda m: PrecisionPolicy("fp16", rules=["op:LayerNormalization=fp32"]).resolve(
         ENCODER), PatternError, ("'op:LayerNormalization' matches no node", "Closest op types in the model:")),
+    Row("keep-fp32-selects-only-fixed-nodes", lambda m: PrecisionPolicy("fp16", keep_fp32=["op:Shape"]).resolve(
+        ENCODER), PatternError, ("precision pattern 'op:Shape' (from keep_fp32) selects no float computation in "
+                                 "encoder_opset14.onnx: it matches 4 node(s), all fixed", "no float output",
+                                 "the pattern changes nothing")),
+    Row("rule-selects-only-fixed-nodes", lambda m: PrecisionPolicy("fp16", rules=["op:Shape=fp16"]).resolve(ENCODER),
+        PatternError, ("precision pattern 'op:Shape' selects no float computation",)),
+    Row("expect-fp32-selects-only-fixed-nodes", lambda m: PrecisionPolicy(
+        "fp16", expect_fp32=["op:Shape"]).resolve(ENCODER), PatternError,
+        ("precision pattern 'op:Shape' (from expect_fp32) selects no float computation",)),
     Row("pattern-empty", lambda m: PrecisionPolicy("fp16", keep_fp32=[""]), PatternError,
         ("empty precision pattern",)),
     Row("pattern-whitespace", lambda m: PrecisionPolicy("fp16", keep_fp32=[" */LayerNorm/*"]), PatternError,
@@ -219,6 +263,11 @@ API_ROWS = [
     Row("feeds-file-missing", lambda m: load_feeds(m.root / "nope.npz"), InputError, ("feeds file not found:",)),
     Row("feeds-file-not-npz", lambda m: load_feeds(m.garbage), InputError,
         ("not a readable .npz archive", "np.savez(path, **feeds)")),
+    Row("feeds-file-header-declares-a-terabyte", lambda m: load_feeds(_header_bomb_npz(m)), InputError,
+        ("header_bomb.npz: array 'X' declares shape (1000000000000,) of float32", "over the limit of 4 GiB")),
+    Row("recheck-seeds-too-many", lambda m: suggest_fp32_islands(m.layernorm, "fp16", make_feeds(m.layernorm),
+                                                                 backend="emulate", max_builds=1, recheck_seeds=range(101)),
+        UsageError, ("recheck_seeds: at most 100 seeds",)),
     Row("cli-val-range-malformed", lambda m: parse_val_range("x:[0;1]"), UsageError,
         ("--val-range 'x:[0;1]'", "a range has exactly 2 values")),
     Row("cli-input-shape-trtexec-spelling", lambda m: parse_input_shape("x:1x3x224x224"), UsageError,
@@ -331,7 +380,8 @@ def test_model_producing_nan_never_passes_whatever_the_tolerances():
     with np.errstate(invalid="ignore"):
         expected = {"y": np.sqrt(x)}  # NaN where x < 0, on both sides
     for rtol, atol in ((0, 0), (1e-2, 1e-3), (1e9, 1e9), (float("inf"), float("inf"))):
-        result = compare_outputs({"y": expected["y"].copy()}, expected, rtol=rtol, atol=atol)
+        result = compare_outputs({"y": expected["y"].copy()}, expected, rtol=rtol, atol=atol,
+                                 no_check=math.isinf(rtol))
         assert not result.passed, (rtol, atol)
         assert "NaN" in result.message()
 
@@ -361,8 +411,18 @@ CLI_ROWS = [
     CliRow("plan-truncated-model", lambda m: ["plan", str(m.truncated)], 2, ("truncated.onnx is not a valid ONNX",)),
     CliRow("plan-external-data-missing", lambda m: ["plan", str(m.external)], 2,
            ("pytest-trt plan: error: ", "weights.bin")),
+    CliRow("plan-external-data-length-past-the-file", lambda m: ["plan", str(_huge_external_model(m))], 2,
+           ("pytest-trt plan: error: ", "declares external data at offset 0 with length 4611686018427387904")),
+    CliRow("compare-feeds-file-header-declares-a-terabyte", lambda m: ["compare", str(m.layernorm), "--load-inputs",
+                                                                       str(_header_bomb_npz(m))], 2,
+           ("pytest-trt compare: error: feeds file", "declares shape (1000000000000,)", "4 GiB")),
+    CliRow("suggest-recheck-seeds-2-to-the-64", lambda m: ["suggest", ENC, *SHAPES, "--fp16", "--max-builds", "1",
+                                                           "--recheck-seeds", str(2**64)], 2,
+           ("argument --recheck-seeds: must be <= 100, got 18446744073709551616",)),
     CliRow("plan-pattern-matches-nothing", lambda m: ["plan", ENC, "--fp16", "--keep-fp32", "*/LayerNrom/*"], 2,
            ("pytest-trt plan: error: precision pattern '*/LayerNrom/*' (from keep_fp32) matches no node",)),
+    CliRow("plan-keep-fp32-selects-only-fixed-nodes", lambda m: ["plan", ENC, "--fp16", "--keep-fp32", "op:Shape"], 2,
+           ("pytest-trt plan: error: precision pattern 'op:Shape' (from keep_fp32) selects no float computation",)),
     CliRow("plan-rule-unknown-precision", lambda m: ["plan", ENC, "--precision", "op:Softmax=fp8"], 2,
            ("unknown rule precision 'fp8'",)),
     CliRow("compare-custom-op", lambda m: ["compare", str(m.custom), "--fp16", "--backend", "emulate"], 2,
@@ -393,6 +453,9 @@ CLI_ROWS = [
     CliRow("compare-unavailable-backend-names-the-cli-flag", lambda m: ["compare", ENC, *SHAPES, "--backend",
                                                                         "tensorrt"], 2,
            ("--backend tensorrt cannot run here",)),
+    CliRow("compare-weak-typing-on-emulate", lambda m: ["compare", ENC, *SHAPES, "--backend", "emulate", "--typing",
+                                                        "weak"], 2,
+           ("pytest-trt compare: error: --typing weak cannot be honoured by emulate", "emulation has no weak typing")),
     CliRow("compare-unknown-subcommand", lambda m: ["comapre", ENC], 2, ("invalid choice: 'comapre'",)),
     CliRow("compare-nan-model-fails", lambda m: ["compare", str(m.nan), "--val-range", "x:[-1,1]"], 1,
            ("NaN",)),
@@ -473,6 +536,9 @@ PYTEST_ROWS = [
               ("ONNX Runtime cannot load", "com.example:MyOp")),
     PytestRow("pattern-matches-nothing", "model=ENCODER, precision='fp16', keep_fp32=['*/LayerNrom/*'], dims=DIMS",
               "trt.check()", "PatternError", ("precision pattern '*/LayerNrom/*' (from keep_fp32) matches no node",)),
+    PytestRow("pattern-selects-only-fixed-nodes", "model=ENCODER, precision='fp16', keep_fp32=['op:Shape'], dims=DIMS",
+              "trt.check()", "PatternError", ("precision pattern 'op:Shape' (from keep_fp32) selects no float "
+                                              "computation",)),
     PytestRow("dims-undeclared", "model=ENCODER", "trt.check()", "InputError",
               ("input shapes are not fully declared", "dims={'batch': <batch>, 'sequence': <sequence>}")),
     PytestRow("val-range-unknown-input", "model=ENCODER, dims=DIMS, val_range={'hidden': (0, 1)}", "trt.check()",
@@ -497,6 +563,8 @@ PYTEST_ROWS = [
               "model=ENCODER, precision='fp16', dims={'batch': 2, 'sequence': 16}, atol={'last_hidden_state': None}",
               "trt.check(trt.feeds(outliers={'hidden_states': {'count': 2, 'magnitude': 400.0}}))", "AccuracyError",
               ("last_hidden_state",)),
+    PytestRow("weak-typing-in-marker-on-emulate", "model=ENCODER, dims=DIMS, typing='weak'", "trt.check()",
+              "UsageError", ("emulate cannot build encoder_opset14.onnx", "emulation has no weak typing")),
     PytestRow("unknown-precision-in-marker", "model=ENCODER, dims=DIMS, precision='fp8'", "trt.check()",
               "UsageError", ("unknown precision 'fp8'",)),
 ]
@@ -584,6 +652,9 @@ def test_session_level_bad_options_are_pytest_usage_errors(pytester, models):
         (["--trt-atol"], "argument --trt-atol: expected one argument"),
         (["--trt-fp16", "--trt-bf16"], "--trt-fp16 and --trt-bf16 both given"),
         (["--trt-cache-max-size", "lots"], "invalid cache size 'lots'"),
+        (["--trt-backend", "emulate", "--trt-typing", "weak"], "ERROR: pytest-trt: --trt-typing weak cannot be "
+                                                               "honoured by emulate (requested with --trt-backend emulate): "
+                                                               "emulation has no weak typing"),
     ]
     failures = []
     for args, fragment in cases:

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from pytest_trt.cache import ArtifactCache
-from pytest_trt.remote_cache import RemoteTier
+from pytest_trt.cache.remote import RemoteTier
 
 url, private, public, local, barrier, name = sys.argv[1:7]
 tier = RemoteTier(url, mode="rw", private_key=private, trusted=[public])

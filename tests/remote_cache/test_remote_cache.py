@@ -20,8 +20,7 @@ import pytest
 from report_schema import assert_valid_report
 
 from pytest_trt.cache import ArtifactCache
-from pytest_trt.errors import CacheWarning, UsageError
-from pytest_trt.remote_cache import (
+from pytest_trt.cache.remote import (
     MANIFEST,
     PREFIX,
     RemoteTier,
@@ -30,6 +29,7 @@ from pytest_trt.remote_cache import (
     published_name,
     sign_manifest,
 )
+from pytest_trt.errors import CacheWarning, UsageError
 
 pytestmark = pytest.mark.remote_cache
 
@@ -38,17 +38,6 @@ for _module in ("fsspec", "webdav4", "cryptography"):  # the `remote` extra (als
 
 PARTS = {"model": "sha256-of-model", "gpu": {"name": "NVIDIA H100", "cc": "9.0"}, "trt": "10.13"}
 HERE = Path(__file__).parent
-
-
-@pytest.fixture(params=["webdav", "file"])
-def remote(request, tmp_path):
-    """(url, the directory where the server keeps the cache's files)."""
-    if request.param == "webdav":
-        server = request.getfixturevalue("nginx")
-        return server.url, server.root / "cache"
-    shared = tmp_path / "shared"
-    shared.mkdir()
-    return f"file://{shared}", shared
 
 
 def builder(url, keys, **kw):
@@ -498,13 +487,13 @@ def test_cli_compare_publishes_and_a_reader_fetches(tmp_path, keys):
 def test_an_emulation_graph_and_the_weight_set_it_uses_travel_together(remote, keys, tmp_path):
     """A big model's emulation entry names its weight set (``uses``, signed); a runner with an empty
     local cache fetches both, verified, and builds nothing (issue 29)."""
-    from pytest_trt import runstate
     from pytest_trt.backends import get_backend
     from pytest_trt.backends.base import BuildConfig
-    from pytest_trt.big_models import write_decoder
+    from pytest_trt.core import runstate
     from pytest_trt.inputs import make_feeds
     from pytest_trt.model import load_model
-    from pytest_trt.policy import PrecisionPolicy
+    from pytest_trt.model.big_models import write_decoder
+    from pytest_trt.plan.policy import PrecisionPolicy
 
     url, _ = remote
     info = write_decoder(tmp_path / "m" / "decoder.onnx", layers=1, hidden=128, intermediate=256, seq=4)

@@ -12,7 +12,7 @@ and the stub libraries (``stub_trt.c``) on ``LD_LIBRARY_PATH``. Prints one JSON 
   methods an implementation overrides only in their class docstring (``def name(self, ...)``):
   those are listed with kind ``virtual``;
 * ``functions``: module-level functions, same shape as members;
-* ``capabilities``: what pytest-trt's adapter (``pytest_trt.backends.trt_compat.TrtCompat``)
+* ``capabilities``: what pytest-trt's adapter (``pytest_trt.backends.tensorrt.compat.TrtCompat``)
   concludes about this module, so the tier can check that an absent member is one the
   adapter knows to be absent.
 
@@ -131,7 +131,7 @@ def dump(module_name: str, alias: str) -> dict:
 def capabilities(mod, alias: str) -> dict:
     """The adapter's conclusions about this real module (it is given the module as ``alias``,
     the name the installed package has: ``tensorrt`` or ``tensorrt_rtx``)."""
-    from pytest_trt.backends.trt_compat import CAPABILITIES, TrtCompat
+    from pytest_trt.backends.tensorrt.compat import CAPABILITIES, TrtCompat
 
     named = types.ModuleType(alias)
     named.__dict__.update({k: v for k, v in vars(mod).items() if not k.startswith("__")})

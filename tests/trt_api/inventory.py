@@ -30,10 +30,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent.parent
 #: the TensorRT glue: the adapter and its version facts and logger, the backend with its build, network and
 #: runner steps, and the domain's readers of the inspector JSON
-ADAPTER_FILES = ("pytest_trt/backends/trt_compat.py", "pytest_trt/backends/trt_versions.py",
-                 "pytest_trt/backends/trt_logger.py", "pytest_trt/backends/tensorrt.py",
-                 "pytest_trt/backends/trt_build.py", "pytest_trt/backends/trt_network.py",
-                 "pytest_trt/backends/trt_runner.py", "pytest_trt/inspector.py", "pytest_trt/layers.py")
+ADAPTER_FILES = ("pytest_trt/backends/tensorrt/compat.py", "pytest_trt/backends/tensorrt/versions.py",
+                 "pytest_trt/backends/tensorrt/logger.py", "pytest_trt/backends/tensorrt/backend.py",
+                 "pytest_trt/backends/tensorrt/build.py", "pytest_trt/backends/tensorrt/network.py",
+                 "pytest_trt/backends/tensorrt/runner.py", "pytest_trt/layers/inspector.py", "pytest_trt/layers/report.py")
 
 #: variable name -> TensorRT class, for parameters and locals whose type the AST cannot follow
 RECEIVER_NAMES = {
@@ -42,11 +42,11 @@ RECEIVER_NAMES = {
     "inspector": "EngineInspector", "profile": "IOptimizationProfile", "err": "ParserError",
     "network_cls": "INetworkDefinition", "ctx": "IExecutionContext",
 }
-#: files where RECEIVER_NAMES apply (layers.py reads the inspector's JSON: its ``layer`` is ours)
-NAME_TYPED_FILES = ("pytest_trt/backends/trt_compat.py", "pytest_trt/backends/trt_versions.py",
-                    "pytest_trt/backends/trt_logger.py", "pytest_trt/backends/tensorrt.py",
-                    "pytest_trt/backends/trt_build.py", "pytest_trt/backends/trt_network.py",
-                    "pytest_trt/backends/trt_runner.py")
+#: files where RECEIVER_NAMES apply (layers/report.py reads the inspector's JSON: its ``layer`` is ours)
+NAME_TYPED_FILES = ("pytest_trt/backends/tensorrt/compat.py", "pytest_trt/backends/tensorrt/versions.py",
+                    "pytest_trt/backends/tensorrt/logger.py", "pytest_trt/backends/tensorrt/backend.py",
+                    "pytest_trt/backends/tensorrt/build.py", "pytest_trt/backends/tensorrt/network.py",
+                    "pytest_trt/backends/tensorrt/runner.py")
 #: parameter names typed as TensorRT objects only inside the named functions (elsewhere they are ours)
 SCOPED_RECEIVERS = {
     ("configure", "config"): "IBuilderConfig", ("set_flag", "config"): "IBuilderConfig",
@@ -59,7 +59,7 @@ SCOPED_RECEIVERS = {
 NAME_LOOKUPS = {"enum_member": (0, 1), "set_flag": ("BuilderFlag", 1), "getattr": (0, 1), "hasattr": (0, 1),
                 "call": ("ParserError", 0)}
 #: members reached through a table at run time: (class, table expression in the adapter)
-TABLE_LOOKUPS = {"DataType": ("pytest_trt/backends/trt_versions.py", "_PRECISION_TO_TRT")}
+TABLE_LOOKUPS = {"DataType": ("pytest_trt/backends/tensorrt/versions.py", "_PRECISION_TO_TRT")}
 #: class names the module may hold (enough to type ``trt.X``); anything else starting with I or a capital
 _NOT_TRT = {"BuildConfig", "Path", "LayerReport", "TrtCompat", "BuildInfo"}
 

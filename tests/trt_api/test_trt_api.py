@@ -82,15 +82,17 @@ def static(surfaces) -> inventory.Inventory:
 
 @pytest.fixture(scope="session")
 def recorded(surfaces, tmp_path_factory) -> set[str]:
-    """The dynamic inventory: the glue tests (every matrix version) run against the fake, which
-    takes its enums from the real surfaces and records every access made by pytest_trt code."""
+    """The dynamic inventory: the glue tests and the ledger's TensorRT tests (every matrix version) run
+    against the fake, which takes its enums from the real surfaces and records every access made by
+    pytest_trt code."""
     out = tmp_path_factory.mktemp("record") / "accesses.json"
     env = dict(os.environ)
     env[fake_tensorrt.RECORD_ENV] = str(out)
     env[fake_tensorrt.SURFACES_ENV] = str(support.cache_dir() / "surfaces")
     env.pop("PYTEST_ADDOPTS", None)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           str(REPO / "tests" / "unit" / "test_tensorrt_glue.py")],
+                           str(REPO / "tests" / "unit" / "test_tensorrt_glue.py"),
+                           str(REPO / "tests" / "unit" / "test_ledger_tensorrt.py")],
                           cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=900)
     assert proc.returncode == 0, f"glue tests failed against the fake with real enums:\n{proc.stdout[-4000:]}"
     return set(json.loads(out.read_text()))
@@ -256,7 +258,7 @@ def test_a_misspelled_member_fails_the_tier(surfaces, tmp_path):
     for rel in inventory.ADAPTER_FILES:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, tmp_path / rel)
-    compat = tmp_path / "pytest_trt/backends/trt_compat.py"
+    compat = tmp_path / "pytest_trt/backends/tensorrt/compat.py"
     text = compat.read_text()
     assert "context.set_all_tensors_debug_state(" in text
     compat.write_text(text.replace("context.set_all_tensors_debug_state(", "context.set_all_tensor_debug_state("))
@@ -293,7 +295,7 @@ def test_api_differences_between_versions(surfaces, static, recorded):
 
 def test_strong_typing_from_10_0(surfaces):
     """Settles the strong-typing minimum: STRONGLY_TYPED is in the real 10.0.1 bindings."""
-    from pytest_trt.backends.trt_compat import STRONG_TYPING_MIN
+    from pytest_trt.backends.tensorrt.compat import STRONG_TYPING_MIN
 
     oldest = surfaces["trt-10.0.1"]
     assert "STRONGLY_TYPED" in oldest["classes"]["NetworkDefinitionCreationFlag"]["values"]
@@ -344,5 +346,5 @@ def test_get_tensor_profile_values_labels_its_parameters_the_wrong_way_round(sur
         (names,), (types,) = entry["signatures"], entry["types"]
         assert names == ["name", "profile_index"], release.version
         assert "int" in types[0].lower() and types[1] == "str", (release.version, types)
-    text = (REPO / "pytest_trt/backends/trt_runner.py").read_text()
+    text = (REPO / "pytest_trt/backends/tensorrt/runner.py").read_text()
     assert "engine.get_tensor_profile_values(index, n)" in text

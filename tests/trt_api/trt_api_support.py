@@ -153,8 +153,8 @@ def fetch(release: Release, root: Path) -> Path:
 
 def _dump_key() -> str:
     h = hashlib.sha256()
-    for p in (DUMPER, REPO / "pytest_trt" / "backends" / "trt_compat.py",
-              REPO / "pytest_trt" / "backends" / "trt_versions.py", STUB_SOURCE):
+    for p in (DUMPER, REPO / "pytest_trt" / "backends" / "tensorrt" / "compat.py",
+              REPO / "pytest_trt" / "backends" / "tensorrt" / "versions.py", STUB_SOURCE):
         h.update(p.read_bytes())
     return h.hexdigest()[:12]
 

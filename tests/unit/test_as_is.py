@@ -25,15 +25,20 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trt import PrecisionPolicy
 from pytest_trt.backends.base import BuildConfig, get_backend
-from pytest_trt.baseline import normalize_baseline, reference_label, reference_model, reference_outputs
 from pytest_trt.compare import compare_outputs
 from pytest_trt.errors import ModelError, PatternError, PrecisionError, UsageError
-from pytest_trt.layers import LayerReport
-from pytest_trt.model import load_model
+from pytest_trt.layers.report import LayerReport
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import export_feeds, graph_model
 from pytest_trt.plan import AS_WRITTEN
 from pytest_trt.realize import realize_emulation, realize_strong
-from pytest_trt.testing_models import export_feeds, graph_model
-from pytest_trt.upcast import needs_upcast, upcast_notes, upcast_to_fp32
+from pytest_trt.reference.baseline import (
+    normalize_baseline,
+    reference_label,
+    reference_model,
+    reference_outputs,
+)
+from pytest_trt.reference.upcast import needs_upcast, upcast_notes, upcast_to_fp32
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -263,7 +268,7 @@ def test_upcast_qdq_removes_fake_quant_or_keeps_it(qdq):
 
 
 def test_fp32_model_is_its_own_reference():
-    from pytest_trt.testing_models import decomposed_layernorm_block
+    from pytest_trt.model.testing_models import decomposed_layernorm_block
 
     model = load_model(decomposed_layernorm_block())
     assert not needs_upcast(model)
@@ -444,7 +449,7 @@ def test_good_per_axis_qdq_is_accepted_and_dequantized():
 
 # -- TensorRT refuses weak typing for as-is plans; the CLI ------------------------------------
 def test_tensorrt_supports_refuses_weak_typing_for_as_is(monkeypatch, mixed_plan, mixed):
-    from pytest_trt.backends import tensorrt as trt_backend
+    from pytest_trt.backends.tensorrt import backend as trt_backend
 
     monkeypatch.setattr(trt_backend, "installed_version", lambda backend: "10.8.0")
     backend = trt_backend.TensorRTBackend()
@@ -465,7 +470,26 @@ def test_cli_compare_as_is_with_both_baselines(tmp_path, capsys):
     assert "upcast to FP32, Q/DQ removed" in capsys.readouterr().out
     assert main(["compare", str(MIXED), *common, "--keep-fp32", "/norm/*"]) == 2
     assert "FP32 source model" in capsys.readouterr().err
-    assert main(["compare", str(MIXED), *common, "--typing", "weak", "--backend", "emulate"]) in (0, 1)
+    # emulation has no weak typing: a usage error, not a run that ignores the flag (issue 28)
+    assert main(["compare", str(MIXED), *common, "--typing", "weak", "--backend", "emulate"]) == 2
+    assert "--typing weak cannot be honoured by emulate" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["plan", "compare"])
+def test_cli_fp16_on_a_mixed_model_names_the_island_it_lowers_and_suggests_as_is(tmp_path, capsys, command):
+    # Issue 28: `plan --fp16` / `compare --fp16` on the autocast model lowered its FP32 norm silently
+    from pytest_trt.cli import main
+
+    extra = [] if command == "plan" else ["--cache-dir", str(tmp_path), "--input-shapes", "x:[8,64]",
+                                          "--backend", "emulate"]
+    assert main([command, str(MIXED), "--fp16", *extra]) == 0
+    out = capsys.readouterr().out
+    note = next(line for line in out.splitlines() if line.startswith("note: source model is mixed precision"))
+    assert "The model computes 6 node(s) in FP32 as written (e.g. '/norm/Pow', '/norm/ReduceSum', '/norm/Div'), " \
+           "which this policy lowers to fp16" in note
+    assert "use --as-is" in note and "as_is=True" not in note  # the console script's spelling
+    assert main([command, str(MIXED), "--as-is", *extra]) == 0
+    assert "--as-is" not in capsys.readouterr().out  # nothing to suggest when it is already given
 
 
 # -- real torch exports: their strongly typed FP16 realization is an autocast-style model -----
@@ -479,7 +503,7 @@ def test_mixed_realization_of_a_real_export_reads_back_as_is(path):
     """A policy's strong realization IS a mixed model with Casts (what autocast tools emit).
     Read back as_is, it must plan every original node as the policy did, and its emulation
     must round exactly where the policy's emulation does (bitwise equal outputs)."""
-    from pytest_trt.policy import Rule
+    from pytest_trt.plan.policy import Rule
 
     model = load_model(path)
     keep = [p for p in _LN if any(Rule(p, "fp32").matches(n) for n in model.graph.node)]

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt.baseline import make_session, node_placement, warn_placement
 from pytest_trt.errors import ProviderFallbackWarning
 from pytest_trt.inputs import make_feeds
-from pytest_trt.model import load_model
+from pytest_trt.model.load import load_model
+from pytest_trt.reference.baseline import make_session, node_placement, warn_placement
 
 ENCODER = Path(__file__).resolve().parents[2] / "example_suite" / "models" / "encoder_opset14.onnx"
 
@@ -37,7 +37,7 @@ def test_warning_names_the_nodes():
 def test_a_set_sink_receives_the_fallback_record_and_the_warning_still_fires():
     """The pytest plugin's sink (FALLBACK_SINK) gets a ``baseline_fallback`` record, from a FAKED
     placement result (the real one needs ONNX Runtime's CUDA provider)."""
-    from pytest_trt.baseline import FALLBACK_SINK
+    from pytest_trt.reference.baseline import FALLBACK_SINK
 
     got = []
     token = FALLBACK_SINK.set(got.append)

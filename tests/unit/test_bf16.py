@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from pytest_trt.backends import trt_runner
+from pytest_trt.backends.tensorrt import runner as trt_runner
 from pytest_trt.realize.strong import BF16_MAX, bf16_bits_to_fp32, to_bf16_bits
 
 MAX_BITS = 0x7F7F  # the largest finite bfloat16

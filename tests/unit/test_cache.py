@@ -263,6 +263,11 @@ CORRUPTIONS = {
         lambda e: (e / "manifest.json").write_bytes((e / "manifest.json").read_bytes()[:40]),
         "manifest.json is not valid JSON",
     ),
+    # audit F10: RecursionError on every run, never discarded
+    "deeply-nested-manifest": (
+        lambda e: (e / "manifest.json").write_bytes(b"[" * 100_000 + b"]" * 100_000),
+        "manifest.json is not valid JSON (nested more than 64 levels deep",
+    ),
     "foreign-file": (
         lambda e: (e / "evil.so").write_bytes(b"\x7fELF"),
         "not listed in manifest.json (foreign): evil.so",
@@ -302,6 +307,21 @@ def test_unusable_entry_warns_names_it_and_is_rebuilt(cache, root, corruption):
     corrupt = [e for e in cache.events() if e["event"] == "corrupt"]
     assert len(corrupt) == 1 and text in corrupt[0]["reason"] and corrupt[0]["path"] == str(entry)
     assert tmp_items(root) == []
+
+
+@pytest.mark.parametrize("manifest", ["nested", "fifo"])
+def test_listing_survives_a_hostile_manifest(cache, root, manifest):
+    """entries(), prune() and clear() read manifests without validating them (audit F10): a manifest
+    nested 100k deep, or a named pipe in its place, is listed as an entry without a manifest."""
+    entry = cache.get_or_build("engine", PARTS, Builder()).path
+    (entry / "manifest.json").unlink()
+    if manifest == "nested":
+        (entry / "manifest.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    else:
+        os.mkfifo(entry / "manifest.json")
+    (listed,) = cache.entries()
+    assert listed.path == entry and listed.manifest is None
+    assert cache.clear() == 1 and not entry.exists()
 
 
 def test_corrupt_entry_is_removed_even_when_the_rebuild_fails(cache, root):
@@ -640,17 +660,34 @@ def test_entries_size_and_clear(cache, root):
     assert tmp_items(root) == []
 
 
-def test_default_cache_dir(monkeypatch, tmp_path):
+def test_default_cache_dir_is_the_plugins_rule(monkeypatch, tmp_path):
+    # one default for the plugin, the console script and the API (issue 28): $PYTEST_TRT_CACHE_DIR, else
+    # <rootdir>/.trt-cache with the rootdir pytest would choose here
     monkeypatch.setenv("PYTEST_TRT_CACHE_DIR", str(tmp_path / "explicit"))
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert default_cache_dir() == tmp_path / "explicit"
     monkeypatch.delenv("PYTEST_TRT_CACHE_DIR")
-    assert default_cache_dir() == tmp_path / "xdg" / "pytest-trt"
-    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert default_cache_dir() == tmp_path / "home" / ".cache" / "pytest-trt"
-    monkeypatch.delenv("XDG_CACHE_HOME")
-    assert default_cache_dir() == tmp_path / "home" / ".cache" / "pytest-trt"
+    project = tmp_path / "project"
+    (project / "tests" / "unit").mkdir(parents=True)
+    (project / "tox.ini").write_text("[pytest]\naddopts = -q\n")
+    (project / "tests" / "setup.cfg").write_text("[metadata]\nname = x\n")  # no [tool:pytest]: not pytest's
+    monkeypatch.chdir(project / "tests" / "unit")
+    assert default_cache_dir() == project / ".trt-cache"
+    assert default_cache_dir(tmp_path) == tmp_path / ".trt-cache"  # no project: the directory itself
+
+
+def test_project_root_follows_pytests_rootdir_rule(tmp_path):
+    from pytest_trt.core.locations import project_root
+
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "pkg" / "sub"
+    inner.mkdir(parents=True)
+    (outer / "pytest.ini").write_text("[pytest]\n")
+    (outer / "pkg" / "pyproject.toml").write_text("[project]\nname = 'pkg'\n")  # no pytest table
+    assert project_root(inner) == outer  # a pytest configuration file wins over a nearer plain pyproject.toml
+    (outer / "pytest.ini").unlink()
+    assert project_root(inner) == outer / "pkg"  # else the nearest pyproject.toml
+    (outer / "pkg" / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
+    (inner / "setup.cfg").write_text("[tool:pytest]\n")
+    assert project_root(inner) == inner
 
 
 def test_max_bytes_is_validated(tmp_path):

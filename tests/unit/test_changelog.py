@@ -25,9 +25,9 @@ import pytest
 from pytest_trt import cache
 from pytest_trt.cli import build_parser
 from pytest_trt.compare.tolerances import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES
-from pytest_trt.settings import OPTIONS
-from pytest_trt.weight_sets import WEIGHTS_KIND
-from pytest_trt.weights import MEMO_DIR
+from pytest_trt.model.weights import MEMO_DIR
+from pytest_trt.realize.weight_sets import WEIGHTS_KIND
+from pytest_trt.run.settings import OPTIONS
 
 REPO = Path(__file__).resolve().parents[2]
 CHANGELOG = REPO / "CHANGELOG.md"

@@ -151,8 +151,9 @@ def test_blocked_paths_agree_with_reference(pair, tols, equal_nan, block):
     with block_bytes(block):
         W = scan.working_dtype(a, e)
         fast = scan.passes_float(a, e, W, rtol, atol) if e.size else True
-        quick = compare_outputs(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
-        full = compare_outputs(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan, details=True)
+        no_check = math.isinf(rtol) or math.isinf(atol)  # an infinite tolerance needs it
+        quick = compare_outputs(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan, no_check=no_check)
+        full = compare_outputs(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan, details=True, no_check=no_check)
     # the fast scan is sound: "passes" is never said of an output with a mismatch
     if fast:
         assert ref["mismatched"] == 0
@@ -281,16 +282,16 @@ def test_nan_never_equals_nan_unless_equal_nan():
     assert oc.mismatched == 1 and oc.nan_actual == 1 and oc.nan_expected == 1
     assert compare_outputs(a, e, equal_nan=True).passed
     # NaN on one side only fails even with equal_nan and infinite tolerances
-    assert not compare_outputs(f32(nan), f32(1.0), equal_nan=True, atol=inf, rtol=inf).passed
-    assert not compare_outputs(f32(1.0), f32(nan), equal_nan=True, atol=inf).passed
+    assert not compare_outputs(f32(nan), f32(1.0), equal_nan=True, atol=inf, no_check=True, rtol=inf).passed
+    assert not compare_outputs(f32(1.0), f32(nan), equal_nan=True, atol=inf, no_check=True).passed
 
 
 def test_infinities():
     assert compare_outputs(f32(inf, -inf, 1.0), f32(inf, -inf, 1.0)).passed
     assert not compare_outputs(f32(inf), f32(-inf)).passed
     # inf against finite fails whatever the tolerances
-    assert not compare_outputs(f32(inf), f32(1.0), atol=inf, rtol=inf).passed
-    assert not compare_outputs(f32(1.0), f32(inf), atol=inf, rtol=inf).passed
+    assert not compare_outputs(f32(inf), f32(1.0), atol=inf, no_check=True, rtol=inf).passed
+    assert not compare_outputs(f32(1.0), f32(inf), atol=inf, no_check=True, rtol=inf).passed
     oc = compare_outputs(f32(1.0, 2.0), f32(inf, 2.0)).outputs["output"]
     assert oc.unfixable == 1 and oc.inf_expected == 1 and oc.inf_actual == 0
     assert oc.table[0].index == (0,) and oc.table[0].rel_err == inf
@@ -567,15 +568,15 @@ def test_worst_over_all_elements_is_labelled_when_within_tolerance():
 def test_metric_thresholds():
     e = np.linspace(1, 2, 100, dtype=np.float32)
     a = e * np.float32(1.001)  # noise = 1e-3 * signal: SNR 60 dB
-    res = compare_outputs(a, e, atol=inf, min_cosine=0.99, min_snr_db=65)
+    res = compare_outputs(a, e, atol=inf, no_check=True, min_cosine=0.99, min_snr_db=65)
     oc = res.outputs["output"]
     assert not res.passed and oc.mismatched == 0
     assert oc.cosine == pytest.approx(1.0) and oc.snr_db == pytest.approx(60.0, abs=0.1)
     assert oc.metric_failures == ["SNR 60.0 dB < min_snr_db 65 dB"]
     assert "FAILED: SNR 60.0 dB < min_snr_db 65 dB" in res.message()
-    assert compare_outputs(a, e, atol=inf, min_cosine=0.99, min_snr_db=50).passed
-    assert compare_outputs(a, e, atol=inf, min_snr_db={"output": 50}).passed
-    assert not compare_outputs(-a, e, atol=inf, min_cosine=0.5).passed  # cosine -1
+    assert compare_outputs(a, e, atol=inf, no_check=True, min_cosine=0.99, min_snr_db=50).passed
+    assert compare_outputs(a, e, atol=inf, no_check=True, min_snr_db={"output": 50}).passed
+    assert not compare_outputs(-a, e, atol=inf, no_check=True, min_cosine=0.5).passed  # cosine -1
     # metric thresholds add to the element check, they do not replace it
     assert not compare_outputs(a, e, min_snr_db=50).passed
 
@@ -620,3 +621,44 @@ def test_compare_outputs_never_raises_and_result_is_truthy():
     assert not res and not res.passed
     assert compare_outputs(f32(1.0), f32(1.0))
     assert assert_close(f32(1.0), f32(1.0)).passed
+
+
+# ---------------------------------------------------------------------------------------
+# Infinite tolerances: refused unless no_check=True (issue 28, newcomer defect 2)
+# ---------------------------------------------------------------------------------------
+def _overflowed():
+    """A LayerNorm-like output where two rows broke (max abs error ~9, cosine ~0.94)."""
+    e = np.linspace(-2, 2, 256, dtype=np.float32).reshape(16, 16)
+    a = e.copy()
+    a[4] = 9.0
+    return a, e
+
+
+@pytest.mark.parametrize("kwargs", [{"atol": inf}, {"rtol": inf}, {"atol": {"output": inf}},
+                                    {"rtol": inf, "atol": 1e-2}])
+def test_an_infinite_tolerance_is_a_usage_error_naming_no_check(kwargs):
+    """Before: compare_outputs/assert_close with atol=inf passed an output with a real overflow
+    (the element rule passes every finite element, and the default cosine floor is dropped)."""
+    a, e = _overflowed()
+    for call in (compare_outputs, assert_close):
+        with pytest.raises(UsageError, match=r"=inf \(output 'output'\) switches the accuracy check off.*"
+                                             r"Pass no_check=True"):
+            call(a, e, precision="fp16", **kwargs)
+
+
+def test_no_check_gives_the_figures_without_a_tolerance_verdict():
+    a, e = _overflowed()
+    assert not compare_outputs(a, e, precision="fp16").passed
+    result = assert_close(a, e, precision="fp16", no_check=True, details=True)
+    oc = result.outputs["output"]
+    assert result.no_check and result.to_json()["no_check"] is True
+    assert oc.atol == inf and oc.rtol == inf and oc.max_abs > 5 and oc.cosine < 0.99
+    assert "figures only" in result.message() and "no_check: no tolerance verdict" in result.message()
+    # NaN/Inf mismatches, missing outputs and explicit floors still fail
+    nan = a.copy()
+    nan[0, 0] = np.nan
+    assert not compare_outputs(nan, e, no_check=True).passed
+    assert not compare_outputs({}, {"output": e}, no_check=True).passed
+    assert not compare_outputs(a, e, no_check=True, min_cosine=0.99).passed
+    # a tolerance given beside no_check keeps its element check for that output
+    assert not compare_outputs(a, e, no_check=True, atol=1e-2, rtol=1e-2).passed

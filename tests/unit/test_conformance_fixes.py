@@ -10,8 +10,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from pytest_trt import PrecisionPolicy
-from pytest_trt.baseline import make_session
 from pytest_trt.realize import realize_emulation, realize_strong
+from pytest_trt.reference.baseline import make_session
 
 F, H, B = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16
 

@@ -1,4 +1,4 @@
-"""What environment.py found is remembered per run (runstate), not per process.
+"""What core/environment.py found is remembered per run (runstate), not per process.
 
 A fake ``nvidia-smi`` (a shell script first on PATH) that counts its calls stands in for the GPU.
 """
@@ -10,7 +10,7 @@ import stat
 
 import pytest
 
-from pytest_trt import environment, runstate
+from pytest_trt.core import environment, runstate
 
 SMI = """#!/bin/sh
 echo x >> "$(dirname "$0")/calls"

@@ -1,4 +1,4 @@
-"""The rough FLOPs estimate behind a suggestion's FP32 share (pytest_trt.flops)."""
+"""The rough FLOPs estimate behind a suggestion's FP32 share (pytest_trt.suggest.flops)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_trt.baseline import fp32_intermediates
-from pytest_trt.flops import node_flops
-from pytest_trt.model import load_model
-from pytest_trt.testing_models import export_feeds
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import export_feeds
+from pytest_trt.reference.baseline import fp32_intermediates
+from pytest_trt.suggest.flops import node_flops
 
 GPT2 = Path(__file__).resolve().parents[1] / "data" / "gpt2_tiny_opset14.onnx"
 

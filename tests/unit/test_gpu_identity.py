@@ -12,8 +12,9 @@ import stat
 
 import pytest
 
-from pytest_trt import environment, runstate, xdist_gpus
-from pytest_trt.backends import tensorrt as trt_backend
+from pytest_trt.backends.tensorrt import backend as trt_backend
+from pytest_trt.core import environment, runstate
+from pytest_trt.glue import xdist_gpus
 
 H100 = "GPU-1f0e2c44-5b6a-4c1d-9e8f-0a1b2c3d4e5f"
 A100 = "GPU-9a8b7c6d-0e1f-4a2b-8c3d-4e5f6a7b8c9d"
@@ -130,8 +131,8 @@ def test_every_record_names_the_gpu_its_process_runs_on(machine):
     from types import SimpleNamespace
 
     from pytest_trt.report.json_report import entry_of_test
-    from pytest_trt.session import BuildEvent, TrtSession
-    from pytest_trt.settings import Settings
+    from pytest_trt.run.session import BuildEvent, TrtSession
+    from pytest_trt.run.settings import Settings
 
     def worker(worker_id, token, backend="tensorrt"):
         machine.setenv("CUDA_VISIBLE_DEVICES", token)
@@ -161,9 +162,9 @@ def test_cuda_baselines_are_keyed_by_gpu_model_not_instance(machine, tmp_path):
     """A CUDA baseline is cached per GPU model (like engines): the same model under another
     CUDA_VISIBLE_DEVICES spelling is a hit, another model is a new entry. ONNX Runtime's CPU
     provider computes the values here (no GPU); the key is what is under test."""
-    from pytest_trt import baseline
     from pytest_trt.cache import ArtifactCache
-    from pytest_trt.testing_models import decomposed_layernorm_block, sample_feeds
+    from pytest_trt.model.testing_models import decomposed_layernorm_block, sample_feeds
+    from pytest_trt.reference import baseline
 
     def cpu_session(key, make_bytes, *, provider="cpu", label="model"):
         return real_cached_session(key, make_bytes, provider="cpu", label=label)

@@ -40,7 +40,7 @@ from pytest_trt.inputs import (
     save_feeds,
     symbolic_dims,
 )
-from pytest_trt.model import load_model
+from pytest_trt.model.load import load_model
 
 REPO = Path(__file__).resolve().parents[2]
 VOCAB = 50
@@ -468,12 +468,29 @@ def test_integer_input_without_range_is_an_error(bert):
     with pytest.raises(InputError) as exc:
         make_feeds(bert, dims=BERT_DIMS)
     msg = str(exc.value)
-    assert ("input 'input_ids' is int64: declare its range, e.g. val_range={'input_ids': (0, 30521)} "
-            "or --val-range input_ids:[0,30521]") in msg
+    # the example comes from the model's embedding table (VOCAB = 50 rows), never a made-up 30521
+    assert ("input 'input_ids' is int64: declare its range, e.g. val_range={'input_ids': (0, 49)} "
+            "or --val-range input_ids:[0,49] (it indexes 'emb', which has 50 rows)") in msg
     assert "input 'attention_mask' is int64: declare its range, e.g. val_range={'attention_mask': (0, 1)}" in msg
     with pytest.raises(InputError, match=r"input 'attention_mask' is int64: declare its range") as exc:
         make_feeds(bert, dims=BERT_DIMS, val_range={"input_ids": (0, 9)})
     assert "input_ids" not in str(exc.value).split("\n", 1)[1]
+
+
+def test_token_id_range_hint_follows_the_ids_to_the_embedding_table_or_says_to_fill_it_in(mixed):
+    from pytest_trt.inputs.specs import index_table_rows
+
+    gpt2 = Path(__file__).resolve().parents[1] / "data" / "gpt2_tiny_opset14.onnx"  # input_ids -> Reshape -> Gather
+    assert index_table_rows(gpt2, "input_ids") == ("transformer.wte.weight", 256)
+    with pytest.raises(InputError) as exc:
+        make_feeds(gpt2, shapes={"input_ids": (2, 16)})
+    assert "val_range={'input_ids': (0, 255)} or --val-range input_ids:[0,255]" in str(exc.value)
+    # no table to read it from (i32 only passes through Identity): a placeholder, not a number to copy
+    assert index_table_rows(mixed, "i32") is None
+    with pytest.raises(InputError) as exc:
+        make_feeds(mixed, val_range={"u8": (0, 255)})
+    assert ("input 'i32' is int32: declare its range, e.g. val_range={'i32': (0, <vocab_size - 1>)} or "
+            "--val-range i32:[0,<vocab_size-1>] (the largest valid id; fill in yours)") in str(exc.value)
 
 
 def test_resolve_val_ranges_defaults_and_forms(mixed, bert):
@@ -588,7 +605,7 @@ def test_seed_must_be_a_non_negative_int(flt, seed):
 
 @pytest.mark.parametrize("seed", [-1, 1.5, True, np.bool_(True), "0", None])
 def test_check_seed_refuses_what_is_not_a_non_negative_int(seed):
-    # check_seed is the public check the trt marker's seed= goes through (case.py)
+    # check_seed is the public check the trt marker's seed= goes through (glue/case.py)
     with pytest.raises(InputError, match=r"^seed must be a non-negative integer, got "):
         check_seed(seed)
 

@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt import testing_models as tm
-from pytest_trt.inspector import dtype_from_text, inspector_schema, split_tensor_entry
-from pytest_trt.layers import (
+from pytest_trt.layers.inspector import dtype_from_text, inspector_schema, split_tensor_entry
+from pytest_trt.layers.report import (
     STRONG_TYPING_CONSISTENT,
     LayerReport,
     metadata_nodes,
     parse_layers,
     parse_metadata,
 )
-from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.model import testing_models as tm
+from pytest_trt.model.load import load_model
+from pytest_trt.plan.policy import PrecisionPolicy
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "inspector"
 LN = "/encoder/layer.0/attention/output/LayerNorm"
@@ -287,7 +287,7 @@ def test_nodes_matching_unknown(plan):
 
 def test_metadata_local_function_older_format():
     """onnx-tensorrt 9.3 / 10.0-GA / 10.1-GA: ``| Local Function: <function op type>`` (no caller node)."""
-    from pytest_trt.layers import KnownNodes
+    from pytest_trt.layers.report import KnownNodes
 
     text = "[ONNX Layer: inner_mul | Local Function: MyLayerNorm]"
     (entry,) = parse_metadata(text)

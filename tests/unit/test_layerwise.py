@@ -12,12 +12,12 @@ from onnx import TensorProto, helper
 
 import pytest_trt
 from pytest_trt.backends.base import BuildConfig, get_backend
-from pytest_trt.baseline import float_tensor_names, fp32_intermediates
 from pytest_trt.inputs import make_feeds
-from pytest_trt.layerwise import Divergence, compare_tensors, locate_divergence
-from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy
-from pytest_trt.testing_models import graph_model
+from pytest_trt.locate.divergence import Divergence, compare_tensors, locate_divergence
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import graph_model
+from pytest_trt.plan.policy import PrecisionPolicy
+from pytest_trt.reference.baseline import float_tensor_names, fp32_intermediates
 
 ROOT = Path(__file__).resolve().parents[2]
 ENCODER14 = ROOT / "example_suite" / "models" / "encoder_opset14.onnx"

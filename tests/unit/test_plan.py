@@ -10,10 +10,8 @@ import pytest
 from onnx import TensorProto, helper
 
 from pytest_trt.errors import ModelError, PatternError
-from pytest_trt.model import load_model
-from pytest_trt.plan import PrecisionPlan, UnsupportedPrecisionError
-from pytest_trt.policy import PrecisionPolicy
-from pytest_trt.testing_models import (
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import (
     attention_block,
     decomposed_layernorm_block,
     graph_model,
@@ -22,6 +20,8 @@ from pytest_trt.testing_models import (
     resize_model,
     shared_initializer_model,
 )
+from pytest_trt.plan import PrecisionPlan, UnsupportedPrecisionError
+from pytest_trt.plan.policy import PrecisionPolicy
 
 F, F16, D, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.DOUBLE, TensorProto.INT64
 LN = "/encoder/layer.0/attention/output/LayerNorm"
@@ -156,9 +156,17 @@ def test_cast_to_int_is_fixed_and_reads_as_stored():
 
 
 def test_low_rule_on_fixed_node_is_ignored_but_recorded(att_model):
-    plan = resolve(att_model, rules=["op:Shape=fp16", "op:Concat=fp32"])
-    assert plan.nodes["/attention/self/Shape"].rule == "fixed: no float output (ignored rule op:Shape=fp16)"
-    assert plan.nodes["/attention/self/Concat"].rule == "fixed: no float output"
+    plan = resolve(att_model, rules=["/attention/self/*=fp16"])  # matches compute nodes and the fixed Shape
+    assert plan.nodes["/attention/self/Shape"].rule == "fixed: no float output (ignored rule /attention/self/*=fp16)"
+    assert plan.nodes["/attention/self/Concat"].rule == "fixed: no float output (ignored rule /attention/self/*=fp16)"
+
+
+@pytest.mark.parametrize("rule", ["op:Shape=fp16", "op:Concat=fp32"])
+def test_a_rule_selecting_only_fixed_nodes_is_an_error_it_would_change_nothing(att_model, rule):
+    # issue 28: `--keep-fp32 op:Shape` was a silent no-op
+    with pytest.raises(PatternError, match=rf"precision pattern '{rule.split('=')[0]}' selects no float "
+                                           r"computation in .*all fixed .*no float output.*changes nothing"):
+        resolve(att_model, rules=[rule])
 
 
 def test_fixed_inputs_of_one_type_variable_agree():
@@ -193,9 +201,12 @@ def test_low_rule_on_control_flow_is_an_error():
     with pytest.raises(ModelError, match=r"'/branch/If' \(If\).*control flow is kept as written; remove the rule "
                                          r"or keep it fp32"):
         resolve(if_model(), rules=["op:If=fp16"])
-    # a later fp32 rule settles it
-    plan = resolve(if_model(), "fp16", rules=["/branch/*=fp16", "op:If=fp32"])
-    assert plan.nodes["/branch/If"].kind == "fixed"
+    # a later fp32 rule settles it (a rule over fixed nodes only, allowed because it settles an earlier one)
+    plan = resolve(if_model(), "fp32", rules=["/*=fp16", "op:If=fp32"])
+    assert plan.nodes["/branch/If"].kind == "fixed" and plan.nodes["/post/Relu"].precision == "fp16"
+    # an earlier rule that matches only the If changes nothing once settled: an error like any such rule
+    with pytest.raises(PatternError, match=r"'/branch/\*' selects no float computation"):
+        resolve(if_model(), "fp16", rules=["/branch/*=fp16", "op:If=fp32"])
 
 
 # -- ops that do not allow the low precision --------------------------------------------
@@ -320,6 +331,11 @@ def test_to_json_form_and_counts(ln_model):
                                 "precision": "fp16", "rule": "default"}
     assert all(set(n) == {"name", "op_type", "precision", "rule"} for n in data["nodes"])
     assert data["counts"] == {"fp32": 9, "fp16": 3, "bf16": 0, "fixed": 2}
+    # issue 28: fixed nodes said "precision": null while counts said "fixed"; now each node's precision is a
+    # key of counts, and the counts are those of the nodes
+    assert all(n["precision"] in data["counts"] for n in data["nodes"])
+    assert {p: sum(n["precision"] == p for n in data["nodes"]) for p in data["counts"]} == data["counts"]
+    assert [n["rule"].startswith("fixed: ") for n in data["nodes"] if n["precision"] == "fixed"] == [True, True]
     assert "9 fp32" in plan.summary() and "4 casts" in plan.summary()
 
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_trt.errors import PatternError, UsageError
-from pytest_trt.policy import PrecisionPolicy, Rule, parse_rule, validate_pattern
+from pytest_trt.plan.policy import PrecisionPolicy, Rule, parse_rule, validate_pattern
 
 
 def node(name: str, op_type: str = "Add"):
@@ -206,7 +206,7 @@ def test_low_precision_and_mixing_is_refused():
 
 
 def test_as_is_is_stored_and_resolved_from_the_model():
-    from pytest_trt.testing_models import layernorm17_block
+    from pytest_trt.model.testing_models import layernorm17_block
 
     policy = PrecisionPolicy(as_is=True, expect_fp32=["op:LayerNormalization"])
     assert policy.to_json()["as_is"] is True
@@ -217,7 +217,7 @@ def test_as_is_is_stored_and_resolved_from_the_model():
 
 
 def test_policy_module_imports_no_onnx():
-    code = "import sys, pytest_trt.policy; print('onnx' in sys.modules, 'numpy' in sys.modules)"
+    code = "import sys, pytest_trt.plan.policy; print('onnx' in sys.modules, 'numpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["False", "False"]
 

@@ -10,13 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_trt import testing_models as tm
 from pytest_trt.backends.base import BuildConfig, get_backend
 from pytest_trt.cache import ArtifactCache
 from pytest_trt.errors import PrecisionError, UsageError
-from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy
-from pytest_trt.probes import (
+from pytest_trt.model import testing_models as tm
+from pytest_trt.model.load import load_model
+from pytest_trt.plan.policy import PrecisionPolicy
+from pytest_trt.verify.precision import assert_precision
+from pytest_trt.verify.probes import (
     DEFAULT_TOLERANCE,
     FP16_MAX,
     extract_layernorm,
@@ -26,7 +27,6 @@ from pytest_trt.probes import (
     probe_shape,
     sub_plan,
 )
-from pytest_trt.verify import assert_precision
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ROOT / "example_suite" / "models"

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import pytest_trt
-from pytest_trt.settings import OPTIONS
+from pytest_trt.run.settings import OPTIONS
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
@@ -26,3 +26,13 @@ def test_unknown_attribute_is_an_attribute_error():
 def test_readme_documents_every_option_and_its_ini_twin(option):
     assert f"`--{option.name}`" in README or (option.path and f"`--{option.name}=" in README)
     assert f"`{option.ini}`" in README
+
+
+def test_the_trt_test_definition_names_exactly_the_plugins_fixtures():
+    """items.PLUGIN_FIXTURES (what makes a trt test) and pytest_trt.glue.fixtures (what the plugin defines) agree."""
+    import pytest_trt.glue.fixtures as fixtures
+    from pytest_trt.glue.items import PLUGIN_FIXTURES
+
+    defined = {name for name, value in vars(fixtures).items()
+               if type(value).__name__ == "FixtureFunctionDefinition" or hasattr(value, "_pytestfixturefunction")}
+    assert defined == PLUGIN_FIXTURES

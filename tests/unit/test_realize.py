@@ -18,13 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
-from pytest_trt.dtypes import ELEM_OF_PRECISION
-from pytest_trt.model import load_model
-from pytest_trt.plan import UnsupportedPrecisionError
-from pytest_trt.policy import PrecisionPolicy, Rule
-from pytest_trt.realize import realization_notes, realize_emulation, realize_strong, weak_hints
-from pytest_trt.realize.strong import BF16_MAX, bf16_bits_to_fp32, round_to, to_bf16_bits, to_fp16
-from pytest_trt.testing_models import (
+from pytest_trt.core.dtypes import ELEM_OF_PRECISION
+from pytest_trt.model.load import load_model
+from pytest_trt.model.testing_models import (
     BUILDERS,
     attention_block,
     decomposed_layernorm_block,
@@ -35,6 +31,10 @@ from pytest_trt.testing_models import (
     sample_feeds,
     shared_initializer_model,
 )
+from pytest_trt.plan import UnsupportedPrecisionError
+from pytest_trt.plan.policy import PrecisionPolicy, Rule
+from pytest_trt.realize import realization_notes, realize_emulation, realize_strong, weak_hints
+from pytest_trt.realize.strong import BF16_MAX, bf16_bits_to_fp32, round_to, to_bf16_bits, to_fp16
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -156,10 +156,16 @@ def built(name: str):
 
 
 # -- every builder under every precision ------------------------------------------------
+def _compute_nodes(model) -> set[str]:
+    """Names of the nodes a rule can change (a rule selecting only fixed nodes is a PatternError)."""
+    return {n for n, d in PrecisionPolicy().resolve(model).nodes.items() if d.kind == "compute"}
+
+
 def policy_for(name: str, model) -> PrecisionPolicy:
     if name == "fp16-islands":  # every other node kept fp32: many boundaries
+        compute = _compute_nodes(model)
         return PrecisionPolicy("fp16", keep_fp32=[n.name for n in model.proto.graph.node[::2]
-                                                  if n.op_type != "If"])
+                                                  if n.op_type != "If" and n.name in compute])
     return PrecisionPolicy(name)
 
 
@@ -453,8 +459,10 @@ _RANDOM_MODELS = ("attention_block", "shared_initializer_model", "if_model", "de
 
 
 def _pattern_pool(model) -> list[str]:
-    names = [n.name for n in model.proto.graph.node if n.op_type != "If"]
-    ops = sorted({f"op:{n.op_type}" for n in model.proto.graph.node if n.op_type != "If"})
+    """Patterns that select at least one compute node (one selecting only fixed nodes is a PatternError)."""
+    compute = [n for n in model.proto.graph.node if n.op_type != "If" and n.name in _compute_nodes(model)]
+    names = [n.name for n in compute]
+    ops = sorted({f"op:{n.op_type}" for n in compute})
     scopes = sorted({"/".join(n.split("/")[:2]) + "/*" for n in names if n.count("/") >= 2})
     return names + ops + scopes
 

@@ -1,4 +1,4 @@
-"""Typed report records (pytest_trt/report_records.py): their JSON form round-trips, and a JSON form
+"""Typed report records (pytest_trt/core/records.py): their JSON form round-trips, and a JSON form
 that drifted from the type (unknown kind, missing or unknown key) is an error, not missing data."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from pytest_trt.report.condense import condense_records
-from pytest_trt.report_records import (
+from pytest_trt.core.records import (
     RECORD_TYPES,
     AccuracyRecord,
     BaselineFallbackRecord,
@@ -19,13 +18,25 @@ from pytest_trt.report_records import (
     as_record,
     record_from_json,
 )
+from pytest_trt.report.condense import condense_records
 
 ENGINE = EngineRecord(model="m.onnx", policy="fp16", backend="emulate", cache_hit=False, build_seconds=0.5, key="k",
                       gpu=None)
 
 
 def test_every_kind_the_reports_read_has_a_type():
-    assert set(RECORD_TYPES) == {"engine", "parser", "accuracy", "precision", "layerwise", "baseline_fallback"}
+    assert set(RECORD_TYPES) == {"engine", "parser", "accuracy", "precision", "layerwise", "baseline_fallback",
+                                 "ledger"}
+
+
+def test_ledger_record_round_trips_and_is_never_condensed():
+    from pytest_trt.core.records import LedgerRecord
+
+    rec = LedgerRecord(model="m.onnx", policy="fp16", backend="emulate", ledger={"rows": [], "time_reason": "why"})
+    assert "auto" not in rec.to_json() and record_from_json(json.loads(json.dumps(rec.to_json()))) == rec
+    auto = LedgerRecord(**{**rec.__dict__, "auto": True})
+    assert record_from_json(auto.to_json()).auto is True
+    assert condense_records([rec, auto]) == [rec, auto]  # two ledgers of a test are two ledgers
 
 
 def test_json_form_round_trips_and_leaves_unset_optional_keys_out():
@@ -62,7 +73,7 @@ def test_optional_keys_stay_optional():
 
 
 def test_parser_record_of_a_parser_check():
-    from pytest_trt.parser_check import ParserCheck
+    from pytest_trt.backends.tensorrt.parser_check import ParserCheck
 
     check = ParserCheck("encoder.onnx", "bf16", "TensorRT-RTX 1.7.1.116", "passed", nodes={}, build_seconds=0.5, key="k")
     rec = ParserRecord.from_check(check, explicit=True)

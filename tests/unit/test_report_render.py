@@ -17,7 +17,7 @@ import pytest
 
 from pytest_trt.compare import compare_outputs
 from pytest_trt.report import html_report, json_report, plots, summary
-from pytest_trt.settings import Settings
+from pytest_trt.run.settings import Settings
 
 # --------------------------------------------------------------------------------------
 # hand-made records
@@ -65,8 +65,8 @@ NODES = [
 
 
 def layerwise_record():
-    """A real Divergence (layerwise.py's classes) turned into the compact record."""
-    from pytest_trt.layerwise import Divergence, TensorError
+    """A real Divergence (locate/divergence.py's classes) turned into the compact record."""
+    from pytest_trt.locate.divergence import Divergence, TensorError
 
     rows = [TensorError(f"{n}_output_0", n, op, i, precision=p, max_abs=v, rel=v / 10, available=avail,
                         divergent=(n == "/c/Pow"), jump=100.0 if n == "/c/Pow" else 1.0)
@@ -201,10 +201,11 @@ def test_tolerance_ratio_counts_the_cosine_floor(details):
     a_few[::100] = a[::100]
     ok = compare_outputs({"y": a_few}, {"y": e}, precision="fp16", details=details).to_json()["outputs"]["y"]
     assert ok["passed"] is True and ok["cosine"] is not None
-    assert summary.tolerance_ratio(ok) <= 1
+    # without details a passing output's element figures are unknown, and so is the largest bound
+    assert summary.tolerance_ratio(ok) <= 1 if details else summary.tolerance_bound(ok) == (None, None)
     # the floor turned off (min_cosine=-1): the element rule alone judges, and passes
-    off = compare_outputs({"y": a}, {"y": e}, precision="fp16", min_cosine=-1, details=details)
-    assert off.passed and summary.tolerance_ratio(off.to_json()["outputs"]["y"]) <= 1
+    off = compare_outputs({"y": a}, {"y": e}, precision="fp16", min_cosine=-1, details=True)
+    assert off.passed and summary.tolerance_bound(off.to_json()["outputs"]["y"]) == (pytest.approx(0.5, rel=1e-4), "element")
 
 
 def test_tolerance_ratio_of_a_floor_failure_in_the_reports(results):
@@ -287,10 +288,10 @@ def test_terminal_summary_rows_counts_and_precision(results):
     assert "engines: 1 built (0.50s), 1 reused from the cache; 3 use(s) by tests" in text
     assert "accuracy: 3 output(s) in 2 test(s), 1 outside tolerance; worst first (x tol > 1 fails)" in text
     header = next(i for i, line in enumerate(tr.lines) if line.lstrip().startswith("x tol"))
-    assert tr.lines[header].split() == ["x", "tol", "max", "abs", "atol", "max", "rel", "rtol", "engine", "test",
+    assert tr.lines[header].split() == ["x", "tol", "bound", "max", "abs", "atol", "max", "rel", "rtol", "engine", "test",
                                         "output", "model", "[policy]"]
     first, second = tr.lines[header + 1], tr.lines[header + 2]
-    assert first.split()[:2] == ["FAIL", "inf"]  # the NaN: no tolerance passes it
+    assert first.split()[:3] == ["FAIL", "inf", "NaN/Inf"]  # the NaN: no tolerance passes it
     assert "test_m.py::test_bad" in first and "hidden" in first and "enc.onnx [fp16; fp32: */LayerNorm/*]" in first
     assert "built 0.50s" in first and "5.00e-01" in first and "0.001" in first
     assert second.startswith("ok") and "test_close" in second and "cache hit" in second
@@ -321,7 +322,7 @@ def test_terminal_summary_is_silent_without_results():
 def test_json_report_schema(results, tmp_path):
     path = json_report.write_json_report(tmp_path / "sub" / "r.json", fake_session(), results, 1)
     data = json.loads(path.read_text())  # strict JSON: no NaN literals
-    assert data["schema_version"] == json_report.SCHEMA_VERSION == 2
+    assert data["schema_version"] == json_report.SCHEMA_VERSION == 4
     assert data["exitstatus"] == 1
     meta = data["session"]
     for key in ("pytest_trt", "libraries", "gpu", "gpus", "backend", "backend_reason", "seed", "precision"):
@@ -407,7 +408,7 @@ def test_html_of_an_empty_session():
 # --trt-gpus mapping
 # --------------------------------------------------------------------------------------
 def test_assign_devices():
-    from pytest_trt.xdist_gpus import assign_devices
+    from pytest_trt.glue.xdist_gpus import assign_devices
 
     assert assign_devices(["gw0", "gw1"], ["0", "1", "2"], None) == {"gw0": "0", "gw1": "1"}
     assert assign_devices(["gw0", "gw1", "gw2", "gw3"], ["5", "7"], None) == {
@@ -421,7 +422,7 @@ def test_assign_devices():
 
 
 def test_parse_gpus():
-    from pytest_trt.xdist_gpus import parse_gpus
+    from pytest_trt.glue.xdist_gpus import parse_gpus
 
     assert parse_gpus("auto") is None and parse_gpus(" 2 ") == 2
     for bad in ("0", "-1", "two"):
@@ -430,7 +431,8 @@ def test_parse_gpus():
 
 
 def test_visible_devices_honour_cuda_visible_devices(monkeypatch):
-    from pytest_trt import environment, xdist_gpus
+    from pytest_trt.core import environment
+    from pytest_trt.glue import xdist_gpus
 
     three = (environment.GpuInfo("G", "9.0", "1"),) * 3
     monkeypatch.setattr(environment, "gpus", lambda: three)
@@ -468,7 +470,7 @@ def test_svg_curve_leaves_gaps_for_tensors_the_engine_did_not_expose():
 
 def test_precision_check_records_of_verify_are_read_as_they_are():
     """verify.PrecisionCheck.to_json(): its nodes are the matched ones, statuses pass/fail/..."""
-    from pytest_trt.verify import NodeVerdict, PrecisionCheck
+    from pytest_trt.verify.precision import NodeVerdict, PrecisionCheck
 
     check = PrecisionCheck(
         pattern="*/LayerNorm/*", precision="fp32", method="inspect", model="enc.onnx", policy="fp16",
@@ -492,3 +494,34 @@ def test_precision_check_records_of_verify_are_read_as_they_are():
     assert 'class="tag mm">fail (engine)' in text and 'class="tag my">Myelin' in text
     entry = json_report.entry_of_test(res[0])
     assert entry["precision"][0]["nodes"][0]["status"] == "fail"
+
+
+def test_x_tol_is_the_share_of_its_own_tolerance_the_worst_element_uses():
+    """Issue 28: ``x tol`` bounded the element rule by ``min(max_abs / atol, max_rel / rtol)``, capped at 1
+    for a pass: at BF16 defaults a large element far beyond atol (within rtol) and a small one far
+    beyond rtol (within atol) showed ``x tol 1`` while the worst element used 0.35 of its tolerance.
+    Now x tol is the largest of the element ratio and the floor ratios, and says which is binding."""
+    e = np.array([100.0, 0.001, 1.0, -1.0], np.float32)
+    a = np.array([101.5, 0.0185, 1.0, -1.0], np.float32)  # 1.5 of rtol*100 = 10; 0.0175 of atol 0.05
+    out = compare_outputs(a, e, precision="bf16", details=True).to_json()["outputs"]["output"]
+    assert out["passed"] is True and out["element_ratio"] == pytest.approx(0.35, rel=1e-4)
+    ratio, binding = summary.tolerance_bound(out)
+    assert ratio == pytest.approx(0.35, rel=1e-4) and binding == "element"
+    # a failing element: the factor by which both tolerances would have to grow
+    bad = compare_outputs(a * np.float32(1.5), e, precision="bf16", details=True).to_json()["outputs"]["output"]
+    ratio, binding = summary.tolerance_bound(bad)
+    assert bad["passed"] is False and binding == "element"
+    assert ratio == pytest.approx(max(abs(x - y) / max(0.05, 0.1 * abs(y)) for x, y in zip(a * 1.5, e, strict=True)),
+                                  rel=1e-5)
+
+
+def test_the_binding_bound_is_named_also_when_a_floor_sits_exactly_at_its_limit():
+    base = {"kind": "float", "passed": True, "mismatched": 0, "atol": 0.05, "rtol": 0.1, "element_ratio": 0.2}
+    assert summary.tolerance_bound({**base, "cosine": 0.999, "min_cosine": 0.999}) == (1.0, "cosine")
+    assert summary.tolerance_bound({**base, "cosine": 0.9999, "min_cosine": 0.999}) == (pytest.approx(0.2), "element")
+    assert summary.tolerance_bound({**base, "snr_db": 40.0, "min_snr_db": 40.0}) == (1.0, "snr")
+    assert summary.tolerance_bound({**base, "passed": False, "unfixable": 3}) == (math.inf, "nan_inf")
+    assert summary.tolerance_bound({**base, "passed": False, "problem": "missing"}) == (math.inf, "structure")
+    # a tie names the element rule
+    assert summary.tolerance_bound({**base, "element_ratio": 0.5, "cosine": 0.9995,
+                                    "min_cosine": 0.999})[1] == "element"

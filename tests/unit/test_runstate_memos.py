@@ -12,10 +12,10 @@ from pathlib import Path
 import onnx
 from onnx import TensorProto, helper
 
-from pytest_trt import runstate
-from pytest_trt.baseline import cached_session, reference_model
-from pytest_trt.model import load_model
-from pytest_trt.upcast import fp32_reference_model, needs_upcast
+from pytest_trt.core import runstate
+from pytest_trt.model.load import load_model
+from pytest_trt.reference.baseline import cached_session, reference_model
+from pytest_trt.reference.upcast import fp32_reference_model, needs_upcast
 
 MIXED = Path(__file__).resolve().parents[2] / "example_suite" / "models" / "mixed_autocast.onnx"
 

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt import runstate
-from pytest_trt.backends import tensorrt as trt_backend
-from pytest_trt.backends import trt_compat
+from pytest_trt.backends.tensorrt import backend as trt_backend
+from pytest_trt.backends.tensorrt import compat as trt_compat
+from pytest_trt.core import runstate
 from pytest_trt.errors import UsageError
-from pytest_trt.session import TrtSession
-from pytest_trt.settings import Settings
+from pytest_trt.run.session import TrtSession
+from pytest_trt.run.settings import Settings
 
 _spec = importlib.util.spec_from_file_location("_pytest_trt_fake_tensorrt", Path(__file__).with_name("fake_tensorrt.py"))
 fake_tensorrt = sys.modules.setdefault("_pytest_trt_fake_tensorrt", importlib.util.module_from_spec(_spec))
@@ -33,7 +33,7 @@ def fake_trt(monkeypatch):
         monkeypatch.setattr(trt_backend, "tensorrt_unavailable_reason", lambda module="tensorrt": None)
         monkeypatch.setattr(trt_backend, "installed_version", lambda backend: version)
         monkeypatch.setattr(trt_compat, "installed_version", lambda backend: version)
-        monkeypatch.setattr("pytest_trt.baseline.check_runtime", lambda *a, **k: None)  # no onnxruntime-gpu here
+        monkeypatch.setattr("pytest_trt.reference.baseline.check_runtime", lambda *a, **k: None)  # no onnxruntime-gpu here
 
     yield install
     runstate.restore(previous)
@@ -85,7 +85,7 @@ def test_baseline_provider_messages_name_the_interface_used(tmp_path):
     """The API (``make_session(provider=...)``) has no pytest option: its message names the
     provider, not ``--trt-baseline-provider``; the pytest check passes its own spelling."""
     onnxruntime = pytest.importorskip("onnxruntime")
-    from pytest_trt.baseline import check_runtime, make_session
+    from pytest_trt.reference.baseline import check_runtime, make_session
 
     if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
         pytest.skip("this ONNX Runtime has the CUDA provider")
@@ -99,7 +99,7 @@ def test_baseline_provider_messages_name_the_interface_used(tmp_path):
 def test_cuda_session_with_tf32_on_is_a_usage_error():
     """check_cuda_session reads the options ONNX Runtime reports (a stand-in session object:
     the real CUDA provider runs in tests/gpu/test_cuda_baseline.py)."""
-    from pytest_trt.baseline import check_cuda_session
+    from pytest_trt.reference.baseline import check_cuda_session
 
     class ReportedSession:  # the two methods of onnxruntime.InferenceSession that it reads
         def __init__(self, tf32):

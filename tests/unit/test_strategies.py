@@ -17,7 +17,7 @@ from onnx import TensorProto, helper, numpy_helper
 from pytest_trt import strategies
 from pytest_trt.errors import InputError, UsageError
 from pytest_trt.inputs import check_feeds, load_feeds
-from pytest_trt.model import load_model
+from pytest_trt.model.load import load_model
 from pytest_trt.strategies import DEFAULT_OUTLIERS, save_falsifying_example
 
 VOCAB = 50

@@ -18,23 +18,25 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pytest_trt import testing_models as tm
-from pytest_trt.backends import tensorrt as trt_backend
-from pytest_trt.backends import trt_build, trt_compat, trt_versions
 from pytest_trt.backends.base import BuildConfig, get_backend
-from pytest_trt.backends.tensorrt import (
+from pytest_trt.backends.tensorrt import backend as trt_backend
+from pytest_trt.backends.tensorrt import build as trt_build
+from pytest_trt.backends.tensorrt import compat as trt_compat
+from pytest_trt.backends.tensorrt import versions as trt_versions
+from pytest_trt.backends.tensorrt.backend import (
     TensorRTBackend,
     TensorRTRTXBackend,
     apply_weak_hints,
     check_network_dtypes,
     node_from_log,
 )
-from pytest_trt.backends.trt_compat import TrtCompat
+from pytest_trt.backends.tensorrt.compat import TrtCompat
 from pytest_trt.cache import ArtifactCache
 from pytest_trt.errors import BackendUnavailable, BuildError, InputError
-from pytest_trt.layers import LayerReport
-from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.layers.report import LayerReport
+from pytest_trt.model import testing_models as tm
+from pytest_trt.model.load import load_model
+from pytest_trt.plan.policy import PrecisionPolicy
 
 # Loaded by path (not "import fake_tensorrt") so the import mode and any tests/__init__.py do not matter.
 _spec = importlib.util.spec_from_file_location("_pytest_trt_fake_tensorrt", Path(__file__).with_name("fake_tensorrt.py"))
@@ -121,7 +123,7 @@ def test_unavailable_reasons_without_the_library(backend, module, reason):
 
 
 def test_no_cuda_device(monkeypatch):
-    from pytest_trt import environment
+    from pytest_trt.core import environment
 
     monkeypatch.setattr(environment, "module_available", lambda name: True)
     monkeypatch.setattr(environment, "gpus", lambda: ())
@@ -146,7 +148,7 @@ def test_import_errors_become_backend_unavailable(monkeypatch):
 
 
 def test_import_does_not_import_tensorrt():
-    code = ("import sys, pytest_trt.backends.tensorrt, pytest_trt.layers; "
+    code = ("import sys, pytest_trt.backends.tensorrt.backend, pytest_trt.layers.report; "
             "print(any(m in sys.modules for m in ('tensorrt', 'tensorrt_rtx', 'onnxruntime', 'polygraphy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
@@ -434,7 +436,7 @@ def test_run_returns_model_outputs_and_frees_memory(use_fake, plan, cache, relea
     feeds = tm.sample_feeds(plan.model.proto)
     out = engine.run(feeds)
     assert list(out) == ["output"] and out["output"].dtype == np.float32
-    from pytest_trt.baseline import make_session, run_session
+    from pytest_trt.reference.baseline import make_session, run_session
 
     expected = run_session(make_session(plan.model.serialized()), feeds)["output"]
     np.testing.assert_allclose(out["output"], expected, rtol=2e-2, atol=2e-2)
@@ -508,7 +510,7 @@ def test_rtx_unsupported_gpu_message_as_seen_on_h200():
 @pytest.mark.parametrize("typing", ["weak", "strong"])
 def test_probe_is_evidence_never_a_pass_under_weak_typing(use_fake, plan, cache, typing, monkeypatch):
     from pytest_trt.errors import PrecisionError
-    from pytest_trt.verify import assert_precision
+    from pytest_trt.verify.precision import assert_precision
 
     fake, backend = use_fake("10.8.0", myelin_prefix=f"{LN}/", myelin_ignores_hints=False)
     # the probe builds the LayerNorm alone through backend.build: run it on host memory too
@@ -530,7 +532,7 @@ def test_probe_is_evidence_never_a_pass_under_weak_typing(use_fake, plan, cache,
         assert pow_.status == "unverifiable" and pow_.probe.endswith("behaves like fp32")  # ... as evidence only
         assert check.counts()["pass"] == (0 if method == "probe" else 1)
 
-# -- the planned-vs-parsed rule on every strongly typed build (pytest_trt.network_rule) ----
+# -- the planned-vs-parsed rule on every strongly typed build (pytest_trt.layers.network_rule) ----
 def _realize_all_fp16(monkeypatch):
     """Alter the strongly typed realization on purpose: nodes planned FP32 reach the parser in FP16."""
     import pytest_trt.realize as realize
@@ -586,10 +588,10 @@ def test_weak_typing_rule_on_the_engine_layers(use_fake, plan, tmp_path):
 def test_weak_typing_rule_fails_trt_check_after_the_accuracy_verdict(use_fake, plan, model, tmp_path):
     """trt.check() on a weakly typed engine whose Myelin region ran planned-FP32 nodes in FP16:
     outputs within (generous) tolerance, then PrecisionError naming the nodes."""
-    from pytest_trt.case import TrtCase
     from pytest_trt.errors import PrecisionError
-    from pytest_trt.session import TrtSession
-    from pytest_trt.settings import Settings
+    from pytest_trt.glue.case import TrtCase
+    from pytest_trt.run.session import TrtSession
+    from pytest_trt.run.settings import Settings
 
     class Node:  # what TrtCase reads from a pytest item
         nodeid, path = "test_weak.py::test_weak", None
@@ -719,8 +721,8 @@ def test_the_profile_covering_the_feeds_is_selected(use_fake, cache, release):
 
 # -- engines released when the session no longer needs them ----------------------------------
 def test_session_releases_least_recently_used_engines(use_fake, model, tmp_path, release):
-    from pytest_trt.session import TrtSession
-    from pytest_trt.settings import Settings
+    from pytest_trt.run.session import TrtSession
+    from pytest_trt.run.settings import Settings
 
     fake, backend = use_fake(release[0], rtx=release[1])
     # each loaded engine holds its plan bytes + 1 MiB of context memory (the fake's device_memory_size*)
@@ -752,9 +754,9 @@ def test_session_releases_least_recently_used_engines(use_fake, model, tmp_path,
 
 
 def test_engine_memory_option_and_default(monkeypatch, tmp_path):
-    from pytest_trt import environment
-    from pytest_trt.session import TrtSession
-    from pytest_trt.settings import Settings, parse_size
+    from pytest_trt.core import environment
+    from pytest_trt.run.session import TrtSession
+    from pytest_trt.run.settings import Settings, parse_size
 
     session = TrtSession(settings=Settings(cache_dir=tmp_path), backend=None, backend_reason="")
     monkeypatch.setattr(environment, "gpus", lambda: (environment.GpuInfo("G", "9.0", "580", "81559 MiB"),))
@@ -789,7 +791,7 @@ def test_models_over_the_protobuf_limit_are_parsed_from_a_file_with_external_dat
     assert engine.record["parsed_from_file"].startswith("external data")
     assert plan.model.proto.SerializeToString() == before  # the user's model was not modified
     feeds = tm.sample_feeds(plan.model.proto)
-    from pytest_trt.baseline import make_session, run_session
+    from pytest_trt.reference.baseline import make_session, run_session
 
     expected = run_session(make_session(plan.model.serialized()), feeds)["output"]
     np.testing.assert_allclose(engine.run(feeds)["output"], expected, rtol=2e-2, atol=2e-2)
@@ -828,8 +830,8 @@ def test_shape_tensor_inputs_are_given_by_value(use_fake, cache, release):
 @pytest.mark.parametrize("typing", ["strong", "weak"])
 def test_external_weights_reach_the_parser_by_pointer_or_from_the_models_own_file(use_fake, cache, release,
                                                                                  tmp_path, typing):
-    from pytest_trt.big_models import write_decoder
     from pytest_trt.inputs import make_feeds
+    from pytest_trt.model.big_models import write_decoder
 
     fake, backend = use_fake(release[0], rtx=release[1])
     if typing == "weak" and not TrtCompat(fake).has_weak_typing():
@@ -851,7 +853,7 @@ def test_external_weights_reach_the_parser_by_pointer_or_from_the_models_own_fil
         (parsed,) = fake.state.parsed_files
         assert not Path(parsed).exists() and "temporary copy" in engine.record["parsed_from_file"]
     feeds = make_feeds(model)
-    from pytest_trt.baseline import fp32_baseline
+    from pytest_trt.reference.baseline import fp32_baseline
 
     expected = fp32_baseline(model, feeds)["last_hidden_state"]
     np.testing.assert_allclose(engine.run(feeds)["last_hidden_state"], expected, rtol=2e-2, atol=2e-2)

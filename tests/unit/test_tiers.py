@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 # The inner project loads the real tests/conftest.py hooks by path (under another module name).
@@ -58,3 +60,14 @@ def test_plain_pytest_leaves_heavy_tiers_out(tier_project, monkeypatch):
     monkeypatch.delenv("PYTEST_TRT_CI_NO_SKIP", raising=False)
     result = tier_project.runpytest_subprocess()
     result.assert_outcomes(skipped=2, deselected=1)
+
+
+def test_the_plugins_environment_variables_are_isolated_from_every_test():
+    """Newcomer 2026-11-26 defect 4: with ``PYTEST_TRT_CACHE_DIR`` exported (the README's CI recipe
+    does), pytester runs shared that cache and two tests failed. tests/conftest.py removes the
+    plugin's variables before every test; the harness's own switches stay."""
+    from tiers import HARNESS_ENV
+
+    leaked = [n for n in os.environ if n.startswith("PYTEST_TRT_") and n not in HARNESS_ENV]
+    assert leaked == []
+    assert "PYTEST_TRT_CI_NO_SKIP" in HARNESS_ENV

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_trt import testing_models as tm
 from pytest_trt.backends.base import BuildConfig, get_backend
 from pytest_trt.errors import PatternError, PrecisionError, UsageError
-from pytest_trt.layers import LayerReport
-from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy
-from pytest_trt.verify import (
+from pytest_trt.layers.report import LayerReport
+from pytest_trt.model import testing_models as tm
+from pytest_trt.model.load import load_model
+from pytest_trt.plan.policy import PrecisionPolicy
+from pytest_trt.verify.precision import (
     EMULATED_NOTE,
     MAX_LISTED,
     WEAK_TYPING_REMEDY,

@@ -8,20 +8,20 @@ import numpy as np
 import onnx
 import pytest
 
-import pytest_trt.layerwise as layerwise
-from pytest_trt import runstate
+import pytest_trt.locate.divergence as layerwise
 from pytest_trt.backends import get_backend
 from pytest_trt.backends.base import BuildConfig
-from pytest_trt.baseline import fp32_baseline, reference_outputs
-from pytest_trt.big_models import write_decoder
 from pytest_trt.cache import ArtifactCache
 from pytest_trt.compare import compare_outputs
+from pytest_trt.core import runstate
 from pytest_trt.inputs import make_feeds
 from pytest_trt.model import load_model
-from pytest_trt.policy import PrecisionPolicy
+from pytest_trt.model.big_models import write_decoder
+from pytest_trt.model.weights import set_file_name
+from pytest_trt.plan.policy import PrecisionPolicy
 from pytest_trt.realize import realize_emulation, realize_strong
-from pytest_trt.weight_sets import REFS_KEY, WEIGHTS_KIND, read_refs, save_with_weights
-from pytest_trt.weights import set_file_name
+from pytest_trt.realize.weight_sets import REFS_KEY, WEIGHTS_KIND, read_refs, save_with_weights
+from pytest_trt.reference.baseline import fp32_baseline, reference_outputs
 
 
 @pytest.fixture(autouse=True)

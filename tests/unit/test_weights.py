@@ -10,12 +10,12 @@ import numpy as np
 import onnx
 import pytest
 
-import pytest_trt.testing_models as tm
-from pytest_trt.big_models import write_decoder
-from pytest_trt.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16
+from pytest_trt.core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16
 from pytest_trt.errors import ModelError
 from pytest_trt.model import load_model
-from pytest_trt.weights import (
+from pytest_trt.model import testing_models as tm
+from pytest_trt.model.big_models import write_decoder
+from pytest_trt.model.weights import (
     RACY_SECONDS,
     DigestMemo,
     bf16_bits_to_fp32,

@@ -1,0 +1,209 @@
+"""Every subcommand's parser: its flags, help and exit statuses; the run functions live in
+the subcommand modules and are imported when the subcommand runs.
+
+This is how the console script stays light: ``pytest-trt --help``, ``pytest-trt compare
+--help`` and usage errors need every flag of every subcommand (argparse builds all the
+subparsers), but none of the pipeline. The subcommand modules (:mod:`pytest_trt.cli.compare`,
+...) import numpy, onnx and the session at their top; they are bound here with
+:func:`~pytest_trt.core.lazy.lazy_import` and reached only through :func:`_later` when argparse
+has picked a subcommand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..core.choices import MAX_RECHECK_SEEDS, MIN_RECHECK_SEEDS
+from ..core.lazy import lazy_import
+from .args import (
+    add_engine_flags,
+    add_input_flags,
+    add_ledger_flags,
+    add_model_and_policy,
+    add_parser_check_flag,
+    add_timing_flags,
+    add_tolerance_flags,
+    number,
+)
+
+if TYPE_CHECKING:
+    from . import cache, compare, layers, locate, plan, remote_cache, suggest
+else:
+    plan = lazy_import("pytest_trt.cli.plan")
+    compare = lazy_import("pytest_trt.cli.compare")
+    layers = lazy_import("pytest_trt.cli.layers")
+    locate = lazy_import("pytest_trt.cli.locate")
+    suggest = lazy_import("pytest_trt.cli.suggest")
+    remote_cache = lazy_import("pytest_trt.cli.remote_cache")
+    cache = lazy_import("pytest_trt.cli.cache")
+
+__all__ = ["SUBCOMMANDS", "add_subcommands"]
+
+#: The subcommand modules, in ``--help`` order (module remote_cache is the subcommand remote-cache).
+SUBCOMMANDS = ("plan", "compare", "layers", "locate", "suggest", "cache", "remote_cache")
+
+
+def _later(module: Any, name: str) -> Callable[[Any], int]:
+    """``args.run``: calls ``module.name(args)``, importing the module only then."""
+
+    def run(args: Any) -> int:
+        return getattr(module, name)(args)
+
+    run.__qualname__ = run.__name__ = f"{module.__name__}.{name}"
+    return run
+
+
+def add_plan(sub: Any) -> None:
+    """The ``plan`` subcommand and its flags."""
+    p = sub.add_parser("plan", help="resolve a precision policy against a model and show every node's precision",
+                       description="Resolve the precision policy against MODEL: node, op type, precision and the "
+                       "rule that decided it. A pattern that matches no node is an error (exit 2).")
+    add_model_and_policy(p)
+    p.add_argument("--export-onnx", metavar="PATH", help="write the strongly typed realization (Casts at island "
+                   "boundaries) to PATH; never over MODEL, and over another existing file only with --force")
+    p.add_argument("--force", action="store_true", help="with --export-onnx: overwrite an existing PATH")
+    add_parser_check_flag(p)
+    p.set_defaults(run=_later(plan, "run"))
+
+
+def add_compare(sub: Any) -> None:
+    """The ``compare`` subcommand and its flags."""
+    p = sub.add_parser("compare", help="compare the engine with the FP32 ONNX Runtime baseline",
+                       description="Build (or load from the cache) the engine for MODEL under the policy, run it "
+                       "and the FP32 ONNX Runtime baseline on the same inputs, and compare. Exit 0 within "
+                       "tolerance, 1 outside, 2 on usage or input errors.")
+    add_model_and_policy(p)
+    add_engine_flags(p)
+    add_input_flags(p)
+    add_tolerance_flags(p)
+    p.add_argument("--baseline", choices=("fp32", "as-written"), default="fp32",
+                   help="reference: fp32 = ONNX Runtime on the model upcast to FP32 (Q/DQ removed; for an FP32 model, "
+                   "the model itself), as-written = ONNX Runtime on the model as written (fake-quant for Q/DQ) "
+                   "(default: fp32)")
+    add_parser_check_flag(p)
+    p.set_defaults(run=_later(compare, "run"))
+
+
+def add_layers(sub: Any) -> None:
+    p = sub.add_parser("layers", help="planned vs observed precision per node (the engine's layer report)",
+                       description="Build (or load from the cache) the engine for MODEL under the policy and print "
+                       "what it runs: per ONNX node the planned and the observed precision, the status "
+                       "(ok/mismatch/unverifiable/fixed) and the layer or Myelin region that carries it. No input "
+                       "is run: only shapes matter (--input-shapes for symbolic dims on TensorRT; emulate needs "
+                       "none), --val-range is not needed. Exit 0; with --expect, 1 when an expectation fails; 2 on "
+                       "usage or input errors.")
+    add_model_and_policy(p)
+    add_engine_flags(p)
+    add_input_flags(p)
+    p.add_argument("--status", action="append", default=[], metavar="STATUS",
+                   choices=("ok", "mismatch", "unverifiable", "fixed"),
+                   help="show only nodes with this status (repeatable; table only)")
+    p.add_argument("--expect", action="append", default=[], metavar="PATTERN=PREC",
+                   help="assert that the nodes matching PATTERN are shown running in PREC (repeatable); "
+                        "exit 1 if one fails")
+    p.add_argument("--allow-unverifiable", action="store_true",
+                   help="with --expect: list unverifiable nodes as warnings instead of failing")
+    add_ledger_flags(p)
+    p.set_defaults(run=_later(layers, "run"))
+
+
+def add_locate(sub: Any) -> None:
+    """The ``locate`` subcommand and its flags."""
+    p = sub.add_parser("locate", help="name the first divergent node (layerwise comparison with FP32)",
+                       description="Build (or load) the engine for MODEL under the policy, compare its outputs with "
+                       "the FP32 ONNX Runtime baseline, and compare every intermediate float tensor to name the first "
+                       "node whose error jumps (NaN/Inf introduced, or relative error past --threshold with a jump "
+                       "of more than --jump x over its inputs). Exit 0 when the outputs are within tolerance, 1 "
+                       "outside, 2 on usage or input errors.")
+    add_model_and_policy(p)
+    add_engine_flags(p)
+    add_input_flags(p)
+    add_tolerance_flags(p)
+    p.add_argument("--threshold", type=number(minimum=0, exclusive=True), default=None,
+                   help="relative error (max abs err / max |ref|) past which a node can diverge, > 0 "
+                   "(default: 1e-2 fp16, 5e-2 bf16, 1e-4 fp32)")
+    p.add_argument("--jump", type=number(minimum=1), default=10.0,
+                   help="how many times its inputs' worst error a divergent node's error must be, >= 1 (default: 10)")
+    p.add_argument("--top", type=number(minimum=1, integer=True), default=5,
+                   help="top contributors to list, >= 1 (default: 5)")
+    p.set_defaults(run=_later(locate, "run"))
+
+
+def add_suggest(sub: Any) -> None:
+    """The ``suggest`` subcommand and its flags."""
+    p = sub.add_parser("suggest", help="search the fewest FP32 islands (keep_fp32 patterns) that make MODEL pass",
+                       description="Starting from the policy (e.g. --fp16), search the shortest list of keep-fp32 "
+                       "patterns (name scopes such as '*/LayerNorm/*', op types such as 'op:Softmax') with which "
+                       "the engine matches the FP32 ONNX Runtime baseline within tolerance, on the inputs and on "
+                       "--recheck-seeds more seeds, with no NaN/Inf inside where FP32 is finite. Every candidate is "
+                       "built and run on the backend. Exit 0 when an answer was found (possibly empty: nothing "
+                       "to change); 1 when none was, when the outputs pass only with NaN/Inf inside, or when the "
+                       "answer keeps more than half of the compute nodes FP32 ('FP32 in effect'); 2 on usage or "
+                       "input errors.")
+    add_model_and_policy(p)
+    add_engine_flags(p)
+    add_input_flags(p)
+    add_tolerance_flags(p, no_check=False)  # a search against infinite tolerances would find nothing to change
+    p.add_argument("--max-builds", type=number(minimum=1, integer=True), default=None, metavar="N",
+                   help="budget of builds, the first one included, >= 1 (default: 30)")
+    p.add_argument("--threshold", type=number(minimum=0, exclusive=True), default=None,
+                   help="relative-error threshold of the layerwise comparisons, > 0 (default: per precision)")
+    p.add_argument("--recheck-seeds", type=number(minimum=1, integer=True, maximum=MAX_RECHECK_SEEDS), default=3,
+                   metavar="N",
+                   help=f"re-check every answer on N more input seeds, --seed + 1 ... + N ({MIN_RECHECK_SEEDS} to "
+                        f"{MAX_RECHECK_SEEDS}; default: 3); "
+                        "generated like the inputs, or with --load-inputs the loaded values permuted by seed")
+    add_timing_flags(p, what="the cost of each proposed FP32 island (the plan with and without it, same inputs "
+                             "and runs)")
+    p.set_defaults(run=_later(suggest, "run"))
+
+
+def add_cache(sub: Any) -> None:
+    """The ``cache`` subcommand: ``list`` and ``prune`` (issue 29)."""
+    p = sub.add_parser("cache", help="list or prune the artifact cache",
+                       description="The artifact cache (engines, emulation graphs, FP32 baselines, a big model's "
+                       "weight sets): list its entries by model and kind, or prune them by age or total size. "
+                       "Entries sharing a weight set are pruned together.")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
+    for name, text in (("list", "entries by model and kind, with sizes and last use"),
+                       ("prune", "remove entries by age (--max-age) and/or total size (--max-size)")):
+        a = actions.add_parser(name, help=text, description=text)
+        a.add_argument("--cache-dir", default=None, metavar="DIR",
+                       help="the cache (default: $PYTEST_TRT_CACHE_DIR, else <project root>/.trt-cache)")
+        a.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        if name == "prune":
+            a.add_argument("--max-age", metavar="AGE", default=None,
+                           help="remove what was last used longer ago than AGE: 30m, 12h, 7d, 2w (or seconds)")
+            a.add_argument("--max-size", metavar="SIZE", default=None,
+                           help="then remove least recently used entries until at most SIZE remain: 500M, 20G")
+            a.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+            a.set_defaults(run=_later(cache, "run_prune"))
+        else:
+            a.set_defaults(run=_later(cache, "run_list"))
+
+
+def add_remote_cache(sub: Any) -> None:
+    p = sub.add_parser("remote-cache", help="manage the signing keys of a remote engine cache",
+                       description="Keys of the remote engine cache (--trt-remote-cache). Builders hold the "
+                       "private key ($PYTEST_TRT_REMOTE_CACHE_KEY); every runner trusts the public key "
+                       "(--trt-remote-cache-trust).")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
+    keygen = actions.add_parser("keygen", help="make an Ed25519 key pair",
+                                description="Write NAME.key (private, mode 0600: give it to builders only) "
+                                "and NAME.pub (the 'ed25519:...' public key: give it to every runner) into DIR. "
+                                "Never overwrites a key.")
+    keygen.add_argument("--out", default=".", metavar="DIR", help="directory of the key files (default: .)")
+    keygen.add_argument("--name", default="pytest-trt-cache",
+                        help="file name stem: letters, digits, '_', '.', '-' (default: pytest-trt-cache)")
+    keygen.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    keygen.set_defaults(run=_later(remote_cache, "run_keygen"))
+
+
+def add_subcommands(sub: Any) -> None:
+    """Every subcommand's parser, in ``--help`` order, each with ``subparser`` set to itself."""
+    adders = (add_plan, add_compare, add_layers, add_locate, add_suggest, add_cache, add_remote_cache)
+    for name, add in zip(SUBCOMMANDS, adders, strict=True):
+        add(sub)
+        command = name.replace("_", "-")  # module remote_cache is the subcommand remote-cache
+        sub.choices[command].set_defaults(subparser=sub.choices[command])

@@ -1,0 +1,616 @@
+"""Layerwise comparison: which node's error jumps first, and which nodes contribute most.
+
+Every float tensor of the engine (``engine.run_layerwise(feeds)``) is compared with the
+same tensor of the model run in FP32 by ONNX Runtime (:func:`~pytest_trt.reference.baseline.fp32_intermediates`).
+Rows are in topological order, each with the node that produced the tensor.
+
+Per tensor (reference ``r``, engine value ``a``, elements finite on both sides)::
+
+    max_abs = max |a - r|                      (inf when the engine has NaN/Inf where r is finite)
+    rel     = max_abs / max(max |r|, REL_FLOOR)   normwise: error relative to the tensor's magnitude
+
+``rel`` is scale-free, so a LayerNorm input of magnitude 400 and its normalised output of
+magnitude 1 are judged alike. ``REL_FLOOR`` (1e-6, below FP16's smallest normal) keeps an
+all-zero reference tensor from turning noise into an infinite relative error.
+
+Divergence criterion (a node is *divergent*):
+
+* the engine has NaN/Inf where the FP32 reference is finite (or NaN where it is infinite)
+  and none of the node's inputs had any: the node *introduced* the non-finite values; or
+* ``rel > threshold`` AND ``rel > jump * max(upstream, u)``: the error is large AND
+  it jumped by more than ``jump`` (default 10x) over the worst error of the node's
+  inputs. ``u`` is the unit roundoff of the plan's low precision (2**-11 for fp16),
+  the error any rounded input may carry.
+
+The first condition alone catches overflow (a decomposed LayerNorm's ``Pow``); the jump
+condition separates where error is *created* from where it is merely *carried*: after
+the first divergent node everything downstream is off too, but those nodes show no jump.
+A jump must also *persist*: at least one consumer of the tensor (or the graph output it
+is) stays above the threshold. A reduction with cancellation (a LayerNorm's ``ReduceMean``
+of values whose mean is near zero) shows a large error relative to its own small output
+that ``x - mean`` does not inherit; without this rule it would be blamed on healthy models.
+Only compute nodes of the plan can be divergent (a ``Constant`` rounded by FP16, such as
+LayerNorm's epsilon 1e-12 becoming 0, is reported but never blamed).
+
+An engine's ``+-inf`` where the FP32 reference holds a *masking value* of the same sign (an
+attention mask's ``-FLT_MAX``, beyond the plan's low-precision range: see
+:mod:`pytest_trt.locate.masking`) is what the mask means in that precision: such elements are counted
+in ``saturated``, not as NaN/Inf, and leave the node's error alone.
+
+Tensors the engine does not expose (TensorRT fuses them away) are ``available=False``;
+their consumers are judged against the worst error further upstream.
+
+Default threshold: 1e-2 for fp16 plans, 5e-2 for bf16, 1e-4 for FP32 plans (the
+precisions' default ``rtol`` order of magnitude; FP16's rounding error per stored tensor
+is 4.9e-4 relative and accumulates to ~2e-3 over a few layers of a healthy network).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnx
+
+from ..core.dtypes import LARGEST_FINITE
+from ..core.jsonsafe import json_number
+from ..reference.baseline import float_tensor_names, fp32_intermediates, release_heavy_sessions
+from .masking import is_masking, sentinels
+from .scopes import scope_pattern
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..backends.base import Engine
+
+__all__ = [
+    "DEFAULT_JUMP",
+    "DEFAULT_THRESHOLDS",
+    "Divergence",
+    "TensorError",
+    "ACTIVATION_BUDGET",
+    "activation_sizes",
+    "compare_tensors",
+    "fmt_error",
+    "locate_divergence",
+    "segment_tensors",
+]
+
+#: Activation bytes one side of the comparison (engine or reference) may hold at once. Above it,
+#: :func:`locate_divergence` works segment by segment in topological order: the reference's
+#: segments go to a temporary folder, the engine computes one segment at a time, and only the
+#: per-tensor figures stay (a big model's activations are never all in memory together).
+ACTIVATION_BUDGET = 512 << 20
+
+#: Default relative-error threshold per low precision of the plan (None = FP32 plan).
+DEFAULT_THRESHOLDS: dict[str | None, float] = {"fp16": 1e-2, "bf16": 5e-2, None: 1e-4, "fp32": 1e-4}
+#: A divergent node's relative error is this many times the worst of its inputs'.
+DEFAULT_JUMP = 10.0
+#: Unit roundoff per low precision: the error floor of any rounded input.
+UNIT_ROUNDOFF: dict[str | None, float] = {"fp16": 2.0**-11, "bf16": 2.0**-8, None: 2.0**-24, "fp32": 2.0**-24}
+#: Denominator floor of the relative error (max |reference| below this counts as this).
+REL_FLOOR = 1e-6
+
+
+@dataclass
+class TensorError:
+    """Error statistics of one float tensor against its FP32 reference.
+
+    Attributes:
+        tensor, node, op_type: the tensor and the node that produced it.
+        index: position of the node in topological order.
+        precision: the node's planned precision (None for fixed nodes).
+        compute: True for the plan's compute nodes (only they can be divergent).
+        available: False when the engine does not expose this tensor.
+        shape: the reference's shape.
+        max_abs: max |engine - reference| (inf when ``nonfinite`` > 0).
+        max_ref: max |reference| over its finite elements.
+        rel: ``max_abs / max(max_ref, REL_FLOOR)``.
+        mean_abs: mean |engine - reference| over the elements finite on both sides.
+        nan, inf: NaN / Inf elements of the engine where the reference is finite.
+        nonfinite: elements where engine and reference disagree and one is NaN/Inf.
+        saturated: elements where the reference holds a masking value beyond the plan's low
+            precision and the engine the infinity of the same sign (a mask saturating as
+            intended); not counted in ``nan``, ``inf``, ``nonfinite`` or the errors.
+        upstream: worst ``rel`` of the node's inputs (graph inputs and weights count 0).
+        worst_input: the input tensor with that error (None when all are exact).
+        upstream_nonfinite: some input already had non-finite disagreements.
+        jump: ``rel / max(upstream, u)`` (inf when this node introduced NaN/Inf).
+        divergent: the criterion of the module docstring holds.
+    """
+
+    tensor: str
+    node: str
+    op_type: str
+    index: int
+    precision: str | None = None
+    compute: bool = True
+    available: bool = True
+    shape: tuple[int, ...] | None = None
+    max_abs: float = 0.0
+    max_ref: float = 0.0
+    rel: float = 0.0
+    mean_abs: float = 0.0
+    nan: int = 0
+    inf: int = 0
+    nonfinite: int = 0
+    saturated: int = 0
+    upstream: float = 0.0
+    worst_input: str | None = None
+    upstream_nonfinite: bool = False
+    jump: float = 0.0
+    divergent: bool = False
+    problem: str | None = None
+
+    @property
+    def new_nonfinite(self) -> bool:
+        """This node introduced NaN/Inf (its inputs had none)."""
+        return self.available and self.nonfinite > 0 and not self.upstream_nonfinite
+
+    def score(self) -> tuple[int, int, float, float]:
+        """Ordering of contributors: introduced NaN/Inf, divergent, log10 of the jump, rel."""
+        if not self.available or not self.compute:
+            return (0, 0, -math.inf, 0.0)
+        log_jump = math.log10(self.jump) if self.jump > 0 else -math.inf
+        return (int(self.new_nonfinite), int(self.divergent), log_jump, _finite(self.rel))
+
+    def upstream_text(self, threshold: float) -> str:
+        if self.upstream_nonfinite:
+            return "inputs already had NaN/Inf"
+        if self.upstream <= threshold:
+            where = f" (worst input rel {fmt_error(self.upstream)} at {self.worst_input!r})" if self.worst_input else ""
+            return f"upstream nodes within tolerance{where}"
+        return (f"upstream already off (worst input rel {fmt_error(self.upstream)} at {self.worst_input!r}), "
+                f"error jumped {_fmt_jump(self.jump)} here")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tensor": self.tensor, "node": self.node, "op_type": self.op_type, "index": self.index,
+            "precision": self.precision, "compute": self.compute, "available": self.available,
+            "shape": list(self.shape) if self.shape is not None else None,
+            "max_abs": _json(self.max_abs), "max_ref": _json(self.max_ref), "rel": _json(self.rel),
+            "mean_abs": _json(self.mean_abs), "nan": self.nan, "inf": self.inf, "nonfinite": self.nonfinite,
+            "saturated": self.saturated, "upstream": _json(self.upstream), "worst_input": self.worst_input,
+            "upstream_nonfinite": self.upstream_nonfinite, "jump": _json(self.jump),
+            "divergent": self.divergent, "new_nonfinite": self.new_nonfinite, "problem": self.problem,
+        }
+
+
+@dataclass
+class Divergence:
+    """Result of :func:`locate_divergence`.
+
+    Attributes:
+        first: the first divergent tensor in topological order (None if none).
+        top: the largest contributors (introduced NaN/Inf first, then by jump), at most ``top``.
+        tensors: every compared float tensor, in topological order.
+        note: how the engine's values were obtained (e.g. a separate probe build).
+        threshold, jump: the criterion used.
+        model, backend, policy: what was compared.
+        outputs: rows of the graph outputs.
+    """
+
+    first: TensorError | None
+    top: list[TensorError]
+    tensors: list[TensorError]
+    note: str
+    threshold: float
+    jump: float
+    model: str = ""
+    backend: str = ""
+    policy: str = ""
+    output_names: list[str] = field(default_factory=list)
+    low_precision: str | None = None
+
+    @property
+    def found(self) -> bool:
+        """True when some node diverged."""
+        return self.first is not None
+
+    @property
+    def divergent(self) -> list[TensorError]:
+        """Every divergent row, in topological order."""
+        return [t for t in self.tensors if t.divergent]
+
+    @property
+    def saturated(self) -> list[TensorError]:
+        """Rows where masking values saturated to +-inf as intended (see :mod:`pytest_trt.locate.masking`)."""
+        return [t for t in self.tensors if t.saturated]
+
+    @property
+    def outputs(self) -> list[TensorError]:
+        by_name = {t.tensor: t for t in self.tensors}
+        return [by_name[n] for n in self.output_names if n in by_name]
+
+    def row(self, tensor: str) -> TensorError:
+        for t in self.tensors:
+            if t.tensor == tensor:
+                return t
+        raise KeyError(tensor)
+
+    def node_scores(self) -> dict[str, tuple]:
+        """Best :meth:`TensorError.score` per node (a node may write several tensors)."""
+        scores: dict[str, tuple] = {}
+        for t in self.tensors:
+            s = t.score()
+            if t.node not in scores or s > scores[t.node]:
+                scores[t.node] = s
+        return scores
+
+    def message(self, rows: int | None = None) -> str:
+        """Human-readable summary: the first divergent node, upstream state, top contributors."""
+        avail = [t for t in self.tensors if t.available]
+        lines = [
+            f"layerwise comparison with FP32 ONNX Runtime: {len(avail)} of {len(self.tensors)} float tensors "
+            f"compared (criterion: rel error > {fmt_error(self.threshold)} with a jump > {self.jump:g}x over the "
+            f"node's inputs, or NaN/Inf introduced)",
+            f"  values: {self.note}",
+        ]
+        f = self.first
+        if f is not None:
+            what = f"max abs error {fmt_error(f.max_abs)}"
+            if f.nonfinite:
+                what += f" ({_nonfinite_text(f)} where the FP32 reference is finite)"
+            else:
+                what += f" (max |ref| {fmt_error(f.max_ref)}, rel {fmt_error(f.rel)})"
+            prec = f", {f.precision}" if f.precision else ""
+            lines.append(f"first divergent node: {f.node} ({f.op_type}{prec}), tensor {f.tensor!r}: {what}; "
+                         f"{f.upstream_text(self.threshold)}")
+        else:
+            worst = max((t for t in avail if t.compute), key=lambda t: _finite(t.rel), default=None)
+            tail = f" (largest: rel {fmt_error(worst.rel)} at {worst.node})" if worst is not None else ""
+            lines.append(f"no divergent node: no tensor's error jumps past the criterion{tail}; if the outputs "
+                         f"fail, the error accumulates gradually rather than at one node")
+        shown = self.top if rows is None else self.top[:rows]
+        if shown:
+            lines.append("top contributors (error jump over the node's inputs):")
+            lines.extend("  " + line for line in _table(shown))
+        masked = self.saturated
+        if masked:
+            nodes = ", ".join(t.node for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
+            lines.append(f"masking values: {sum(t.saturated for t in masked)} element(s) where FP32 holds a masking "
+                         f"constant beyond the {self.low_precision} range (such as an attention mask's -FLT_MAX) are "
+                         f"+-inf in the engine at {nodes}: the mask saturating as intended, not counted as NaN/Inf")
+        outs = self.outputs
+        if outs:
+            lines.append("outputs: " + "; ".join(f"{t.tensor} max abs {fmt_error(t.max_abs)} rel {fmt_error(t.rel)}"
+                                                 for t in outs))
+        if f is not None:
+            pattern = shlex.quote(scope_pattern(f.node))
+            lines.append(f"next: keep it FP32 to confirm (pytest --trt-keep-fp32 {pattern}, CLI --keep-fp32 {pattern}), "
+                         f"or let `pytest-trt suggest` search the smallest FP32 islands")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.message()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "model": self.model, "backend": self.backend, "policy": self.policy, "note": self.note,
+            "threshold": self.threshold, "jump": self.jump, "found": self.found,
+            "first": self.first.to_json() if self.first else None,
+            "top": [t.to_json() for t in self.top],
+            "outputs": [t.to_json() for t in self.outputs],
+            "tensors": [t.to_json() for t in self.tensors],
+        }
+
+
+def locate_divergence(engine: Engine, feeds: dict, *, threshold: float | None = None, top: int = 5,
+                      jump: float = DEFAULT_JUMP, reference: dict | None = None, provider: str = "cpu") -> Divergence:
+    """Compare every float tensor of ``engine`` with FP32 ONNX Runtime and name the first divergent node.
+
+    Args:
+        engine: a built engine (any backend); its ``run_layerwise(feeds)`` gives the values.
+        feeds: input feeds.
+        threshold: relative-error threshold (default per the plan's low precision, see module doc).
+        top: how many top contributors to list.
+        jump: jump factor of the criterion (default 10).
+        reference: FP32 intermediates if already computed (``fp32_intermediates(model, feeds)``).
+        provider: ONNX Runtime provider of the reference.
+
+    >>> found = locate_divergence(engine, feeds)            # doctest: +SKIP
+    >>> found.first.node                                    # doctest: +SKIP
+    '/encoder/layer.0/attention/output/LayerNorm/Pow'
+    """
+    plan = engine.plan
+    model = plan.model
+    low = plan.low_precision
+    if threshold is None:
+        threshold = DEFAULT_THRESHOLDS.get(low, DEFAULT_THRESHOLDS[None])
+    floor = UNIT_ROUNDOFF.get(low, UNIT_ROUNDOFF[None])
+    segments = segment_tensors(model, feeds) if reference is None else []
+    # A big model: the reference first, then the engine, so that only one of them holds the weights
+    # (the engine's bound weights are released meanwhile, and the reference's session after it).
+    big = getattr(model, "has_external_weights", False)
+    if big and reference is None:
+        engine.release()
+    if len(segments) > 1:
+        with tempfile.TemporaryDirectory(prefix="pytest-trt-locate-") as tmp:
+            ref = _SpilledValues(Path(tmp))
+            for seg in segments:
+                ref.add(fp32_intermediates(model, feeds, names=seg, provider=provider))
+            if big:
+                release_heavy_sessions()
+            values = _SegmentedValues(engine, feeds, segments)
+            rows = compare_tensors(model, plan, values, ref, threshold=threshold, jump=jump, floor=floor)
+            note = f"{values.note}; compared in {len(segments)} segments (activations over {ACTIVATION_BUDGET} bytes)"
+    else:
+        if reference is None:
+            reference = fp32_intermediates(model, feeds, provider=provider)
+            if big:
+                release_heavy_sessions()
+        whole, note = engine.run_layerwise(feeds)
+        rows = compare_tensors(model, plan, whole, reference, threshold=threshold, jump=jump, floor=floor)
+    first = next((t for t in rows if t.divergent), None)
+    # Divergent rows first; then other real amplifications (at least 2x, not negligible in size).
+    ranked = sorted((t for t in rows if t.available and t.compute
+                     and (t.divergent or (t.jump >= 2.0 and t.rel > threshold / jump))),
+                    key=lambda t: t.score(), reverse=True)
+    return Divergence(
+        first=first, top=ranked[: max(int(top), 0)], tensors=rows, note=note, threshold=float(threshold),
+        jump=float(jump), model=model.label, backend=getattr(engine, "backend_name", "?"),
+        policy=plan.policy.describe(), output_names=list(model.output_names()), low_precision=low,
+    )
+
+
+def activation_sizes(model, feeds: dict) -> dict[str, int]:
+    """Bytes (as float32) of every tensor shape inference can size for the feeds' input shapes."""
+    proto = onnx.ModelProto()
+    proto.CopyFrom(model.proto)  # the structure (a big model's weights are references: kilobytes)
+    for vi in proto.graph.input:
+        if vi.name in feeds and vi.type.HasField("tensor_type"):
+            shape = vi.type.tensor_type.shape
+            shape.Clear()
+            for d in np.shape(feeds[vi.name]):
+                shape.dim.add().dim_value = int(d)
+    del proto.graph.value_info[:]
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False)
+    except Exception:  # sizes are an estimate: without them, one pass as before
+        return {}
+    sizes = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else []
+        if dims and all(d.HasField("dim_value") for d in dims):
+            sizes[vi.name] = 4 * int(np.prod([d.dim_value for d in dims], dtype=np.int64))
+    return sizes
+
+
+def segment_tensors(model, feeds: dict, budget: int | None = None) -> list[list[str]]:
+    """The model's float tensors in topological order, cut into segments of at most ``budget`` bytes
+    (default :data:`ACTIVATION_BUDGET`); one segment when everything fits. A tensor of unknown size
+    counts as the largest known one."""
+    budget = ACTIVATION_BUDGET if budget is None else budget
+    names = float_tensor_names(model)
+    sizes = activation_sizes(model, feeds)
+    largest = max(sizes.values(), default=0)
+    segments: list[list[str]] = [[]]
+    used = 0
+    for name in names:
+        n = sizes.get(name, largest)
+        if segments[-1] and used + n > budget:
+            segments.append([])
+            used = 0
+        segments[-1].append(name)
+        used += n
+    return segments if segments[0] else []
+
+
+class _SpilledValues:
+    """Reference tensors written to a folder as ``.npy`` files and read back memory-mapped, one at a time."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.files: dict[str, Path] = {}
+
+    def add(self, values: dict) -> None:
+        for name, arr in values.items():
+            path = self.folder / f"{len(self.files)}.npy"
+            np.save(path, np.asarray(arr))
+            self.files[name] = path
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.files
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return np.load(self.files[name], mmap_mode="r")
+
+
+class _SegmentedValues:
+    """The engine's tensors, computed one segment at a time as :func:`compare_tensors` reaches them."""
+
+    def __init__(self, engine, feeds: dict, segments: list[list[str]]) -> None:
+        self.engine, self.feeds = engine, feeds
+        self.where = {name: i for i, seg in enumerate(segments) for name in seg}
+        self.segments = segments
+        self.loaded: tuple[int, dict] = (-1, {})
+        self.note = ""
+
+    def get(self, name: str, default: Any = None) -> Any:
+        index = self.where.get(name)
+        if index is None:
+            return default
+        if self.loaded[0] != index:
+            self.loaded = (-1, {})  # the previous segment goes first
+            values, self.note = self.engine.run_layerwise_subset(self.feeds, self.segments[index])
+            self.loaded = (index, values)
+        return self.loaded[1].get(name, default)
+
+
+def compare_tensors(model, plan, values: Any, reference: Any, *, threshold: float, jump: float = DEFAULT_JUMP,
+                    floor: float = UNIT_ROUNDOFF["fp16"]) -> list[TensorError]:
+    """Per-tensor rows in topological order (the work behind :func:`locate_divergence`).
+
+    ``values`` and ``reference``: ``{tensor: array}`` dicts, or anything with ``get``/``in``/``[]`` that
+    loads tensors on demand (the segments of a big model)."""
+    decisions = plan.nodes if plan is not None else {}
+    low = getattr(plan, "low_precision", None)
+    limit = LARGEST_FINITE.get(low) if low else None
+    masking = (limit, sentinels(model, limit)) if limit is not None else None
+    rows: list[TensorError] = []
+    eff: dict[str, float] = {}  # tensor -> error carried (rel, or the worst upstream one when unavailable)
+    bad: dict[str, bool] = {}   # tensor -> carries NaN/Inf disagreements
+    for index, node in enumerate(model.graph.node):
+        ins = [i for i in node.input if i]
+        up, worst, up_bad = 0.0, None, False
+        for name in ins:
+            e = eff.get(name, 0.0)
+            if e > up:
+                up, worst = e, name
+            up_bad = up_bad or bad.get(name, False)
+        decision = decisions.get(node.name)
+        compute = decision is None or decision.kind == "compute"
+        precision = decision.precision if decision is not None else None
+        for out in node.output:
+            if not out or out not in reference:
+                continue
+            row = TensorError(tensor=out, node=node.name, op_type=node.op_type, index=index, precision=precision,
+                              compute=compute, upstream=up, worst_input=worst, upstream_nonfinite=up_bad)
+            _fill(row, values.get(out), reference[out], masking)
+            if row.available:
+                eff[out] = row.rel
+                bad[out] = row.nonfinite > 0
+                row.jump = _jump(row, floor)
+                row.divergent = compute and (row.new_nonfinite or (row.rel > threshold and row.jump > jump))
+            else:
+                eff[out] = up
+                bad[out] = up_bad
+            rows.append(row)
+    _require_persistence(model, rows, eff, threshold)
+    return rows
+
+
+def _require_persistence(model, rows: list[TensorError], eff: dict, threshold: float) -> None:
+    """A jump counts only if the error persists: some consumer (or the graph output) stays above threshold.
+
+    A reduction with cancellation (a LayerNorm's ReduceMean of values with a near-zero mean)
+    shows a large error relative to its own small output, but ``x - mean`` does not inherit
+    it; blaming it would send the search after a harmless node. Introduced NaN/Inf always counts.
+    """
+    consumers: dict[str, list[str]] = {}
+    for node in model.graph.node:
+        outs = [o for o in node.output if o]
+        for name in node.input:
+            if name:
+                consumers.setdefault(name, []).extend(outs)
+    graph_outputs = {o.name for o in model.graph.output}
+    for row in rows:
+        if not row.divergent or row.new_nonfinite or row.tensor in graph_outputs:
+            continue
+        downstream = [eff[o] for o in consumers.get(row.tensor, ()) if o in eff]
+        if downstream and max(downstream) <= threshold:
+            row.divergent = False
+            row.problem = "error jump does not persist downstream"
+
+
+# --------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------
+def _fill(row: TensorError, actual, expected, masking: tuple | None = None) -> None:
+    r = np.asarray(expected)
+    row.shape = tuple(int(d) for d in r.shape)
+    if actual is None:
+        row.available = False
+        row.problem = "not exposed by the engine"
+        return
+    a = np.asarray(actual)
+    if a.shape != r.shape:
+        row.available = False
+        row.problem = f"shape {tuple(a.shape)} differs from the reference's {tuple(r.shape)}"
+        return
+    wide = np.float64 if np.float64 in (a.dtype, r.dtype) else np.float32
+    a = a.astype(wide, copy=False)
+    r = r.astype(wide, copy=False)
+    if r.size == 0:
+        return
+    r_fin = np.isfinite(r)
+    a_fin = np.isfinite(a)
+    both = r_fin & a_fin
+    with np.errstate(invalid="ignore", over="ignore"):
+        equal = a == r
+    disagree = ~(both | equal)  # one side non-finite and not identical (inf == inf is fine)
+    inf_here = np.isinf(a) & r_fin
+    if masking is not None and np.any(inf_here):
+        limit, marks = masking
+        candidates = inf_here & (np.abs(r) > limit) & (np.sign(a) == np.sign(r))
+        saturated = np.zeros_like(candidates)
+        saturated[candidates] = is_masking(np.abs(r[candidates]), marks)
+        row.saturated = int(np.count_nonzero(saturated))
+        disagree &= ~saturated
+        inf_here &= ~saturated
+    row.nonfinite = int(np.count_nonzero(disagree))
+    row.nan = int(np.count_nonzero(np.isnan(a) & r_fin))
+    row.inf = int(np.count_nonzero(inf_here))
+    # NaN in the engine where the reference is +-inf counts as a disagreement too (already in `disagree`)
+    if np.any(r_fin):
+        row.max_ref = float(np.max(np.abs(r[r_fin])))
+    if np.any(both):
+        with np.errstate(over="ignore", invalid="ignore"):
+            diff = np.abs(a[both].astype(np.float64) - r[both].astype(np.float64))
+        row.max_abs = float(diff.max())
+        row.mean_abs = float(diff.mean())
+    if row.nonfinite:
+        row.max_abs = math.inf
+    row.rel = row.max_abs / max(row.max_ref, REL_FLOOR)
+
+
+def _jump(row: TensorError, floor: float) -> float:
+    if row.new_nonfinite:
+        return math.inf
+    if math.isinf(row.rel):
+        return 1.0 if math.isinf(row.upstream) or row.upstream_nonfinite else math.inf
+    if math.isinf(row.upstream):
+        return 0.0
+    return row.rel / max(row.upstream, floor)
+
+
+def _nonfinite_text(t: TensorError) -> str:
+    parts = []
+    if t.inf:
+        parts.append(f"{t.inf} Inf")
+    if t.nan:
+        parts.append(f"{t.nan} NaN")
+    other = t.nonfinite - t.inf - t.nan
+    if other > 0:
+        parts.append(f"{other} other non-finite mismatch(es)")
+    return ", ".join(parts) or f"{t.nonfinite} non-finite"
+
+
+def _table(rows: list[TensorError]) -> list[str]:
+    width = min(max(len(t.node) for t in rows), 70)
+    head = f"{'node':<{width}}  {'op':<12} {'prec':<5} {'max abs':>9} {'rel':>9} {'jump':>9}  note"
+    lines = [head]
+    for t in rows:
+        name = t.node if len(t.node) <= width else "..." + t.node[-(width - 3):]
+        note = _nonfinite_text(t) if t.nonfinite and t.new_nonfinite else ""
+        lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {fmt_error(t.max_abs):>9} "
+                     f"{fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
+    return lines
+
+
+def fmt_error(x: float | None) -> str:
+    """An error figure as the layerwise and search messages write it: ``1.2e-03``, ``inf``, ``nan``, ``-`` for None."""
+    if x is None:
+        return "-"
+    if math.isinf(x):
+        return "inf"
+    if math.isnan(x):
+        return "nan"
+    return f"{x:.1e}"
+
+
+def _fmt_jump(x: float) -> str:
+    if math.isinf(x):
+        return "new"
+    return f"x{x:.3g}" if x < 1e4 else f"x{x:.1e}"
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else (1e308 if x > 0 else 0.0)
+
+
+def _json(x: float):
+    return json_number(x)
