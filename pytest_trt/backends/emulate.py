@@ -116,6 +116,13 @@ class EmulatedEngine(Engine):
         return self._bytes
 
 
+def _with_sets(engine: EmulatedEngine, sets: WeightSets | None) -> EmulatedEngine:
+    """The engine with its model's weight sets attached (set after construction: the constructor keeps
+    the signature subclasses and wrappers know)."""
+    engine.sets = sets
+    return engine
+
+
 class EmulateBackend(Backend):
     """CPU precision emulation over ONNX Runtime. Always reported as ``emulate``, never as TensorRT."""
 
@@ -165,7 +172,7 @@ class EmulateBackend(Backend):
             start = time.perf_counter()
             data = realize.realize_emulation(plan).SerializeToString()
             info = BuildInfo(cache_hit=False, build_seconds=time.perf_counter() - start, key=plan.fingerprint())
-            return EmulatedEngine(plan, config, info, data, sets)
+            return _with_sets(EmulatedEngine(plan, config, info, data), sets)
 
         def build_fn(tmp_dir):
             proto = realize.realize_emulation(plan)
@@ -187,4 +194,4 @@ class EmulateBackend(Backend):
             path=str(result.path), waited_seconds=result.waited_seconds,
             bytes_written=written + (sets.written if sets is not None else 0),
         )
-        return EmulatedEngine(plan, config, info, (result.path / EMULATION_FILE).read_bytes(), sets)
+        return _with_sets(EmulatedEngine(plan, config, info, (result.path / EMULATION_FILE).read_bytes()), sets)
