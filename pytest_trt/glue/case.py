@@ -164,8 +164,9 @@ class TrtCase:
         fixed = self._fixed_nodes() if self.session.settings.keep_fp32 else frozenset()
         for pattern in self.session.settings.keep_fp32:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
-            matched = any(rule.matches(n) and n.name not in fixed for n in nodes)
-            self.session.patterns.note(pattern, self.model.label, matched, nodes)
+            names = self.model.names
+            matched = any(rule.matches(n, names.get(n.name)) and n.name not in fixed for n in nodes)
+            self.session.patterns.note(pattern, self.model.label, matched, nodes, names)
             if pattern not in keep and matched:
                 keep.append(pattern)
         kwargs: dict[str, Any] = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
@@ -564,10 +565,11 @@ class TrtCase:
         return report
 
     def _network_scopes(self) -> list[dict]:
-        """The whole planned network, compactly, for the HTML precision view: per scope (node name up
-        to its last ``/``), in graph order, ``{"scope", "nodes", "planned": {precision: count}}``."""
+        """The whole planned network, compactly, for the HTML precision view: per scope (canonical node
+        name up to its last ``/``), in graph order, ``{"scope", "module", "module_class", "nodes",
+        "planned": {precision: count}}``."""
         try:
-            return network_scopes(self.plan.nodes.values())
+            return network_scopes(self.plan.nodes.values(), self.plan.model.names)
         except Exception:  # a courtesy for the report; the check's own verdict stands
             return []
 

@@ -1,12 +1,13 @@
 """The one place the ledger gets a node's label: its module path, scope and module class.
 
-Issue 30 ("today's exports") gives every node ONE canonical scoped name and module class
-(``Model.names``, ``pytest_trt/model/names.py``, e.g. ``/model/layers.0/input_layernorm/node_rsqrt``
-with ``LlamaRMSNorm``). Until that lands, :func:`node_label` returns the node's raw name and no
-module class, and :func:`scope_of_path` cuts the raw name at its last ``/`` (TorchScript
-exports write ``/model/layers.0/input_layernorm/Pow``; dynamo exports' ``node_pow_1`` then
-has no scope). Switching to ``model.names`` is a change of this module only: nothing else in
-the ledger invents a node label (shared/CONVENTIONS.md, "Names").
+Every node has ONE canonical scoped name and module class (issue 30: ``Model.names``,
+``pytest_trt/model/names.py``): :func:`node_label` returns them, e.g.
+``/model/layers.0/input_layernorm/node_rsqrt`` in scope ``/model/layers.0/input_layernorm`` with
+class ``transformers.models.llama.modeling_llama.LlamaRMSNorm`` for a dynamo export's
+``node_rsqrt``; a TorchScript export's names already are canonical (no class). A node the model
+does not have (a Cast the strongly typed realization inserted) keeps its raw name, cut at its
+last ``/`` for the scope. Nothing else in the ledger invents a node label (shared/CONVENTIONS.md,
+"Names").
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ ROOT_SCOPE = "/"
 
 @dataclass(frozen=True)
 class NodeLabel:
-    """How reports name one node: ``path`` (the module path), ``scope`` (its module), the module's
-    class when the export recorded it (None until ``model.names`` exists)."""
+    """How reports name one node: ``path`` (its canonical scoped name), ``scope`` (its module's
+    scope), the module's class (qualified) when the export recorded it, else None."""
 
     path: str
     scope: str
@@ -38,13 +39,13 @@ def scope_of_path(path: str) -> str:
 
 
 def node_label(model: Any, raw_name: str) -> NodeLabel:
-    """The label of the node named ``raw_name`` in ``model`` (a :class:`~pytest_trt.model.Model`).
-
-    Today: the raw ONNX node name and no module class (see the module docstring); a node the
-    model does not have (a Cast inserted by the strongly typed realization) is labelled the same way.
-    """
-    del model  # (model.names, issue 30, will answer here)
-    return NodeLabel(path=str(raw_name), scope=scope_of_path(str(raw_name)))
+    """The label of the node named ``raw_name`` in ``model`` (a :class:`~pytest_trt.model.Model`):
+    its canonical name, scope and module class from ``model.names`` (see the module docstring)."""
+    names = getattr(model, "names", None)
+    entry = names.get(str(raw_name)) if names is not None else None
+    if entry is None:
+        return NodeLabel(path=str(raw_name), scope=scope_of_path(str(raw_name)))
+    return NodeLabel(path=entry.canonical, scope=scope_of_path(entry.canonical), module_class=entry.module_class)
 
 
 def common_scope(scopes) -> str:

@@ -55,13 +55,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnx
 
 from ..core.dtypes import LARGEST_FINITE
 from ..core.jsonsafe import json_number
-from ..reference.baseline import float_tensor_names, fp32_intermediates, release_heavy_sessions
+from ..model.names import short_class
+from ..reference.baseline import fp32_intermediates, release_heavy_sessions
 from .masking import is_masking, sentinels
 from .scopes import scope_pattern
+from .segments import SegmentedValues, SpilledValues, segment_tensors, segments_budget
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..backends.base import Engine
@@ -71,19 +72,10 @@ __all__ = [
     "DEFAULT_THRESHOLDS",
     "Divergence",
     "TensorError",
-    "ACTIVATION_BUDGET",
-    "activation_sizes",
     "compare_tensors",
     "fmt_error",
     "locate_divergence",
-    "segment_tensors",
 ]
-
-#: Activation bytes one side of the comparison (engine or reference) may hold at once. Above it,
-#: :func:`locate_divergence` works segment by segment in topological order: the reference's
-#: segments go to a temporary folder, the engine computes one segment at a time, and only the
-#: per-tensor figures stay (a big model's activations are never all in memory together).
-ACTIVATION_BUDGET = 512 << 20
 
 #: Default relative-error threshold per low precision of the plan (None = FP32 plan).
 DEFAULT_THRESHOLDS: dict[str | None, float] = {"fp16": 1e-2, "bf16": 5e-2, None: 1e-4, "fp32": 1e-4}
@@ -120,12 +112,17 @@ class TensorError:
         upstream_nonfinite: some input already had non-finite disagreements.
         jump: ``rel / max(upstream, u)`` (inf when this node introduced NaN/Inf).
         divergent: the criterion of the module docstring holds.
+        canonical, module, module_class: the node's canonical scoped name, module path and
+            (qualified) module class (:mod:`pytest_trt.model.names`): what messages show.
     """
 
     tensor: str
     node: str
     op_type: str
     index: int
+    canonical: str = ""
+    module: str | None = None
+    module_class: str | None = None
     precision: str | None = None
     compute: bool = True
     available: bool = True
@@ -144,6 +141,18 @@ class TensorError:
     jump: float = 0.0
     divergent: bool = False
     problem: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The node as messages name it: its canonical scoped name."""
+        return self.canonical or self.node
+
+    def described(self) -> str:
+        """``/model/layers.0/input_layernorm/node_pow_1 (Pow, fp16; LlamaRMSNorm)``."""
+        inner = self.op_type + (f", {self.precision}" if self.precision else "")
+        if self.module_class:
+            inner += f"; {short_class(self.module_class)}"
+        return f"{self.label} ({inner})"
 
     @property
     def new_nonfinite(self) -> bool:
@@ -168,7 +177,8 @@ class TensorError:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "tensor": self.tensor, "node": self.node, "op_type": self.op_type, "index": self.index,
+            "tensor": self.tensor, "node": self.node, "canonical": self.label, "module": self.module,
+            "module_class": self.module_class, "op_type": self.op_type, "index": self.index,
             "precision": self.precision, "compute": self.compute, "available": self.available,
             "shape": list(self.shape) if self.shape is not None else None,
             "max_abs": _json(self.max_abs), "max_ref": _json(self.max_ref), "rel": _json(self.rel),
@@ -204,6 +214,8 @@ class Divergence:
     policy: str = ""
     output_names: list[str] = field(default_factory=list)
     low_precision: str | None = None
+    #: ``class:LlamaRMSNorm`` for the first divergent node's class, when the model knows classes
+    class_pattern: str | None = None
 
     @property
     def found(self) -> bool:
@@ -251,17 +263,10 @@ class Divergence:
         ]
         f = self.first
         if f is not None:
-            what = f"max abs error {fmt_error(f.max_abs)}"
-            if f.nonfinite:
-                what += f" ({_nonfinite_text(f)} where the FP32 reference is finite)"
-            else:
-                what += f" (max |ref| {fmt_error(f.max_ref)}, rel {fmt_error(f.rel)})"
-            prec = f", {f.precision}" if f.precision else ""
-            lines.append(f"first divergent node: {f.node} ({f.op_type}{prec}), tensor {f.tensor!r}: {what}; "
-                         f"{f.upstream_text(self.threshold)}")
+            lines.extend(self._first_lines(f))
         else:
             worst = max((t for t in avail if t.compute), key=lambda t: _finite(t.rel), default=None)
-            tail = f" (largest: rel {fmt_error(worst.rel)} at {worst.node})" if worst is not None else ""
+            tail = f" (largest: rel {fmt_error(worst.rel)} at {worst.label})" if worst is not None else ""
             lines.append(f"no divergent node: no tensor's error jumps past the criterion{tail}; if the outputs "
                          f"fail, the error accumulates gradually rather than at one node")
         shown = self.top if rows is None else self.top[:rows]
@@ -270,7 +275,7 @@ class Divergence:
             lines.extend("  " + line for line in _table(shown))
         masked = self.saturated
         if masked:
-            nodes = ", ".join(t.node for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
+            nodes = ", ".join(t.label for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
             lines.append(f"masking values: {sum(t.saturated for t in masked)} element(s) where FP32 holds a masking "
                          f"constant beyond the {self.low_precision} range (such as an attention mask's -FLT_MAX) are "
                          f"+-inf in the engine at {nodes}: the mask saturating as intended, not counted as NaN/Inf")
@@ -279,10 +284,24 @@ class Divergence:
             lines.append("outputs: " + "; ".join(f"{t.tensor} max abs {fmt_error(t.max_abs)} rel {fmt_error(t.rel)}"
                                                  for t in outs))
         if f is not None:
-            pattern = shlex.quote(scope_pattern(f.node))
-            lines.append(f"next: keep it FP32 to confirm (pytest --trt-keep-fp32 {pattern}, CLI --keep-fp32 {pattern}), "
-                         f"or let `pytest-trt suggest` search the smallest FP32 islands")
+            pattern = shlex.quote(scope_pattern(f.label))
+            klass = (f"; every module of its class: {shlex.quote(self.class_pattern)}" if self.class_pattern else "")
+            lines.append(f"next: keep it FP32 to confirm (pytest --trt-keep-fp32 {pattern}, CLI --keep-fp32 {pattern}"
+                         f"{klass}), or let `pytest-trt suggest` search the smallest FP32 islands")
         return "\n".join(lines)
+
+    def _first_lines(self, f: TensorError) -> list[str]:
+        """The first divergent node, in its module's words."""
+        what = f"max abs error {fmt_error(f.max_abs)}"
+        if f.nonfinite:
+            what += f" ({_nonfinite_text(f)} where the FP32 reference is finite)"
+        else:
+            what += f" (max |ref| {fmt_error(f.max_ref)}, rel {fmt_error(f.rel)})"
+        lines = [f"first divergent node: {f.described()}, tensor {f.tensor!r}: {what}; "
+                 f"{f.upstream_text(self.threshold)}"]
+        if f.module:
+            lines.append(f"  in module {f.module}" + (f" ({f.module_class})" if f.module_class else ""))
+        return lines
 
     def __str__(self) -> str:
         return self.message()
@@ -321,123 +340,52 @@ def locate_divergence(engine: Engine, feeds: dict, *, threshold: float | None = 
     if threshold is None:
         threshold = DEFAULT_THRESHOLDS.get(low, DEFAULT_THRESHOLDS[None])
     floor = UNIT_ROUNDOFF.get(low, UNIT_ROUNDOFF[None])
-    segments = segment_tensors(model, feeds) if reference is None else []
-    # A big model: the reference first, then the engine, so that only one of them holds the weights
-    # (the engine's bound weights are released meanwhile, and the reference's session after it).
-    big = getattr(model, "has_external_weights", False)
-    if big and reference is None:
-        engine.release()
-    if len(segments) > 1:
-        with tempfile.TemporaryDirectory(prefix="pytest-trt-locate-") as tmp:
-            ref = _SpilledValues(Path(tmp))
-            for seg in segments:
-                ref.add(fp32_intermediates(model, feeds, names=seg, provider=provider))
-            if big:
-                release_heavy_sessions()
-            values = _SegmentedValues(engine, feeds, segments)
-            rows = compare_tensors(model, plan, values, ref, threshold=threshold, jump=jump, floor=floor)
-            note = f"{values.note}; compared in {len(segments)} segments (activations over {ACTIVATION_BUDGET} bytes)"
-    else:
-        if reference is None:
-            reference = fp32_intermediates(model, feeds, provider=provider)
-            if big:
-                release_heavy_sessions()
-        whole, note = engine.run_layerwise(feeds)
-        rows = compare_tensors(model, plan, whole, reference, threshold=threshold, jump=jump, floor=floor)
+    rows, note = _rows(engine, feeds, reference, provider, threshold=threshold, jump=jump, floor=floor)
     first = next((t for t in rows if t.divergent), None)
     # Divergent rows first; then other real amplifications (at least 2x, not negligible in size).
     ranked = sorted((t for t in rows if t.available and t.compute
                      and (t.divergent or (t.jump >= 2.0 and t.rel > threshold / jump))),
                     key=lambda t: t.score(), reverse=True)
+    names = getattr(model, "names", None)
+    class_pattern = None
+    if first is not None and first.module_class and names is not None:
+        class_pattern = names.class_pattern(first.module_class)
     return Divergence(
         first=first, top=ranked[: max(int(top), 0)], tensors=rows, note=note, threshold=float(threshold),
         jump=float(jump), model=model.label, backend=getattr(engine, "backend_name", "?"),
         policy=plan.policy.describe(), output_names=list(model.output_names()), low_precision=low,
+        class_pattern=class_pattern,
     )
 
 
-def activation_sizes(model, feeds: dict) -> dict[str, int]:
-    """Bytes (as float32) of every tensor shape inference can size for the feeds' input shapes."""
-    proto = onnx.ModelProto()
-    proto.CopyFrom(model.proto)  # the structure (a big model's weights are references: kilobytes)
-    for vi in proto.graph.input:
-        if vi.name in feeds and vi.type.HasField("tensor_type"):
-            shape = vi.type.tensor_type.shape
-            shape.Clear()
-            for d in np.shape(feeds[vi.name]):
-                shape.dim.add().dim_value = int(d)
-    del proto.graph.value_info[:]
-    try:
-        inferred = onnx.shape_inference.infer_shapes(proto, check_type=False, strict_mode=False)
-    except Exception:  # sizes are an estimate: without them, one pass as before
-        return {}
-    sizes = {}
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
-        dims = vi.type.tensor_type.shape.dim if vi.type.HasField("tensor_type") else []
-        if dims and all(d.HasField("dim_value") for d in dims):
-            sizes[vi.name] = 4 * int(np.prod([d.dim_value for d in dims], dtype=np.int64))
-    return sizes
-
-
-def segment_tensors(model, feeds: dict, budget: int | None = None) -> list[list[str]]:
-    """The model's float tensors in topological order, cut into segments of at most ``budget`` bytes
-    (default :data:`ACTIVATION_BUDGET`); one segment when everything fits. A tensor of unknown size
-    counts as the largest known one."""
-    budget = ACTIVATION_BUDGET if budget is None else budget
-    names = float_tensor_names(model)
-    sizes = activation_sizes(model, feeds)
-    largest = max(sizes.values(), default=0)
-    segments: list[list[str]] = [[]]
-    used = 0
-    for name in names:
-        n = sizes.get(name, largest)
-        if segments[-1] and used + n > budget:
-            segments.append([])
-            used = 0
-        segments[-1].append(name)
-        used += n
-    return segments if segments[0] else []
-
-
-class _SpilledValues:
-    """Reference tensors written to a folder as ``.npy`` files and read back memory-mapped, one at a time."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.files: dict[str, Path] = {}
-
-    def add(self, values: dict) -> None:
-        for name, arr in values.items():
-            path = self.folder / f"{len(self.files)}.npy"
-            np.save(path, np.asarray(arr))
-            self.files[name] = path
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.files
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return np.load(self.files[name], mmap_mode="r")
-
-
-class _SegmentedValues:
-    """The engine's tensors, computed one segment at a time as :func:`compare_tensors` reaches them."""
-
-    def __init__(self, engine, feeds: dict, segments: list[list[str]]) -> None:
-        self.engine, self.feeds = engine, feeds
-        self.where = {name: i for i, seg in enumerate(segments) for name in seg}
-        self.segments = segments
-        self.loaded: tuple[int, dict] = (-1, {})
-        self.note = ""
-
-    def get(self, name: str, default: Any = None) -> Any:
-        index = self.where.get(name)
-        if index is None:
-            return default
-        if self.loaded[0] != index:
-            self.loaded = (-1, {})  # the previous segment goes first
-            values, self.note = self.engine.run_layerwise_subset(self.feeds, self.segments[index])
-            self.loaded = (index, values)
-        return self.loaded[1].get(name, default)
+def _rows(engine: Engine, feeds: dict, reference: dict | None, provider: str, *, threshold: float, jump: float,
+          floor: float) -> tuple[list[TensorError], str]:
+    """The per-tensor rows and how the engine's values were obtained; a big model's reference first, then
+    the engine (only one of them holds the weights at a time), segment by segment above the budget
+    (:mod:`pytest_trt.locate.segments`)."""
+    plan = engine.plan
+    model = plan.model
+    segments = segment_tensors(model, feeds) if reference is None else []
+    big = getattr(model, "has_external_weights", False)
+    if big and reference is None:
+        engine.release()  # its bound weights go while the reference runs
+    if len(segments) > 1:
+        with tempfile.TemporaryDirectory(prefix="pytest-trt-locate-") as tmp:
+            ref = SpilledValues(Path(tmp))
+            for seg in segments:
+                ref.add(fp32_intermediates(model, feeds, names=seg, provider=provider))
+            if big:
+                release_heavy_sessions()
+            values = SegmentedValues(engine, feeds, segments)
+            rows = compare_tensors(model, plan, values, ref, threshold=threshold, jump=jump, floor=floor)
+            return rows, f"{values.note}; compared in {len(segments)} segments (activations over " \
+                         f"{segments_budget()} bytes)"
+    if reference is None:
+        reference = fp32_intermediates(model, feeds, provider=provider)
+        if big:
+            release_heavy_sessions()
+    whole, note = engine.run_layerwise(feeds)
+    return compare_tensors(model, plan, whole, reference, threshold=threshold, jump=jump, floor=floor), note
 
 
 def compare_tensors(model, plan, values: Any, reference: Any, *, threshold: float, jump: float = DEFAULT_JUMP,
@@ -447,6 +395,7 @@ def compare_tensors(model, plan, values: Any, reference: Any, *, threshold: floa
     ``values`` and ``reference``: ``{tensor: array}`` dicts, or anything with ``get``/``in``/``[]`` that
     loads tensors on demand (the segments of a big model)."""
     decisions = plan.nodes if plan is not None else {}
+    names = getattr(model, "names", None)
     low = getattr(plan, "low_precision", None)
     limit = LARGEST_FINITE.get(low) if low else None
     masking = (limit, sentinels(model, limit)) if limit is not None else None
@@ -468,7 +417,8 @@ def compare_tensors(model, plan, values: Any, reference: Any, *, threshold: floa
             if not out or out not in reference:
                 continue
             row = TensorError(tensor=out, node=node.name, op_type=node.op_type, index=index, precision=precision,
-                              compute=compute, upstream=up, worst_input=worst, upstream_nonfinite=up_bad)
+                              compute=compute, upstream=up, worst_input=worst, upstream_nonfinite=up_bad,
+                              **_name_fields(names, node.name))
             _fill(row, values.get(out), reference[out], masking)
             if row.available:
                 eff[out] = row.rel
@@ -481,6 +431,14 @@ def compare_tensors(model, plan, values: Any, reference: Any, *, threshold: floa
             rows.append(row)
     _require_persistence(model, rows, eff, threshold)
     return rows
+
+
+def _name_fields(names: Any, raw: str) -> dict[str, Any]:
+    """``canonical``, ``module``, ``module_class`` of a row (:mod:`pytest_trt.model.names`)."""
+    info = names.get(raw) if names is not None else None
+    if info is None:
+        return {"canonical": raw, "module": None, "module_class": None}
+    return {"canonical": info.canonical, "module": info.module, "module_class": info.module_class}
 
 
 def _require_persistence(model, rows: list[TensorError], eff: dict, threshold: float) -> None:
@@ -580,14 +538,17 @@ def _nonfinite_text(t: TensorError) -> str:
 
 
 def _table(rows: list[TensorError]) -> list[str]:
-    width = min(max(len(t.node) for t in rows), 70)
-    head = f"{'node':<{width}}  {'op':<12} {'prec':<5} {'max abs':>9} {'rel':>9} {'jump':>9}  note"
+    width = min(max(len(t.label) for t in rows), 70)
+    cls_width = min(max(len(short_class(t.module_class or "-")) for t in rows), 24)
+    head = (f"{'node':<{width}}  {'op':<12} {'prec':<5} {'class':<{cls_width}} {'max abs':>9} {'rel':>9} "
+            f"{'jump':>9}  note")
     lines = [head]
     for t in rows:
-        name = t.node if len(t.node) <= width else "..." + t.node[-(width - 3):]
+        name = t.label if len(t.label) <= width else "..." + t.label[-(width - 3):]
+        cls = short_class(t.module_class or "-")[:cls_width]
         note = _nonfinite_text(t) if t.nonfinite and t.new_nonfinite else ""
-        lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {fmt_error(t.max_abs):>9} "
-                     f"{fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
+        lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {cls:<{cls_width}} "
+                     f"{fmt_error(t.max_abs):>9} {fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
     return lines
 
 

@@ -23,6 +23,8 @@ import onnx
 from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
 from ..errors import ModelError
+from .functions import inline_local_functions
+from .names import NodeNames
 from .weights import WeightStore, current_memo, inline_small_external, model_identity, read_structure
 
 
@@ -41,16 +43,22 @@ class Model:
             name; patterns and reports use the new names.
         derived_from: the model whose weights this one computes with (the FP32 upcast of an
             FP16 model); its identity then derives from that model's.
+        names: every node's canonical scoped name, module path and module classes
+            (:class:`~pytest_trt.model.names.NodeNames`), from node names and metadata only;
+            derived from ``proto`` when not given.
     """
 
     proto: Any
     path: Path | None = None
     renamed_nodes: dict[str, str] = field(default_factory=dict)
+    names: NodeNames = field(default=None, repr=False)  # type: ignore[assignment]  # set in __post_init__
     weights: WeightStore = field(default=None, repr=False)  # type: ignore[assignment]  # set in __post_init__
     derived_from: Model | None = field(default=None, repr=False)
     _sha256: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if self.names is None:
+            self.names = NodeNames.of(self.proto.graph)
         if self.weights is None:
             self.weights = WeightStore(self.proto, self.path.parent if self.path is not None else None, self.label)
 
@@ -191,8 +199,9 @@ def load_model(source: Any, *, check: bool = True, origin: str | None = None) ->
     if check:
         _check(proto, path, where)
     renamed = _name_nodes(proto)
-    model = Model(proto=proto, path=path, renamed_nodes=renamed)  # (validates every external reference)
-    return model
+    inline_local_functions(proto)  # local functions' nodes, named after their call (model/functions.py)
+    # (the weight store validates every external reference)
+    return Model(proto=proto, path=path, renamed_nodes=renamed, names=NodeNames.of(proto.graph))
 
 
 def _check(proto, path: Path | None, where: str) -> None:

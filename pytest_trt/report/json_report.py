@@ -11,6 +11,12 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
+* **5** (issue 30, node names): every node entry says the node in the user's words beside its
+  raw ONNX ``node`` name: ``canonical`` (the canonical scoped name,
+  ``/model/layers.0/input_layernorm/node_pow_1``; :mod:`pytest_trt.model.names`), ``module``
+  (``model.layers.0.input_layernorm``, null when unknown) and ``module_class`` (qualified, null
+  when unknown): in ``tests[].precision[].nodes``, ``tests[].parser[].failures`` and
+  ``.promotions``, and ``tests[].layerwise[].first`` (its ``tensors`` rows carry ``canonical``).
 * **4** (2026-11-26): ledgers (issue 32): ``tests[].ledgers`` (``trt.ledger()``, ``--trt-ledger``: per
   ONNX node declared precision and rule, realized precision and evidence, engine layer or node,
   time and share; units, roll-ups per scope and precision, the timing source or why there is no
@@ -54,12 +60,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 4; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 4,
+      "schema_version": 5,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -152,7 +158,11 @@ Schema (``schema_version`` 4; the normative form is ``report.schema.json``)
              "counts": {"pass": 9, "fail": 0, "unverifiable": 1, "not_applicable": 1},
              "evidence": {"observed": 5, "inferred": 4, "unverifiable": 1, "emulated": 0},   # compute nodes
              "nodes": [                                 # the constrained nodes: planned vs observed
-               {"node": "/encoder/layer.0/.../LayerNorm/Pow", "op_type": "Pow", "planned": "fp32",
+               {"node": "node_pow_1",                  # the raw ONNX node name
+                "canonical": "/model/layers.0/input_layernorm/node_pow_1",   # what every view shows
+                "module": "model.layers.0.input_layernorm" | null,
+                "module_class": "transformers.models.llama.modeling_llama.LlamaRMSNorm" | null,
+                "op_type": "Pow", "planned": "fp32",
                 "observed": "fp32" | "fp16" | "mixed" | null,
                 "status": "pass" | "fail" | "unverifiable" | "not_applicable",   # verify.NodeVerdict
                 "evidence": "observed" | "inferred" | "unverifiable" | "emulated" | null,  # how it is known (null: fixed)
@@ -168,8 +178,10 @@ Schema (``schema_version`` 4; the normative form is ``report.schema.json``)
              "status": "passed" | "failed" | "source_unparsable", "passed": true,
              "how": "observed: layer dtypes of the parsed, strongly typed network",
              "counts": {"nodes": 98, "ok": 94, "lower": 0, "higher": 4, "not_in_network": 0},
-             "failures": [{"node", "op_type", "planned": "fp32", "parsed": "fp16", "verdict": "lower"}],
-             "promotions": [{"node", "op_type", "planned": "bf16", "parsed": "fp32", "verdict": "higher"}],
+             "failures": [{"node", "canonical", "module", "module_class", "op_type", "planned": "fp32",
+                           "parsed": "fp16", "verdict": "lower"}],
+             "promotions": [{"node", "canonical", "module", "module_class", "op_type", "planned": "bf16",
+                             "parsed": "fp32", "verdict": "higher"}],
                                                         # "TensorRT computes this in higher precision than planned"
              "error": null | "<parser or builder message>", "cache_hit": bool, "build_seconds": float, "key": ...,
              "explicit": bool}                          # true: trt.check_parser(); false: --trt-parser-check
@@ -235,8 +247,9 @@ read back with ``record_from_json``, which rejects an unknown kind, a missing or
 * ``LayerwiseRecord`` ``{"kind": "layerwise", "model", "backend", "policy", "seed", "note", "threshold", "jump",
   "found", "first": {tensor row} | null, "tensors": [{tensor row}, ...]}``: a layerwise comparison
   (:func:`pytest_trt.report.plots.layerwise_record` of a ``Divergence``). Tensor rows, in
-  topological order: ``{"tensor", "node", "op_type", "index", "precision" (planned), "compute",
-  "available", "max_abs", "rel" (max abs error / max |reference|), "jump", "divergent", "nonfinite"}``.
+  topological order: ``{"tensor", "node", "canonical", "op_type", "index", "precision" (planned), "compute",
+  "available", "max_abs", "rel" (max abs error / max |reference|), "jump", "divergent", "nonfinite"}``;
+  ``first`` also has ``"module"`` and ``"module_class"``.
 * ``ParserRecord`` ``{"kind": "parser", <ParserCheck.to_json()>, "message", "explicit": bool (optional)}``
 * ``LedgerRecord`` ``{"kind": "ledger", "model", "policy", "backend", "ledger": Ledger.to_json(), "auto": bool
   (optional)}``
@@ -274,7 +287,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 def session_metadata(session) -> dict[str, Any]:

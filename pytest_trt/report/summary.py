@@ -31,6 +31,7 @@ from .rows import (
     ledger_rows,
     metric_ratios,
     network_scopes,
+    node_label,
     parser_promotions,
     parser_rows,
     precision_nodes,
@@ -332,7 +333,7 @@ def _write_precision_lines(tr, prec: list[dict]) -> None:
     for p in prec:
         if not p["passed"] and not caught(p):
             bad = [n for n in p["constrained"] if n["status"] not in GOOD_STATUSES | NEUTRAL_STATUSES]
-            what = ", ".join(f"{n['node']} ({_seen(n)})" for n in bad[:3])
+            what = ", ".join(f"{node_label(n)} ({_seen(n)})" for n in bad[:3])
             more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""
             tr.write_line(f"  FAIL {p['test']}: {p['pattern']} -> {p['precision']}: {what}{more}", red=True)
 
@@ -378,13 +379,13 @@ def _write_parser_lines(tr, rows: list[dict]) -> None:
                   red=bool(failed))
     for r in failed:
         bad = r.get("failures") or []
-        what = ", ".join(f"{f['node']} (planned {f['planned']}, parsed {f['parsed']})" for f in bad[:3])
+        what = ", ".join(f"{node_label(f)} (planned {f['planned']}, parsed {f['parsed']})" for f in bad[:3])
         more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""
         why = what + more if bad else (r.get("error") or "").splitlines()[0][:200]
         tr.write_line(f"  FAIL {r['test']}: {r.get('model')} [{r.get('policy')}]: {why}", red=True)
     shown = promotions if _verbose(tr) > 0 else promotions[:TERMINAL_ROWS]
     for p in shown:
-        tr.write_line(f"  higher {p['model']} [{p['policy']}]: {p['node']} ({p.get('op_type')}): planned "
+        tr.write_line(f"  higher {p['model']} [{p['policy']}]: {node_label(p)} ({p.get('op_type')}): planned "
                       f"{p['planned']}, parsed {p['parsed']}: TensorRT computes this in higher precision than planned")
     if len(promotions) > len(shown):
         tr.write_line(f"  ... {len(promotions) - len(shown)} more promotion(s): run with -v, or see --trt-report")

@@ -247,7 +247,9 @@ class Suggestion:
         groups: list[Group] = self.groups
         width = max(len(g.pattern) for g in groups)
         for g in groups:
-            lines.append(f"    {g.pattern:<{width}}  {g.kind}, {len(g.nodes)} node{'s' if len(g.nodes) != 1 else ''}")
+            classes = f" ({', '.join(g.classes)})" if g.classes and g.kind != "class" else ""
+            lines.append(f"    {g.pattern:<{width}}  {g.kind}, {len(g.nodes)} node{'s' if len(g.nodes) != 1 else ''}"
+                         f"{classes}")
         lines.append(f"  accuracy: {_acc_text(self.accuracy)}")
         lines.append(f"  low precision: {share}")
         lines.append(self._checked_line())

@@ -221,7 +221,7 @@ class _Search:
         if outputs_ok:
             for index, entry in enumerate(attempt.inputs):
                 div = self.locate(attempt, index, engine=engine)
-                bad = [t.node for t in div.tensors if t.available and t.new_nonfinite and (t.nan or t.inf)]
+                bad = [t.label for t in div.tensors if t.available and t.new_nonfinite and (t.nan or t.inf)]
                 entry["nonfinite_nodes"] = bad
                 entry["masking_nodes"] = [t.node for t in div.saturated]  # said, never counted as NaN/Inf
                 if bad and attempt.failing_set is None:
@@ -253,7 +253,7 @@ class _Search:
         self.layerwise_note = div.note
         self.evidence.update(t.node for t in div.divergent)
         if attempt.first_divergence is None and div.first is not None and index == (attempt.failing_set or 0):
-            attempt.first_divergence = div.first.node
+            attempt.first_divergence = div.first.label
         if len(self.divergences) > 64:
             self.divergences.clear()
         self.divergences[key] = div
@@ -326,7 +326,7 @@ class _Search:
             ranked = self.rank(div, low_now, chosen, ineffective)
             if not ranked:
                 held = sorted(self.evidence & low_now, key=lambda n: self.order[n])
-                self.blocked = [f"{n} ({current_plan.nodes[n].rule})" for n in held]
+                self.blocked = [f"{self.model.names.canonical(n)} ({current_plan.nodes[n].rule})" for n in held]
                 return chosen, "exhausted"
             if self.budget_left() <= (0 if self.fp32_attempt is not None else 1):  # keep one for the FP32 check
                 return chosen, "budget"
@@ -412,7 +412,8 @@ class _Search:
             seen = []
             for scope in general.scopes:
                 rule = Rule(scope, "fp32")
-                if any(rule.matches(_Named(n)) for n in self.evidence) and scope in self.by_pattern:
+                names = self.model.names
+                if any(rule.matches(_Named(n), names.get(n)) for n in self.evidence) and scope in self.by_pattern:
                     seen.append(self.by_pattern[scope])
             if not seen or len(seen) == len(general.scopes):
                 continue
@@ -473,6 +474,14 @@ class _Search:
                     and not any(general.pattern == a["pattern"] for a in alternatives)):
                 alternatives.append({"pattern": general.pattern, "scopes": len(general.scopes),
                                      "nodes": len(general.nodes), "built": False})
+            # every module of the scope's class (class:LlamaRMSNorm), when that is a candidate
+            for cand in self.candidates:
+                if (cand.kind == "class" and g.nodes < cand.nodes and g.classes == cand.classes
+                        and not any(cand.pattern == a["pattern"] for a in alternatives)):
+                    names = self.model.names
+                    scopes = {names[n].scope for n in cand.nodes if n in names}
+                    alternatives.append({"pattern": cand.pattern, "scopes": len(scopes), "nodes": len(cand.nodes),
+                                         "built": False})
         return alternatives
 
     def outcome(self, final: Attempt | None) -> dict[str, Any]:

@@ -162,6 +162,7 @@ def test_rms(trt):
     assert data["schema_version"] == SCHEMA_VERSION and data["summary"]["parser_promotions"] == 1
     (promotion,) = data["tests"][0]["parser"][0]["promotions"]
     assert (promotion["op_type"], promotion["planned"], promotion["parsed"]) == ("RMSNormalization", "fp16", "fp32")
+    assert promotion["canonical"] == promotion["node"]  # a hand-made model: no scope in the name
     html = (pytester.path / "r.html").read_text()
     assert "Parser check: planned vs parsed network dtypes" in html
     assert "TensorRT computes this in higher precision than planned" in html and "RMSNormalization" in html

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from exports import export as exported_model
 
 from pytest_trt import cli
 from pytest_trt.backends.base import get_backend
@@ -135,10 +136,20 @@ def test_scope_rollup_counts_each_unit_once_at_the_scope_holding_all_its_nodes(p
     assert common_scope(["/a/b/c", "/a/b/d", "/a/e"]) == "/a" and common_scope(["/x", "/y"]) == "/"
 
 
-def test_labels_are_raw_names_until_model_names_lands(plan):
-    label = node_label(plan.model, f"{LN}/Pow")
+def test_labels_are_the_models_canonical_names(plan):
+    label = node_label(plan.model, f"{LN}/Pow")  # a TorchScript-style name: already canonical, no class
     assert (label.path, label.scope, label.module_class) == (f"{LN}/Pow", LN, None)
-    assert node_label(plan.model, "node_pow_1").scope == "/"
+    assert node_label(plan.model, "node_pow_1").scope == "/"  # not a node of this model: raw, no scope
+
+
+def test_labels_of_a_dynamo_export_come_from_its_name_scopes():
+    """Issue 30: the dynamo exporter's node_pow_1 is labelled by its module path and class."""
+    model = load_model(exported_model("llama", "dynamo"))
+    label = node_label(model, "node_pow_1")
+    assert label.path == "/model/layers.0/input_layernorm/node_pow_1"
+    assert label.scope == "/model/layers.0/input_layernorm"
+    assert label.module_class == "transformers.models.llama.modeling_llama.LlamaRMSNorm"
+    assert node_label(model, "node_Shape_0").scope == "/"  # torch.export's size nodes have no module
 
 
 # -- no fake time ----------------------------------------------------------------------------

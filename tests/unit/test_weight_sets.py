@@ -9,6 +9,7 @@ import onnx
 import pytest
 
 import pytest_trt.locate.divergence as layerwise
+import pytest_trt.locate.segments as segments
 from pytest_trt.backends import get_backend
 from pytest_trt.backends.base import BuildConfig
 from pytest_trt.cache import ArtifactCache
@@ -166,8 +167,8 @@ def test_locate_segments_give_the_rows_of_one_pass(decoder, monkeypatch):
     engine = get_backend("emulate").build(plan, BuildConfig(), None)
     feeds = make_feeds(model)
     whole = layerwise.locate_divergence(engine, feeds)
-    monkeypatch.setattr(layerwise, "ACTIVATION_BUDGET", 3 * 4 * 128 * 4)
-    assert len(layerwise.segment_tensors(model, feeds)) > 5
+    monkeypatch.setattr(segments, "ACTIVATION_BUDGET", 3 * 4 * 128 * 4)
+    assert len(segments.segment_tensors(model, feeds)) > 5
     parts = layerwise.locate_divergence(engine, feeds)
     assert "segments" in parts.note
     assert [(t.tensor, t.rel, t.divergent) for t in whole.tensors] == [(t.tensor, t.rel, t.divergent)
