@@ -103,8 +103,8 @@ def run(args: Any) -> int:
                    "parser_check": parsed.to_json() if parsed is not None else None})
     else:
         print(f"{model.label}: {engine.describe()}")
-        if engine.backend_name == "emulate":
-            print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
+        if session.backend.disclaimer:
+            print(f"(backend {engine.backend_name}: {session.backend.disclaimer})")
         print(f"reference: {reference_label(model, args.baseline)}")
         for note in plan.notes:  # e.g. a mixed-precision model whose FP32 island --fp16 lowers (try --as-is)
             print(f"note: {cli_spelling(note)}")

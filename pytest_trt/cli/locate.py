@@ -31,8 +31,8 @@ def run(args: Any) -> int:
                    "compare": figures_json(result, ratios), "divergence": found.to_json()})
     else:
         print(f"{model.label}: {engine.describe()}")
-        if engine.backend_name == "emulate":
-            print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
+        if session.backend.disclaimer:
+            print(f"(backend {engine.backend_name}: {session.backend.disclaimer})")
         verdict = "within tolerance" if result.passed else "OUTSIDE tolerance"
         print(f"outputs {verdict} [precision {result.precision}; rtol {rtol:g}, atol {atol:g}]: "
               + "; ".join(oc.summary_line() for oc in result.outputs.values()))

@@ -93,7 +93,7 @@ class EngineRecord(Record):
     key: str
     #: the GPU it ran on (``TrtSession.record_gpu``), None on emulate
     gpu: dict[str, Any] | None
-    #: ``"suggest"`` / ``"locate"``: built or loaded by trt.suggest() or a layerwise probe
+    #: ``"suggest"`` / ``"locate"``: built or loaded by trt.suggest() or a layerwise comparison (its layerwise build)
     via: str | None = None
 
 

@@ -28,6 +28,7 @@ from ..backends.base import get_backend
 from ..backends.tensorrt.parser_check import require
 from ..compare import CompareResult, compare_outputs, default_tolerances
 from ..compare.figures import DETAILS_MAX_ELEMENTS
+from ..core.choices import PARSER_CHECK_LIBRARY
 from ..core.dtypes import normalize_precision
 from ..core.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, Record
 from ..errors import AccuracyError, ParserCheckError, PrecisionError, UsageError
@@ -311,7 +312,7 @@ class TrtCase:
             self.records.append(ParserRecord.from_check(check, explicit=explicit))
         return check
 
-    def check_parser(self, which: str = "tensorrt-rtx"):
+    def check_parser(self, which: str = PARSER_CHECK_LIBRARY):
         """Parse and build this case's plan with TensorRT-RTX's real parser (CPU or GPU) and judge
         every node, planned vs parsed (see :mod:`pytest_trt.backends.tensorrt.parser_check`).
 
@@ -501,15 +502,16 @@ class TrtCase:
             f"{self.model.label}: {engine.backend_name} engine [{self.plan.policy.describe()}] differs from the "
             f"{reference}",
         ]
-        if engine.backend_name == "emulate":
-            lines.append("  (backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
+        disclaimer = self.session.backend.disclaimer
+        if disclaimer:
+            lines.append(f"  (backend {engine.backend_name}: {disclaimer})")
         lines.append(self._inputs_line(feeds, which, tolerances))
         lines.append(result.message())
         if locate if locate is not None else self.options.get("locate_on_failure", self.session.settings.locate_on_failure):
             try:
-                probe_before = getattr(engine, "_probe", None)
+                before = engine.layerwise_engine
                 found = locate_divergence(engine, feeds)
-                self._record_probe(engine, probe_before, "locate")
+                self._record_layerwise_engine(engine, before, "locate")
                 self._record_layerwise(found)
                 lines.append(found.message())
             except Exception as exc:  # the accuracy failure stays the headline
@@ -548,9 +550,9 @@ class TrtCase:
     def locate(self, feeds: dict | None = None, **kwargs):
         """Layerwise comparison: the first node whose error jumps (see pytest_trt.locate_divergence)."""
         engine = self.engine
-        probe_before = getattr(engine, "_probe", None)
+        before = engine.layerwise_engine
         found = locate_divergence(engine, self.feeds() if feeds is None else feeds, **kwargs)
-        self._record_probe(engine, probe_before, "locate")
+        self._record_layerwise_engine(engine, before, "locate")
         self._record_layerwise(found)
         return found
 
@@ -564,11 +566,12 @@ class TrtCase:
                                          build_seconds=round(float(info.build_seconds or 0.0), 4), key=info.key,
                                          gpu=self.session.record_gpu(), via=via))
 
-    def _record_probe(self, engine, before, via: str) -> None:
-        """TensorRT < 10.12: a layerwise comparison builds (or loads) a separate probe engine."""
-        probe = getattr(engine, "_probe", None)
-        if probe is not None and probe is not before:
-            self._record_engine(getattr(engine, "plan", None), probe, via)
+    def _record_layerwise_engine(self, engine, before, via: str) -> None:
+        """A layerwise comparison that built (or loaded) a separate engine (TensorRT < 10.12:
+        :attr:`~pytest_trt.backends.base.Engine.layerwise_engine`) records it like any engine."""
+        built = engine.layerwise_engine
+        if built is not None and built is not before:
+            self._record_engine(engine.plan, built, via)
 
     def _record_layerwise(self, found) -> None:
         self.records.append(layerwise_record(found, seed=self.seed))

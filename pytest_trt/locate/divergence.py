@@ -175,7 +175,7 @@ class Divergence:
         first: the first divergent tensor in topological order (None if none).
         top: the largest contributors (introduced NaN/Inf first, then by jump), at most ``top``.
         tensors: every compared float tensor, in topological order.
-        note: how the engine's values were obtained (e.g. a separate probe build).
+        note: how the engine's values were obtained (e.g. a separate layerwise build).
         threshold, jump: the criterion used.
         model, backend, policy: what was compared.
         outputs: rows of the graph outputs.

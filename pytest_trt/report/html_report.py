@@ -267,7 +267,8 @@ def render_html(session, results, exitstatus=None) -> str:
     created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     plots = "matplotlib" if use_png else "CSS (install pytest-trt[plots] for matplotlib plots)"
     status = "" if exitstatus is None else f"; pytest exit status {int(exitstatus)}"
-    emulate = (' <span class="tag emu">CPU emulation, not TensorRT</span>' if meta["backend"] == "emulate" else "")
+    disclaimer = meta["backend_disclaimer"]
+    emulate = f' <span class="tag emu">{esc(disclaimer)}</span>' if disclaimer else ""
     body = [
         "<main>",
         f"<header><h1>pytest-trt report</h1><div class=\"meta\">backend <b>{esc(meta['backend'])}</b>{emulate}; "

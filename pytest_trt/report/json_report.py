@@ -110,7 +110,7 @@ Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
              "gpu": null | {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1f0e..." | null,   # the GPU it ran on
                             "cuda_visible_devices": "1" | null,   # this process's (the worker's under --trt-gpus)
                             "worker": "gw1" | null},              # pytest-xdist worker; gpu null: emulate (CPU)
-             "via": null | "suggest" | "locate"}        # built or loaded by trt.suggest() / a layerwise probe
+             "via": null | "suggest" | "locate"}        # built or loaded by trt.suggest() / a layerwise comparison
           ],
           "accuracy": [                                 # one per trt.check()
             {"model": ..., "backend": ..., "policy": ..., "seed": 0,
@@ -263,6 +263,7 @@ def session_metadata(session) -> dict[str, Any]:
         "gpu_assignment": getattr(session, "gpu_assignment", None),
         "backend": session.backend.name,
         "backend_reason": session.backend_reason,
+        "backend_disclaimer": session.backend.disclaimer,
         "precision": "as-is" if s.as_is else s.precision,
         "precision_source": s.precision_source,
         "as_is": bool(s.as_is),

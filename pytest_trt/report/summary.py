@@ -105,9 +105,9 @@ def _cut_end(text: str, width: int) -> str:
 
 
 def backend_line(session) -> str:
-    name = session.backend.name
-    note = " (CPU precision emulation on ONNX Runtime, not TensorRT)" if name == "emulate" else ""
-    return f"backend {name}{note}"
+    """``backend NAME`` and, when its results are not TensorRT's, what they are (``Backend.disclaimer``)."""
+    disclaimer = session.backend.disclaimer
+    return f"backend {session.backend.name}" + (f" ({disclaimer})" if disclaimer else "")
 
 
 def engines_line(counts: dict[str, Any]) -> str:

@@ -70,7 +70,7 @@ class Suggestion:
         policy: the policy of ``patterns`` (base policy + patterns), None when nothing was kept.
         base_policy: the policy the search started from.
         builds: every engine built or loaded (distinct plans, re-loads to re-check an earlier plan,
-            TensorRT layerwise probe builds); ``cache_hits`` of them came from the artifact cache.
+            TensorRT layerwise builds); ``cache_hits`` of them came from the artifact cache.
         inputs: per input set of the final (or closest) plan: ``{"label", "seed", "outputs_passed",
             "nonfinite_nodes", "accuracy"}`` (and ``"masking_nodes"``, where masking values saturated
             to +-inf as intended, once the outputs passed); the user's feeds first, then the re-check seeds.
@@ -108,6 +108,8 @@ class Suggestion:
     reason: str
     model: str = ""
     backend: str = ""
+    #: what the backend says its results are when they are not TensorRT's (``Backend.disclaimer``)
+    backend_disclaimer: str | None = None
     rtol: Any = None
     atol: Any = None
     first_divergence: str | None = None
@@ -202,8 +204,8 @@ class Suggestion:
 
     def _head_lines(self) -> list[str]:
         head = f"FP32-island search for {self.model} [{self.base_policy.describe()}] on {self.backend}"
-        if self.backend == "emulate":
-            head += " (CPU precision emulation, not TensorRT)"
+        if self.backend_disclaimer:
+            head += f" ({self.backend_disclaimer})"
         lines = [head, f"  tolerance: rtol {_tol(self.rtol)}, atol {_tol(self.atol)}"]
         lines.append(f"  as given: {'passes' if self.reason == 'already-passes' else 'fails'} "
                      f"({_acc_text(self.initial_accuracy)})"
@@ -310,7 +312,8 @@ class Suggestion:
     def to_json(self) -> dict[str, Any]:
         """The suggestion as a JSON record (``pytest-trt suggest --json``)."""
         return {
-            "model": self.model, "backend": self.backend, "passed": self.passed, "reason": self.reason,
+            "model": self.model, "backend": self.backend, "backend_disclaimer": self.backend_disclaimer,
+            "passed": self.passed, "reason": self.reason,
             "base_policy": self.base_policy.describe() if self.base_policy is not None else None,
             "policy": self.policy.describe() if self.policy is not None else None,
             "patterns": list(self.patterns), "groups": [g.to_json() for g in self.groups],

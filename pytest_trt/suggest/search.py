@@ -77,7 +77,7 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
             they were made (``trt.feeds(...)`` in a test), else ``feeds``' own values permuted with
             the seed (same values in other positions).
         on_engine: ``on_engine(plan, engine)`` after every engine the search built or loaded
-            (a TensorRT layerwise probe build too: its own ``build_info``); the pytest plugin
+            (a TensorRT layerwise build too: its own ``build_info``); the pytest plugin
             records them, so the run's engine counts include the search's builds.
 
     >>> s = suggest_fp32_islands("encoder.onnx", PrecisionPolicy("fp16"), feeds, backend="emulate")  # doctest: +SKIP
@@ -224,15 +224,15 @@ class _Search:
         engine = engine if engine is not None else self.engine_of(attempt)
         if index not in self.references:
             self.references[index] = fp32_intermediates(self.model, self.sets[index].feeds, provider=self.provider)
-        probe_before = getattr(engine, "_probe", None)
+        before = engine.layerwise_engine
         div = locate_divergence(engine, self.sets[index].feeds, threshold=self.threshold,
                                 reference=self.references[index], top=10)
-        probe = getattr(engine, "_probe", None)
-        if probe is not None and probe is not probe_before:  # TensorRT < 10.12: a separate layerwise build
+        built = engine.layerwise_engine
+        if built is not None and built is not before:  # TensorRT < 10.12: a separate layerwise build
             self.builds += 1
-            self.cache_hits += int(bool(getattr(probe.build_info, "cache_hit", False)))
+            self.cache_hits += int(bool(getattr(built.build_info, "cache_hit", False)))
             if self.on_engine is not None:
-                self.on_engine(getattr(engine, "plan", None), probe)
+                self.on_engine(engine.plan, built)
         self.layerwise_runs += 1
         self.layerwise_note = div.note
         self.evidence.update(t.node for t in div.divergent)
@@ -439,7 +439,7 @@ class _Search:
             policy=policy, base_policy=self.policy, builds=self.builds, cache_hits=self.cache_hits,
             initial_accuracy=self.initial.accuracy, compute_nodes=self.compute_nodes, low_nodes=low_nodes,
             low_precision=self.plan0.low_precision, reason=reason, model=self.model.label,
-            backend=self.backend.name, rtol=self.rtol, atol=self.atol,
+            backend=self.backend.name, backend_disclaimer=self.backend.disclaimer, rtol=self.rtol, atol=self.atol,
             first_divergence=self.initial.first_divergence, attempts=list(self.attempts), alternatives=alternatives,
             layerwise_runs=self.layerwise_runs, layerwise_note=self.layerwise_note, blocked=list(self.blocked),
             seconds=time.perf_counter() - self.start, minimal=minimal,

@@ -428,9 +428,9 @@ def _context(engine, report, plan) -> dict[str, Any]:
     if report is not None:
         return {"model": model, "policy": policy, "backend": report.backend, "typing": report.typing,
                 "source": report.source, "emulated": report.emulated}
-    backend = getattr(engine, "backend_name", "?")
-    return {"model": model, "policy": policy, "backend": backend, "typing": getattr(engine, "typing", "?"),
-            "source": "probe", "emulated": backend == "emulate"}
+    return {"model": model, "policy": policy, "backend": getattr(engine, "backend_name", "?"),
+            "typing": getattr(engine, "typing", "?"), "source": "probe",
+            "emulated": getattr(engine, "layer_evidence", "emulated") == "emulated"}
 
 
 def _typing(engine, report) -> str:

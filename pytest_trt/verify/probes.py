@@ -367,12 +367,12 @@ def probe_layernorm(engine: Engine, inst: LayerNormInstance, *, cache=None, back
     compute = list(planned_of)
     precs = sorted(set(planned_of.values()))
     planned = precs[0] if len(precs) == 1 else "mixed"
-    emulated = probe_engine.backend_name == "emulate"
+    emulated = probe_engine.layer_evidence == "emulated"
     notes = [f"built alone ({len(inst.nodes)} nodes) with backend {probe_engine.backend_name}: fusion with "
              f"neighbouring layers may differ from the engine under test"]
     if emulated:
-        notes.append("emulate backend: the figures describe the emulation's rounding of stored tensors "
-                     "(CPU, ONNX Runtime), not TensorRT")
+        notes.append(f"{probe_engine.backend_name} backend: the figures describe the emulation's rounding of stored "
+                     f"tensors, not TensorRT")
     verdict = LOW_VERDICT if any(m.flagged for m in measurements) else FP32_VERDICT
     return ProbeResult(inst.label, inst.form, list(inst.nodes), compute, planned, shape[-1],
                        probe_engine.backend_name, emulated, tolerance, measurements, verdict, notes)

@@ -456,8 +456,8 @@ def test_run_layerwise_with_debug_tensors(use_fake, plan, cache, release):
     fake, backend = use_fake(release[0], rtx=release[1])
     engine = build(backend, plan, cache)
     values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
-    if not TrtCompat(fake).has_unfused_debug_tensors():  # before 10.12: the probe build
-        assert "SEPARATE probe build" in note and len(cache.entries("engine-probe")) == 1
+    if not TrtCompat(fake).has_unfused_debug_tensors():  # before 10.12: the layerwise build
+        assert "SEPARATE layerwise build" in note and len(cache.entries("engine-probe")) == 1
         return
     assert "debug tensors of the engine under test" in note
     assert f"{LN}/Pow_output_0" in values and values[f"{LN}/Pow_output_0"].dtype == np.float32
@@ -470,10 +470,10 @@ def test_run_layerwise_probe_build_before_10_12(use_fake, plan, cache, version):
     fake, backend = use_fake(version)
     engine = build(backend, plan, cache)
     values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
-    assert "SEPARATE probe build" in note and "DIFFERENT engine" in note
+    assert "SEPARATE layerwise build" in note and "DIFFERENT engine" in note
     assert len(cache.entries("engine-probe")) == 1
     assert f"{LN}/Pow_output_0" in values and "output" in values
-    assert engine._probe.record["probe_outputs"] > 0
+    assert engine.layerwise_engine.record["probe_outputs"] > 0
 
 
 def test_dtype_names():
@@ -635,7 +635,7 @@ def test_debug_tensors_with_internal_names_are_named_through_the_layer_report(us
     assert f"{LN}/Sub_output_0" in values and f"{LN}/Pow_output_0" in values
     assert set(values) <= set(plan.tensor_precision)
     if not TrtCompat(fake).has_unfused_debug_tensors():
-        assert "SEPARATE probe build" in note
+        assert "SEPARATE layerwise build" in note
         return
     assert "named through the engine's layer report" in note and "PARTIAL" not in note
     assert cache.entries("engine-probe") == []
@@ -662,7 +662,7 @@ def test_partial_capture_falls_back_to_the_probe_build(use_fake, plan, cache, re
     if TrtCompat(fake).has_unfused_debug_tensors():
         assert "PARTIAL capture: 1 ONNX tensor(s)" in note and missing in note and "DIFFERENT engine" in note
     else:
-        assert "SEPARATE probe build" in note
+        assert "SEPARATE layerwise build" in note
     assert len(cache.entries("engine-probe")) == 1
 
 
