@@ -1,7 +1,7 @@
 """The failure message of a comparison: how its figures are written for a person.
 
-Number formatting (errors to 3 significant digits, tolerances rounded up so that they
-surely suffice, values in the shortest form that round-trips in the output's own dtype),
+Values in the shortest form that round-trips in the output's own dtype (:func:`fmt_val`;
+every other number, shape and tolerance format is :mod:`pytest_trt.core.formatting`'s),
 the multi-line section of a failing output (:func:`output_report`), the one line of a
 passing one (:func:`summary_line`), the tolerance that would have passed
 (:func:`would_pass`), the mismatch table, and the head of the whole message
@@ -17,18 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from ..core.formatting import fmt_cos, fmt_db, fmt_err, fmt_index, fmt_pct, fmt_shape, fmt_tol, fmt_up
 from .figures import Element, OutputFigures
 from .tolerances import DEFAULT_TOLERANCES, SEMANTICS
 
 __all__ = [
-    "fmt_cos",
-    "fmt_db",
-    "fmt_err",
-    "fmt_index",
-    "fmt_pct",
-    "fmt_shape",
-    "fmt_tol",
-    "fmt_up",
     "fmt_val",
     "output_report",
     "result_message",
@@ -43,68 +36,6 @@ _IND = "  "
 # --------------------------------------------------------------------------------------
 # Numbers
 # --------------------------------------------------------------------------------------
-
-
-def fmt_shape(shape: Sequence[Any]) -> str:
-    """``(2, 3)``, ``(4,)``, ``()``: a shape written as Python writes a tuple."""
-    return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def fmt_index(index: Sequence[Any]) -> str:
-    """An element's index, written like a shape."""
-    return fmt_shape(index)
-
-
-def fmt_pct(p: float) -> str:
-    """A percentage to 3 significant digits."""
-    return f"{p:.3g}%"
-
-
-def fmt_tol(x: float) -> str:
-    """A tolerance as the user would write it."""
-    return f"{x:g}"
-
-
-def fmt_err(x: Any) -> str:
-    """An error to 3 significant digits (``n/a`` for None, ``nan``, ``inf``)."""
-    if x is None:
-        return "n/a"
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return f"{x:.3g}"
-
-
-def fmt_up(x: float) -> str:
-    """3 significant digits, rounded up: a tolerance that surely suffices."""
-    if x == 0 or not math.isfinite(x):
-        return fmt_err(x)
-    q = 10.0 ** (math.floor(math.log10(x)) - 2)
-    if q == 0.0:  # x is subnormal (5e-324): the rounding step underflows; repr is exact
-        return repr(x)
-    for digits in (3, 4, 6, 9, 17):
-        txt = f"{math.ceil(x / q) * q:.{digits}g}"
-        if float(txt) >= x:
-            return txt
-    return repr(x)
-
-
-def fmt_cos(x: float | None) -> str:
-    """A cosine similarity to 8 significant digits."""
-    if x is None or math.isnan(x):
-        return "nan"
-    return f"{x:.8g}"
-
-
-def fmt_db(x: float | None) -> str:
-    """A signal-to-noise ratio in dB to one decimal."""
-    if x is None or math.isnan(x):
-        return "nan dB"
-    if math.isinf(x):
-        return ("inf" if x > 0 else "-inf") + " dB"
-    return f"{x:.1f} dB"
 
 
 def fmt_val(value: Any, dtype_name: str | None) -> str:

@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from ..core.dtypes import FP32, normalize_precision
+from ..core.formatting import fmt_cos, fmt_db, fmt_shape
 from ..core.jsonsafe import json_number
 from ..errors import AccuracyError, UsageError
 from .arguments import pair_up, per_output
 from .detail import detail_exact, detail_float
 from .figures import Element, OutputFigures
-from .messages import fmt_cos, fmt_db, fmt_shape, output_report, result_message, summary_line, would_pass
+from .messages import output_report, result_message, summary_line, would_pass
 from .metrics import MetricSums, exact_metric_sums
 from .scan import beyond_atol, category, passes_exact, passes_float, working_dtype
 from .tolerances import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES, SEMANTICS

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.dtypes import LARGEST_FINITE
+from ..core.formatting import fmt_error
 from ..core.jsonsafe import json_number
 from ..reference.baseline import fp32_intermediates
 from .masking import is_masking, sentinels
@@ -69,7 +70,6 @@ __all__ = [
     "Divergence",
     "TensorError",
     "compare_tensors",
-    "fmt_error",
     "locate_divergence",
 ]
 
@@ -471,17 +471,6 @@ def _table(rows: list[TensorError]) -> list[str]:
         lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {fmt_error(t.max_abs):>9} "
                      f"{fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
     return lines
-
-
-def fmt_error(x: float | None) -> str:
-    """An error figure as the layerwise and search messages write it: ``1.2e-03``, ``inf``, ``nan``, ``-`` for None."""
-    if x is None:
-        return "-"
-    if math.isinf(x):
-        return "inf"
-    if math.isnan(x):
-        return "nan"
-    return f"{x:.1e}"
 
 
 def _fmt_jump(x: float) -> str:

@@ -10,11 +10,11 @@ constrained nodes' table; layerwise and parser cards show their curve and node v
 
 from __future__ import annotations
 
+from ..core.formatting import as_float, fmt_cell_err, fmt_cell_tol
 from ..core.records import LayerwiseRecord
 from .html_figures import css_heatmap, css_histogram, esc, svg_curve, value_text
-from .plots import as_float, heatmap_png, histogram_png, layerwise_png, layerwise_points, mismatch_marks
+from .plots import heatmap_png, histogram_png, layerwise_png, layerwise_points, mismatch_marks
 from .rows import BAD_STATUSES, GOOD_STATUSES, caught, parser_rows, records_of, scope_of
-from .summary import fmt_err, fmt_tol
 
 #: rows of a precision table before the rest is folded away
 NODE_ROWS = 300
@@ -55,7 +55,7 @@ def _failure_facts(r: dict) -> list[str]:
         facts.append(f"{r['mismatched']} of {r['total']} elements mismatched")
     if out.get("worst_abs_index") is not None:
         vals = out.get("worst_abs_values") or [None, None]
-        facts.append(f"worst abs error {fmt_err(r['max_abs'])} at {tuple(out['worst_abs_index'])}: "
+        facts.append(f"worst abs error {fmt_cell_err(r['max_abs'])} at {tuple(out['worst_abs_index'])}: "
                      f"actual {value_text(vals[0])}, expected {value_text(vals[1])}")
     facts += _advice(out)
     if out.get("nan_actual"):
@@ -73,8 +73,8 @@ def _advice(out: dict) -> list[str]:
     if out.get("advice"):
         return [esc(out["advice"])]
     if out.get("needed_atol") is not None:
-        return [f"would pass with atol &ge; {fmt_err(as_float(out.get('needed_atol')))} or rtol &ge; "
-                f"{fmt_err(as_float(out.get('needed_rtol')))}"]
+        return [f"would pass with atol &ge; {fmt_cell_err(as_float(out.get('needed_atol')))} or rtol &ge; "
+                f"{fmt_cell_err(as_float(out.get('needed_rtol')))}"]
     return []
 
 
@@ -106,7 +106,7 @@ def _failure_card(r: dict, anchor: str, use_png: bool) -> str:
     parts = [f'<div class="card{"" if neutral else " fail"}" id="{anchor}"><h3><span class="mono">{abbr_nodeid(r["test"])}'
              f'</span> &rarr; output <span class="mono">{esc(r["output"])}</span>{tag}</h3>',
              f'<div class="note">{esc(r["model"])} on {esc(r["backend"])} [{esc(r["policy"])}], seed {esc(r["seed"])}, '
-             f'baseline {esc(r["baseline"])}; tolerances atol {fmt_tol(r["atol"])}, rtol {fmt_tol(r["rtol"])}</div>',
+             f'baseline {esc(r["baseline"])}; tolerances atol {fmt_cell_tol(r["atol"])}, rtol {fmt_cell_tol(r["rtol"])}</div>',
              "<ul>" + "".join(f"<li>{f}</li>" for f in _failure_facts(r)) + "</ul>"]
     figures = r.get("figures")
     if figures:
@@ -267,7 +267,7 @@ def _layerwise_card(res: dict, rec: LayerwiseRecord, use_png: bool) -> str:
     key = "rel" if any("rel" in t for t in tensors) else "max_abs"
     top = sorted(tensors, key=lambda t: -(as_float(t.get(key)) or 0.0))[:5]
     worst = "".join(f"<li><span class=mono>{esc(t.get('node') or t.get('tensor'))}</span> ({esc(t.get('op_type'))}, "
-                    f"{esc(t.get('precision') or '-')}): {key} {fmt_err(as_float(t.get(key)))}</li>" for t in top)
+                    f"{esc(t.get('precision') or '-')}): {key} {fmt_cell_err(as_float(t.get(key)))}</li>" for t in top)
     return (f'<div class="card"><h3><span class="mono">{esc(res["nodeid"])}</span>: {esc(title)}</h3>'
             f'<div class="note">first divergent node: <span class="mono">{esc(first_text)}</span>'
             f'{"; " + esc(rec.note) if rec.note else ""}</div>'

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from ..core.formatting import as_float
 from ..core.records import (
     AccuracyRecord,
     BaselineFallbackRecord,
@@ -26,7 +27,6 @@ from ..core.records import (
     Record,
     as_record,
 )
-from .plots import as_float
 
 R = TypeVar("R", bound=Record)
 

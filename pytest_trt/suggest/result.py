@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..locate.divergence import fmt_error
+from ..core.formatting import as_float, fmt_error
 from .groups import Group
 
 __all__ = ["Attempt", "Suggestion"]
@@ -46,7 +46,7 @@ class Attempt:
     @property
     def worst_max_abs(self) -> float:
         """The largest ``max_abs`` over the outputs on the user's feeds (NaN/Inf count as inf)."""
-        return max((_num(v["max_abs"]) for v in self.accuracy.values()), default=0.0)
+        return max((_figure(v["max_abs"]) for v in self.accuracy.values()), default=0.0)
 
     def to_json(self) -> dict[str, Any]:
         """The attempt as a JSON record (without the per-set accuracy)."""
@@ -338,12 +338,11 @@ class Suggestion:
 
 
 
-def _num(x: Any) -> float:
-    if x is None:
-        return 0.0
-    if isinstance(x, str):
-        return math.inf if x in ("inf", "nan") else -math.inf
-    return float(x)
+def _figure(x: Any) -> float:
+    """An accuracy figure (:func:`~pytest_trt.suggest.recheck.accuracy_record`, JSON form) as a float,
+    0 where not computed."""
+    value = as_float(x)
+    return 0.0 if value is None else value
 
 
 def _acc_text(accuracy: dict) -> str:
@@ -351,12 +350,12 @@ def _acc_text(accuracy: dict) -> str:
         return "-"
     parts = []
     for name, v in accuracy.items():
-        text = f"{name} max abs {fmt_error(_num(v['max_abs']))}, max rel {fmt_error(_num(v['max_rel']))}"
+        text = f"{name} max abs {fmt_error(_figure(v['max_abs']))}, max rel {fmt_error(_figure(v['max_rel']))}"
         if v.get("nan") or v.get("inf"):
             text = f"{name} " + ", ".join(f"{v[k]} {'NaN' if k == 'nan' else 'Inf'}" for k in ("nan", "inf")
                                           if v.get(k))
-            if v["max_abs"] is not None and math.isfinite(_num(v["max_abs"])):
-                text += f", max abs of the finite elements {fmt_error(_num(v['max_abs']))}"
+            if v["max_abs"] is not None and math.isfinite(_figure(v["max_abs"])):
+                text += f", max abs of the finite elements {fmt_error(_figure(v['max_abs']))}"
         if not v["passed"]:
             text += f" ({v['mismatched']} of {v['total']} mismatched)"
         parts.append(text)

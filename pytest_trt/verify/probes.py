@@ -58,6 +58,7 @@ from onnx import helper, numpy_helper
 from ..backends.base import BuildConfig, get_backend
 from ..cache import ArtifactCache
 from ..core.dtypes import ELEM_FLOAT
+from ..core.jsonsafe import json_number
 from ..errors import ModelError, UsageError
 from ..model.load import load_model
 from ..plan.policy import PrecisionPolicy, Rule
@@ -240,13 +241,9 @@ class ProbeMeasurement:
                 f"{' -> low precision' if self.flagged else ''}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"probe": self.probe, "description": self.description, "max_abs_err": _num(self.max_abs_err),
-                "rel_err": _num(self.rel_err), "nonfinite": self.nonfinite, "total": self.total,
+        return {"probe": self.probe, "description": self.description, "max_abs_err": json_number(self.max_abs_err),
+                "rel_err": json_number(self.rel_err), "nonfinite": self.nonfinite, "total": self.total,
                 "flagged": self.flagged}
-
-
-def _num(x: float):
-    return x if math.isfinite(x) else str(x)
 
 
 @dataclass

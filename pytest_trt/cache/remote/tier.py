@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..._version import __version__
 from ...errors import CacheError, CacheWarning, UsageError
-from .. import CacheStats, safe_relative_path, same_parts
+from .. import CacheStats, same_parts
+from ..entry import well_formed_file_record
 from ..files import space_hint, why
-from ..key import KEY_RE
 from .layout import (
     DEFAULT_TIMEOUT,
     ENV_KEY,
@@ -265,7 +265,7 @@ class RemoteTier:
         if not isinstance(files, dict) or not files:
             raise RejectedEntry("the signed manifest lists no files")
         for name, meta in files.items():
-            if not _well_formed(name, meta):
+            if not well_formed_file_record(name, meta):
                 raise RejectedEntry(f"the signed manifest has a malformed file record {str(name)[:80]!r}")
         return files
 
@@ -389,14 +389,3 @@ def _empty(directory: Path) -> None:
                           str(directory))
 
 
-def _well_formed(name: Any, meta: Any) -> bool:
-    """A signed file record: a safe relative name (not the manifest's), a size >= 0 and a sha256."""
-    return (
-        safe_relative_path(name)
-        and name != MANIFEST
-        and isinstance(meta, dict)
-        and isinstance(meta.get("size"), int)
-        and meta["size"] >= 0
-        and isinstance(meta.get("sha256"), str)
-        and bool(KEY_RE.match(meta["sha256"]))
-    )
