@@ -20,6 +20,7 @@ from ..glue.case import Feeds
 from ..suggest import MIN_RECHECK_SEEDS, suggest_fp32_islands
 from .common import (
     build_config_from_args,
+    criterion_from_args,
     emit_json,
     feeds_from_args,
     policy_from_args,
@@ -36,7 +37,7 @@ def run(args: Any) -> int:
     session = session_from_args(args)
     model = session.model(args.model)
     policy = policy_from_args(args)
-    session.plan(model, policy)  # pattern and model errors surface here, before any build
+    criterion = criterion_from_args(args, session.plan(model, policy))  # errors here, before any build
     feeds = feeds_from_args(args, model)
     config = build_config_from_args(args, model, feeds)
     seeds = list(range(args.seed + 1, args.seed + 1 + args.recheck_seeds))
@@ -49,7 +50,7 @@ def run(args: Any) -> int:
         feeds = Feeds(feeds)
         feeds.seed = feeds_seed
     found = suggest_fp32_islands(model, policy, feeds, backend=session.backend, cache=session.cache,
-                                 rtol=args.rtol, atol=args.atol, config=config, max_builds=args.max_builds,
+                                 criterion=criterion, config=config, max_builds=args.max_builds,
                                  threshold=args.threshold, recheck_seeds=seeds, make_feeds=make)
     if args.json:
         emit_json({"model": str(args.model), "seed": args.seed, **found.to_json()})

@@ -13,13 +13,16 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core.formatting import fmt_cos, fmt_db, fmt_err, fmt_index, fmt_pct, fmt_shape, fmt_tol, fmt_up
 from .figures import Element, OutputFigures
 from .tolerances import DEFAULT_TOLERANCES, SEMANTICS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .criterion import Criterion
 
 __all__ = [
     "fmt_val",
@@ -235,8 +238,11 @@ def table_rows(oc: OutputFigures) -> list[str]:
 # --------------------------------------------------------------------------------------
 
 
-def _tolerance_text(outs: Sequence[OutputFigures], precision: str) -> str:
-    tols = {(o.rtol, o.atol) for o in outs if o.kind == "float" or o.kind is None}
+def _tolerance_text(outs: Sequence[OutputFigures], precision: str, criterion: Criterion | None) -> str:
+    floats = [o.name for o in outs if o.kind == "float" or o.kind is None]
+    if criterion is not None:  # every value with where it came from
+        return criterion.describe(floats)
+    tols = {(o.rtol, o.atol) for o in outs if o.name in floats}
     if len(tols) == 1:
         rtol, atol = next(iter(tols))
         dflt = " (defaults)" if (rtol, atol) == DEFAULT_TOLERANCES[precision] else ""
@@ -246,10 +252,12 @@ def _tolerance_text(outs: Sequence[OutputFigures], precision: str) -> str:
     return "exact comparison"
 
 
-def result_message(outs: Sequence[OutputFigures], precision: str, equal_nan: bool, no_check: bool = False) -> str:
-    """The failure message of a comparison of ``outs`` (or a summary when everything passed)."""
+def result_message(outs: Sequence[OutputFigures], precision: str, equal_nan: bool, no_check: bool = False,
+                   criterion: Criterion | None = None) -> str:
+    """The failure message of a comparison of ``outs`` (or a summary when everything passed); with the
+    ``criterion`` it was judged by, its head names where each tolerance and floor came from."""
     failed = [o for o in outs if not o.passed]
-    tol_txt = _tolerance_text(outs, precision)
+    tol_txt = _tolerance_text(outs, precision, criterion)
     if no_check:
         tol_txt += "; no_check: no tolerance verdict (NaN/Inf mismatches, missing outputs and explicit floors still fail)"
     nan_txt = "NaN equals NaN (equal_nan=True)" if equal_nan else "NaN never equals NaN"

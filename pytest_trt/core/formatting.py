@@ -66,8 +66,14 @@ def fmt_pct(p: float) -> str:
 
 
 def fmt_tol(x: float) -> str:
-    """A tolerance as the user would write it (``0.01``, ``1e-05``, ``inf``)."""
-    return f"{x:g}"
+    """A tolerance or a floor as the user would write it (``0.01``, ``1e-05``, ``inf``): ``%g``, or the
+    shortest exact form where ``%g``'s 6 digits would change it (a floor ``0.99999999`` is not ``1``).
+
+    >>> fmt_tol(0.01), fmt_tol(1e-5), fmt_tol(0.99999999), fmt_tol(float("inf"))
+    ('0.01', '1e-05', '0.99999999', 'inf')
+    """
+    short = f"{x:g}"
+    return short if not math.isfinite(x) or float(short) == x else repr(float(x))
 
 
 def fmt_err(x: Any) -> str:

@@ -160,6 +160,12 @@ class AccuracyRecord(Record):
         """``{output name: CompareResult output JSON}``, in the model's order."""
         return self.result.get("outputs") or {}
 
+    @property
+    def criterion(self) -> dict[str, Any] | None:
+        """The criterion the outputs were judged by (``Criterion.to_json()``: per output, every
+        tolerance and floor with its level and source); None in a record written before it was kept."""
+        return self.result.get("criterion")
+
 
 @dataclass(kw_only=True)
 class PrecisionRecord(Record):

@@ -98,6 +98,13 @@ def _error_figures(figures: dict, title: str, use_png: bool) -> str:
     return "".join(parts)
 
 
+def _criterion_html(r: dict) -> str:
+    """The output's criterion with where each value came from (a record without one: its tolerances)."""
+    if r.get("criterion"):
+        return f"criterion {esc(r['criterion'])}"
+    return f"tolerances atol {fmt_cell_tol(r['atol'])}, rtol {fmt_cell_tol(r['rtol'])}"
+
+
 def _failure_card(r: dict, anchor: str, use_png: bool) -> str:
     neutral = tone_of_row(r) == "neutral"
     tag = '<span class="tag">expected failure, caught</span>' if neutral else ""
@@ -106,7 +113,7 @@ def _failure_card(r: dict, anchor: str, use_png: bool) -> str:
     parts = [f'<div class="card{"" if neutral else " fail"}" id="{anchor}"><h3><span class="mono">{abbr_nodeid(r["test"])}'
              f'</span> &rarr; output <span class="mono">{esc(r["output"])}</span>{tag}</h3>',
              f'<div class="note">{esc(r["model"])} on {esc(r["backend"])} [{esc(r["policy"])}], seed {esc(r["seed"])}, '
-             f'baseline {esc(r["baseline"])}; tolerances atol {fmt_cell_tol(r["atol"])}, rtol {fmt_cell_tol(r["rtol"])}</div>',
+             f'baseline {esc(r["baseline"])}; {_criterion_html(r)}</div>',
              "<ul>" + "".join(f"<li>{f}</li>" for f in _failure_facts(r)) + "</ul>"]
     figures = r.get("figures")
     if figures:

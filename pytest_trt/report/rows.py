@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from ..compare.criterion import Criterion
 from ..core.formatting import as_float
 from ..core.records import (
     AccuracyRecord,
@@ -190,6 +191,15 @@ def metric_ratios(out: dict) -> list[float]:
     return parts
 
 
+def criterion_text(criterion: dict | None, output: str | None = None) -> str | None:
+    """A record's criterion in words, each value with its source (``Criterion.describe``), for one
+    ``output`` or all; None for a record without one."""
+    if not criterion:
+        return None
+    judged = Criterion.from_json(criterion)
+    return judged.describe(None if output is None else [output])
+
+
 def _engine_for(res: dict, rec: AccuracyRecord) -> EngineRecord | None:
     engines = [r for r in result_records(res) if isinstance(r, EngineRecord)]
     for eng in engines:
@@ -233,6 +243,7 @@ def accuracy_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
                 "atol": as_float(out.get("atol")), "rtol": as_float(out.get("rtol")),
                 "mismatched": out.get("mismatched"), "total": out.get("total"),
                 "ratio": ratio, "binding": binding, "engine": engine_text(engine),
+                "criterion": criterion_text(rec.criterion, name),
                 "cache_hit": None if engine is None else bool(engine.cache_hit),
                 "build_seconds": None if engine is None else engine.build_seconds,
                 "figures": figures.get(name), "comparison": out,
@@ -418,7 +429,7 @@ def unique(values: Iterable[Any]) -> list:
 
 
 __all__ = ["BAD_STATUSES", "BINDINGS", "EVIDENCE", "binding_text", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
-           "caught", "engine_counts", "engine_text", "evidence_counts", "metric_ratios", "network_scopes",
+           "caught", "criterion_text", "engine_counts", "engine_text", "evidence_counts", "metric_ratios", "network_scopes",
            "parser_promotions", "parser_rows", "precision_nodes", "precision_passed", "precision_rows",
            "records_of", "scope_of", "result_records", "tolerance_bound", "tolerance_ratio", "unique",
            "worst_per_test_output"]

@@ -14,6 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..compare.criterion import Criterion
 from ..core.formatting import as_float, fmt_error
 from .groups import Group
 
@@ -110,8 +111,8 @@ class Suggestion:
     backend: str = ""
     #: what the backend says its results are when they are not TensorRT's (``Backend.disclaimer``)
     backend_disclaimer: str | None = None
-    rtol: Any = None
-    atol: Any = None
+    #: the criterion every candidate was judged by (tolerances and floors per output, with sources)
+    criterion: Criterion | None = None
     first_divergence: str | None = None
     attempts: list = field(default_factory=list)
     alternatives: list = field(default_factory=list)
@@ -129,6 +130,23 @@ class Suggestion:
     fp32_flops: int = 0
 
     # -- derived ---------------------------------------------------------------------------
+    @property
+    def rtol(self) -> Any:
+        """The criterion's rtol: one number when every output has the same, else ``{output: value}``."""
+        return self._tolerance("rtol")
+
+    @property
+    def atol(self) -> Any:
+        """The criterion's atol: one number when every output has the same, else ``{output: value}``."""
+        return self._tolerance("atol")
+
+    def _tolerance(self, what: str) -> Any:
+        if self.criterion is None:
+            return None
+        values = self.criterion.tolerances()[what]
+        distinct = set(values.values())
+        return distinct.pop() if len(distinct) == 1 else values
+
     @property
     def fp32_nodes(self) -> int:
         """Compute nodes the final plan keeps in FP32."""
@@ -206,7 +224,8 @@ class Suggestion:
         head = f"FP32-island search for {self.model} [{self.base_policy.describe()}] on {self.backend}"
         if self.backend_disclaimer:
             head += f" ({self.backend_disclaimer})"
-        lines = [head, f"  tolerance: rtol {_tol(self.rtol)}, atol {_tol(self.atol)}"]
+        judged = self.criterion.describe() if self.criterion is not None else "-"
+        lines = [head, f"  criterion: {judged}"]
         lines.append(f"  as given: {'passes' if self.reason == 'already-passes' else 'fails'} "
                      f"({_acc_text(self.initial_accuracy)})"
                      + (f"; first divergent node: {self.first_divergence}" if self.first_divergence else ""))
@@ -325,7 +344,9 @@ class Suggestion:
             "compute_nodes": self.compute_nodes, "low_precision_nodes": self.low_nodes,
             "low_precision": self.low_precision, "low_precision_share": round(self.low_precision_share, 4),
             "first_divergence": self.first_divergence, "minimal": self.minimal, "blocked": list(self.blocked),
-            "rtol": self.rtol, "atol": self.atol, "alternatives": self.alternatives,
+            "rtol": self.rtol, "atol": self.atol,
+            "criterion": None if self.criterion is None else self.criterion.to_json(),
+            "alternatives": self.alternatives,
             "layerwise_note": self.layerwise_note, "attempts": [a.to_json() for a in self.attempts],
             "inputs": list(self.inputs), "recheck_seeds": list(self.recheck_seeds),
             "recheck_source": self.recheck_source, "passes_output_only": self.passes_output_only,
@@ -360,12 +381,3 @@ def _acc_text(accuracy: dict) -> str:
             text += f" ({v['mismatched']} of {v['total']} mismatched)"
         parts.append(text)
     return "; ".join(parts)
-
-
-def _tol(value: Any) -> str:
-    if isinstance(value, dict):
-        vals = set(value.values())
-        if len(vals) == 1:
-            return f"{next(iter(vals)):g}"
-        return ", ".join(f"{k}={v:g}" for k, v in value.items())
-    return f"{value:g}"
