@@ -79,9 +79,8 @@ def pytest_configure(config):
         return
     # --trt-gpus: on a worker this sets CUDA_VISIBLE_DEVICES, so it runs before the session probes any GPU
     xdist_gpus.configure(config)
-    given = _settings.given_options(config)
-    if given:
-        activate(config, "options: " + ", ".join(given))
+    if _settings.given_options(config):  # a --trt-* option or trt_* ini value puts the plugin in use
+        activate(config)
 
 
 @pytest.hookimpl(trylast=True)
@@ -105,7 +104,7 @@ def pytest_collection_modifyitems(session, config, items):
         if first is None:
             return
         try:
-            activate(config, f"trt test collected: {first.nodeid}")
+            activate(config)
         except pytest.UsageError as exc:
             if not hasattr(config, "workerinput"):
                 raise
@@ -414,7 +413,7 @@ class ResultsCollector:
     def pytest_runtest_logreport(self, report):
         for name, value in report.user_properties:
             if name in (TEST_PROPERTY, SKIP_PROPERTY):
-                session = activate(self.config, f"trt test reported: {report.nodeid}")
+                session = activate(self.config)
                 if name == TEST_PROPERTY:
                     session.trt_tests.add(report.nodeid)
                 else:

@@ -98,7 +98,7 @@ def feeds_from_args(args, model) -> dict:
     return make_feeds(model, shapes=shapes or None, val_range=val_range or None, seed=args.seed)
 
 
-def build_config_from_args(args, model, feeds):
+def build_config_from_args(args, feeds):
 
     profile = {name: (tuple(a.shape),) * 3 for name, a in feeds.items()}
     return BuildConfig(typing=args.typing, profiles=(profile,))

@@ -32,7 +32,7 @@ def prepare(args: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
     feeds = feeds_from_args(args, model)
-    config = build_config_from_args(args, model, feeds)
+    config = build_config_from_args(args, feeds)
     reason = session.backend.supports(plan, config)  # e.g. weak typing refused for as-is models
     if reason:
         raise BackendUnavailable(

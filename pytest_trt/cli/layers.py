@@ -43,7 +43,7 @@ def run(args) -> int:
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
     if args.load_inputs:
-        config = build_config_from_args(args, model, feeds_from_args(args, model))
+        config = build_config_from_args(args, feeds_from_args(args, model))
     elif args.input_shapes or session.backend.shape_specific:
         # only the shapes matter (the optimization profile); values, e.g. an integer input's
         # range, do not: the same profile compare builds from its feeds, so the cache entry is shared

@@ -39,7 +39,7 @@ def run(args: Any) -> int:
     policy = policy_from_args(args)
     criterion = criterion_from_args(args, session.plan(model, policy))  # errors here, before any build
     feeds = feeds_from_args(args, model)
-    config = build_config_from_args(args, model, feeds)
+    config = build_config_from_args(args, feeds)
     seeds = list(range(args.seed + 1, args.seed + 1 + args.recheck_seeds))
     make = None
     if not args.load_inputs:  # generated feeds: the re-check seeds are generated the same way

@@ -187,20 +187,11 @@ class Criterion:
             refuse_infinite(criterion.tolerances(), where)
         return criterion
 
-    @classmethod
-    def default(cls, names: Iterable[str], precision: str = FP32) -> Criterion:
-        """The per-precision defaults for ``names``."""
-        return cls.resolve(names, precision)
-
-    def overridden(self, levels: Sequence[Level], *, where: str = "") -> Criterion:
-        """This criterion below ``levels`` (e.g. a replay's ``--atol`` over the saved criterion):
-        each value a level gives replaces the saved one, with its source."""
-        return Criterion.resolve(self.outputs, self.precision, [*levels, *self.as_levels()], no_check=self.no_check,
-                                 no_check_source=self.no_check_source, equal_nan=self.equal_nan, where=where)
-
     def as_levels(self, note: str = "") -> list[Level]:
         """The criterion as levels that give exactly its values, with their level and source
-        (``note`` appended to each source, e.g. where it was read from)."""
+        (``note`` appended to each source, e.g. where it was read from): put below other levels,
+        e.g. a replay's ``--atol`` over a saved criterion, each value a level gives replaces the
+        saved one."""
         groups: dict[tuple[str, str], dict[str, dict[str, float | None]]] = {}
         for name, oc in self.outputs.items():
             for what, s in oc.settings().items():
@@ -246,12 +237,6 @@ class Criterion:
                 for n, s in zip(chosen, settings, strict=True)))
         parts = [f"{', '.join(items)} ({source})" for source, items in groups.items()] + per_output
         return "; ".join(parts)
-
-    def output_line(self, name: str) -> str:
-        """``rtol=0.02 (fp16 default), atol=0.001 (marker)``: one output's tolerances with sources."""
-        oc = self.output(name)
-        return ", ".join(f"{what}={fmt_tol(s.value)} ({s.source})" for what, s in
-                         (("rtol", oc.rtol), ("atol", oc.atol)) if s.value is not None)
 
     # -- JSON --------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:

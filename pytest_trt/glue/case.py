@@ -47,7 +47,7 @@ from .marker import MARKER_KEYS, marker_kwargs, validate_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..backends.base import Engine
-    from ..run.session import BuildEvent, TrtSession
+    from ..run.session import TrtSession
 
 
 
@@ -89,7 +89,6 @@ class TrtCase:
         validate_options(self.options, node.nodeid)
         self.records: list[Record] = []
         self._engine: Engine | None = None
-        self._build_event: BuildEvent | None = None
         self._default_feeds: Feeds | None = None
         self._parser_recorded: set = set()
 
@@ -286,7 +285,7 @@ class TrtCase:
                                  f"[{self.plan.policy.describe()}] as this test declares it: {why}. Change the "
                                  f"marker (typing=, as_is=), or declare requires= for the backends that can")
             engine, event = self.session.engine(self.plan, self.build_config)
-            self._engine, self._build_event = engine, event
+            self._engine = engine
             self.records.append(event.to_record())
             if self.session.settings.parser_check != "off":
                 # --trt-parser-check: a verdict beside the backend's; a failure fails the test after

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,14 +27,14 @@ class Model:
         proto: the ``onnx.ModelProto`` (external data loaded).
         path: the file it came from, or None for an in-memory model.
         sha256: hash of the serialized model: the model part of every cache key.
-        renamed_nodes: ``{new_name: reason}`` for nodes that had no name or a duplicate
-            name; patterns and reports use the new names.
+
+    Nodes that had no name or a duplicate one are named when the model is loaded
+    (``<op_type>_<index>``, ``<name>__2``); patterns and reports use those names.
     """
 
     proto: Any
     path: Path | None = None
     sha256: str = ""
-    renamed_nodes: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -72,22 +72,19 @@ class Model:
         return f"Model({self.label!r}, sha256={self.sha256[:12]})"
 
 
-def _name_nodes(proto) -> dict[str, str]:
+def _name_nodes(proto) -> None:
     """Give unnamed nodes a name and make duplicate names unique.
 
     Patterns and engine layer names refer to nodes by name, so every node needs one.
     TensorRT's ONNX parser names layers after nodes too; a model whose nodes are
     unnamed gets ``<op_type>_<index>`` names here, which is also what ``plan`` shows.
     """
-    renamed: dict[str, str] = {}
     seen: set[str] = set()
     for index, node in enumerate(proto.graph.node):
         if not node.name:
             base = f"{node.op_type}_{index}"
-            reason = "node had no name"
         elif node.name in seen:
             base = node.name
-            reason = f"duplicate node name {node.name!r}"
         else:
             seen.add(node.name)
             continue
@@ -97,8 +94,6 @@ def _name_nodes(proto) -> dict[str, str]:
             name = f"{base}__{k}"
         node.name = name
         seen.add(name)
-        renamed[name] = reason
-    return renamed
 
 
 def load_model(source: Any, *, check: bool = True, origin: str | None = None) -> Model:
@@ -135,8 +130,8 @@ def load_model(source: Any, *, check: bool = True, origin: str | None = None) ->
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             raise ModelError(f"{where} fails onnx.checker: {first}. Fix or re-export the model.") from exc
     digest = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
-    renamed = _name_nodes(proto)
-    return Model(proto=proto, path=path, sha256=digest, renamed_nodes=renamed)
+    _name_nodes(proto)
+    return Model(proto=proto, path=path, sha256=digest)
 
 
 def _read_proto(path: Path, origin: str | None = None) -> onnx.ModelProto:

@@ -348,7 +348,7 @@ def network_scopes(decisions: Iterable[Any]) -> list[dict]:
     return list(scopes.values())
 
 
-def precision_passed(rec: PrecisionRecord, constrained: list[dict]) -> bool:
+def precision_passed(rec: PrecisionRecord) -> bool:
     """A record's verdict: its own ``passed`` when set (TrtCase records every verdict); else the
     report's, else passed (a record without one was appended after the check returned)."""
     if rec.passed is not None:
@@ -388,7 +388,7 @@ def precision_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
             "evidence": evidence_counts(constrained),
             "test": res["nodeid"], "outcome": res.get("outcome"), "expected_failure": res.get("expected_failure"),
             "pattern": rec.pattern,
-            "precision": rec.precision, "passed": precision_passed(rec, constrained),
+            "precision": rec.precision, "passed": precision_passed(rec),
             "source": report.get("source"), "typing": report.get("typing"), "backend": report.get("backend"),
             "emulated": bool(report.get("emulated")) or report.get("source") == "emulation",
             "counts": counts, "constrained": constrained, "nodes": everything,

@@ -97,8 +97,6 @@ class TrtSession:
     #: the terminal summary's first line
     trt_tests: set = field(default_factory=set)
     skipped: list = field(default_factory=list)
-    #: how the session came to be in use: the options given, or "a trt test was collected"
-    activated_by: str = ""
     #: which session-wide patterns (--trt-keep-fp32) matched in the models of the trt tests that ran
     patterns: SessionPatterns = field(default_factory=SessionPatterns)
     #: on the controller, after the run: why the session failed although its tests did not

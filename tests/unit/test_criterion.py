@@ -79,7 +79,7 @@ def test_levels_over_a_saved_criterion_replace_only_what_they_give():
     assert hidden.rtol == Setting(0.5, "marker", "marker, from x.json")
     assert hidden.min_cosine == Setting(0.9, "argument", "trt.check(), from x.json")
     assert hidden.min_snr_db == Setting(None, "default", "none, from x.json")  # "no floor" stays none
-    assert saved.overridden([]) == saved
+    assert Criterion.resolve(NAMES, saved.precision, saved.as_levels()) == saved
 
 
 def test_compare_outputs_records_the_criterion_and_refuses_both_forms():

@@ -236,10 +236,10 @@ def test_check_network_dtypes(use_fake, plan):
     from pytest_trt.realize import realize_strong
 
     assert fake.OnnxParser(network, None).parse(realize_strong(plan).SerializeToString())
-    assert check_network_dtypes(network, plan, compat) == []
+    assert check_network_dtypes(network, plan) == []
     sub = next(layer for layer in network.layers if layer.name == f"{LN}/Sub")
     sub.get_output(0).dtype = fake.DataType.HALF
-    found = check_network_dtypes(network, plan, compat)
+    found = check_network_dtypes(network, plan)
     assert [(m.node, m.tensor, m.planned, m.actual) for m in found] == [
         (f"{LN}/Sub", f"{LN}/Sub_output_0", "fp32", "fp16")]
     assert "planned fp32" in found[0].describe()

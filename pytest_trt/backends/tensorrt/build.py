@@ -88,7 +88,7 @@ class _EngineBuild:
         network = builder.create_network(compat.network_flags(self.strong))
         parser = trt.OnnxParser(network, self.logger)
         path = getattr(self.plan.model, "path", None)
-        with parse_source(proto, path, copy=not self.strong) as (model_bytes, model_file):
+        with parse_source(proto, copy=not self.strong) as (model_bytes, model_file):
             if model_file is not None:
                 self.record["parsed_from_file"] = "external data (model over the 2 GiB protobuf limit)"
                 ok = parser.parse_from_file(str(model_file))
@@ -107,7 +107,7 @@ class _EngineBuild:
         self.stage = "network"
         compat, plan, record = self.compat, self.plan, self.record
         if self.strong:
-            mismatches = check_network_dtypes(network, plan, compat)
+            mismatches = check_network_dtypes(network, plan)
             record["network_mismatches"] = [m.to_json() for m in mismatches]
             record["network_nodes"] = network_node_dtypes(network, plan)
             lowered = [m for m in mismatches if m.verdict == LOWER]
@@ -173,7 +173,7 @@ def build_into(compat: TrtCompat, backend_name: str, plan: PrecisionPlan, config
 
 
 @contextlib.contextmanager
-def parse_source(proto, path, *, copy: bool):
+def parse_source(proto, *, copy: bool):
     """``(bytes, None)`` for a model under the protobuf limit, else ``(None, model file)`` with the
     weights written as external data into a temporary directory (removed afterwards).
 

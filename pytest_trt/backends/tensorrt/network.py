@@ -81,7 +81,7 @@ class DtypeMismatch:
                 "planned": self.planned, "actual": self.actual, "verdict": self.verdict}
 
 
-def check_network_dtypes(network, plan: PrecisionPlan, compat: TrtCompat | None = None) -> list[DtypeMismatch]:
+def check_network_dtypes(network, plan: PrecisionPlan) -> list[DtypeMismatch]:
     """Compare a parsed (strongly typed) network with the plan, before building.
 
     For each layer carrying a planned compute node (layer name == node name, or its

@@ -300,8 +300,7 @@ class RemoteTier:
                 and not self.uploads_stopped and (kind, key) not in self._publish_checked
                 and not local_manifest.get("origin"))
 
-    def ensure_published(self, kind: str, key: str, parts: dict, entry: Path, local_manifest: dict, *,
-                         label: str = "") -> bool:
+    def ensure_published(self, kind: str, key: str, entry: Path, local_manifest: dict, *, label: str = "") -> bool:
         """Upload a local hit whose key has no published manifest of this builder's key id.
 
         A builder killed (or cut off) during its upload left the entry in its local cache, and
@@ -311,11 +310,12 @@ class RemoteTier:
         """
         if not self.wants_publish_check(kind, key, local_manifest):
             return False
-        return self.publish(kind, key, parts, entry, local_manifest, label=label, republish=True)
+        return self.publish(kind, key, entry, local_manifest, label=label, republish=True)
 
-    def publish(self, kind: str, key: str, parts: dict, entry: Path, local_manifest: dict, *,
-                label: str = "", republish: bool = False) -> bool:
-        """Upload the sealed local ``entry`` and publish it if no entry is published for the key.
+    def publish(self, kind: str, key: str, entry: Path, local_manifest: dict, *, label: str = "",
+                republish: bool = False) -> bool:
+        """Upload the sealed local ``entry`` and publish it if no entry is published for the key
+        (the signed key parts are the local manifest's, which the cache checked against the request).
 
         Returns True when this upload became the published entry. Never raises for transport
         problems: they warn and stop uploads (full, read-only) or the remote (unreachable).
