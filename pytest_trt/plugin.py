@@ -1,4 +1,17 @@
-"""pytest-trt's pytest plugin (entry point ``pytest11: trt``). Hooks in the order pytest calls them.
+"""pytest-trt's pytest plugin (entry point ``pytest11: trt``).
+
+The hooks, in the order pytest calls them (not the order of this file): ``pytest_addhooks``,
+``pytest_addoption``, ``pytest_configure`` (puts the plugin in use when options say so);
+pytest-xdist's ``pytest_xdist_auto_num_workers`` (``-n auto``); at session start
+``pytest_report_header`` and pytest-xdist's ``pytest_configure_node`` (controller, as each worker
+starts); ``pytest_collection_modifyitems`` (the first trt test puts it in use)
+and ``pytest_report_collectionfinish`` (that session's header); per test ``pytest_runtest_setup``,
+``pytest_runtest_call``, ``pytest_runtest_makereport`` (with :class:`FallbackRecorder` around the
+phases and :class:`ResultsCollector`'s ``pytest_runtest_logreport`` on the process that reports);
+``pytest_testnodedown`` (xdist controller, per finished worker); ``pytest_sessionfinish``
+(the reports are written), ``pytest_terminal_summary``, ``pytest_unconfigure``.
+``pytest_trt_select_backend`` is pytest-trt's own hook (:mod:`pytest_trt.glue.hookspec`), its
+default implementation called from :func:`~pytest_trt.glue.activation.activate`.
 
 The plugin is inert until it is *in use* (shared/CONVENTIONS.md): a ``--trt-*`` option or
 ``trt_*`` ini value is given (known in ``pytest_configure``), or a trt test is collected (a

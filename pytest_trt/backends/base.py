@@ -257,7 +257,7 @@ BUILTIN_BACKENDS: dict[str, tuple[str, str]] = {
 }
 #: The backend registry: process configuration, like pytest's own plugin registrations. A
 #: pytest run registers its plugins' backends (the ``pytest_trt_backends`` hook, in
-#: ``plugin.activate``) and unregisters them at ``pytest_unconfigure``, so a registration made
+#: ``glue.activation.activate``) and unregisters them at ``pytest_unconfigure``, so a registration made
 #: for a session ends with it; outside pytest, :func:`register_backend` is the API and lasts
 #: until :func:`unregister_backend`. A registered name replaces a built-in one of the same
 #: name. Backend *instances* are memos of the run (:func:`get_backend`, in

@@ -35,7 +35,8 @@ from ..errors import AccuracyError, ParserCheckError, PrecisionError, UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
 from ..inputs.files import comment_text, write_replay_script
 from ..locate.divergence import locate_divergence
-from ..plan.policy import PrecisionPolicy, Rule
+from ..plan.policy import PrecisionPolicy
+from ..plan.rules import Rule
 from ..reference.baseline import normalize_baseline, reference_label, reference_model
 from ..report.files import refuse_report_path
 from ..report.plots import failing_output_figures, layerwise_record

@@ -25,7 +25,8 @@ from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
 from ..locate.divergence import Divergence, locate_divergence
 from ..model.load import load_model
-from ..plan.policy import PrecisionPolicy, Rule
+from ..plan.policy import PrecisionPolicy
+from ..plan.rules import Rule
 from ..reference.baseline import fp32_baseline, fp32_intermediates
 from .flops import node_flops
 from .groups import (

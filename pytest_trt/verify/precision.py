@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.dtypes import FP32, normalize_precision
 from ..errors import PatternError, PrecisionError, UsageError
 from ..layers.report import EVIDENCE, LayerReport, evidence_text
-from ..plan.policy import Rule, validate_pattern
+from ..plan.rules import Rule, validate_pattern
 from .collapse import (
     DEFAULT_MAX_MYELIN_SHARE,
     DEFAULT_NODES_PER_LAYER,

@@ -61,7 +61,8 @@ from ..core.dtypes import ELEM_FLOAT
 from ..core.jsonsafe import json_number
 from ..errors import ModelError, UsageError
 from ..model.load import load_model
-from ..plan.policy import PrecisionPolicy, Rule
+from ..plan.policy import PrecisionPolicy
+from ..plan.rules import Rule
 from ..reference.baseline import reference_outputs
 from .layernorm_graph import LayerNormInstance, constant_value, find_layernorms
 

@@ -466,7 +466,7 @@ def test_run_layerwise_with_debug_tensors(use_fake, plan, cache, release):
 
 
 @pytest.mark.parametrize("version", ["10.0.1", "10.8.0.43"])
-def test_run_layerwise_probe_build_before_10_12(use_fake, plan, cache, version):
+def test_run_layerwise_uses_a_layerwise_build_before_10_12(use_fake, plan, cache, version):
     fake, backend = use_fake(version)
     engine = build(backend, plan, cache)
     values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
@@ -653,7 +653,7 @@ def test_debug_tensors_with_internal_names_are_named_through_the_layer_report(us
     np.testing.assert_array_equal(values[f"{LN}/Sub_output_0"], reference[f"{LN}/Sub_output_0"])
 
 
-def test_partial_capture_falls_back_to_the_probe_build(use_fake, plan, cache, release):
+def test_partial_capture_falls_back_to_the_layerwise_build(use_fake, plan, cache, release):
     missing = f"{LN}/Sqrt_output_0"
     fake, backend = use_fake(release[0], rtx=release[1], internal_tensor_names=True, unemitted_debug=(missing,))
     engine = build(backend, plan, cache)

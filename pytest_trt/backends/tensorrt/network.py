@@ -224,7 +224,7 @@ def apply_weak_hints(compat: TrtCompat, network, hints, plan: PrecisionPlan) -> 
 
 
 def mark_float_outputs(network, names: set[str]) -> int:
-    """Probe builds: mark every layer output whose name is in ``names`` (float tensors that
+    """Layerwise builds: mark every layer output whose name is in ``names`` (float tensors that
     ONNX nodes produce) as a network output (Polygraphy's ``ModifyNetworkOutputs`` with
     ``MARK_ALL`` does the same for every tensor; marking changes fusion)."""
     marked = 0
