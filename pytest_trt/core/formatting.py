@@ -7,7 +7,9 @@ format (a reader learns it once per view):
   digits, ``n/a`` for a figure not computed; :func:`fmt_up` rounds a needed tolerance *up*;
 * the report tables (terminal summary, HTML): :func:`fmt_cell_err` (``1.23e-02``),
   :func:`fmt_cell_tol`, :func:`fmt_ratio`, ``-`` for an empty cell;
-* the layerwise and FP32-island search tables: :func:`fmt_error` (``1.2e-03``), ``-`` when empty.
+* the layerwise and FP32-island search tables: :func:`fmt_error` (``1.2e-03``), ``-`` when empty;
+* ledgers (terminal and HTML): :func:`fmt_ms` (a time in ms, 4 significant digits) and
+  :func:`fmt_share` (a fraction as a percentage, one decimal), ``-`` when unknown.
 
 Figures read back from a report's JSON (where non-finite numbers are the strings ``"inf"``,
 ``"-inf"``, ``"nan"``: :func:`pytest_trt.core.jsonsafe.json_number`) become floats again with
@@ -30,9 +32,11 @@ __all__ = [
     "fmt_err",
     "fmt_error",
     "fmt_index",
+    "fmt_ms",
     "fmt_pct",
     "fmt_ratio",
     "fmt_shape",
+    "fmt_share",
     "fmt_tol",
     "fmt_up",
 ]
@@ -158,6 +162,19 @@ def fmt_error(x: float | None) -> str:
     if math.isnan(x):
         return "nan"
     return f"{x:.1e}"
+
+
+# --------------------------------------------------------------------------------------
+# Ledgers
+# --------------------------------------------------------------------------------------
+def fmt_ms(x: Any) -> str:
+    """A time in milliseconds to 4 significant digits (``-`` when not a number)."""
+    return "-" if not isinstance(x, (int, float)) else f"{x:.4g}"
+
+
+def fmt_share(x: Any) -> str:
+    """A fraction as a percentage with one decimal (``0.25`` -> ``25.0%``; ``-`` when not a number)."""
+    return "-" if not isinstance(x, (int, float)) else f"{100.0 * x:.1f}%"
 
 
 # --------------------------------------------------------------------------------------

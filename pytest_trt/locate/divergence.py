@@ -32,10 +32,11 @@ that ``x - mean`` does not inherit; without this rule it would be blamed on heal
 Only compute nodes of the plan can be divergent (a ``Constant`` rounded by FP16, such as
 LayerNorm's epsilon 1e-12 becoming 0, is reported but never blamed).
 
-An engine's ``+-inf`` where the FP32 reference holds a *masking value* of the same sign (an
-attention mask's ``-FLT_MAX``, beyond the plan's low-precision range: see
-:mod:`pytest_trt.locate.masking`) is what the mask means in that precision: such elements are counted
-in ``saturated``, not as NaN/Inf, and leave the node's error alone.
+An engine's ``+-inf``, or the low precision's largest finite value (65504 in FP16), of the same
+sign where the FP32 reference holds a *masking value* (an attention mask's ``-FLT_MAX``, beyond
+the plan's low-precision range: see :func:`pytest_trt.locate.masking.saturation`) is what the
+mask means in that precision: such elements are counted in ``saturated``, not as NaN/Inf, and
+leave the node's error alone (neither ``max_abs`` nor ``max_ref`` includes them).
 
 Tensors the engine does not expose (TensorRT fuses them away) are ``available=False``;
 their consumers are judged against the worst error further upstream.
@@ -57,8 +58,9 @@ import numpy as np
 from ..core.dtypes import LARGEST_FINITE
 from ..core.formatting import fmt_error
 from ..core.jsonsafe import json_number
+from ..model.names import short_class
 from ..reference.baseline import fp32_intermediates
-from .masking import is_masking, sentinels
+from .masking import saturation, sentinels
 from .scopes import scope_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,19 +103,25 @@ class TensorError:
         nan, inf: NaN / Inf elements of the engine where the reference is finite.
         nonfinite: elements where engine and reference disagree and one is NaN/Inf.
         saturated: elements where the reference holds a masking value beyond the plan's low
-            precision and the engine the infinity of the same sign (a mask saturating as
-            intended); not counted in ``nan``, ``inf``, ``nonfinite`` or the errors.
+            precision and the engine the infinity or the largest finite value of the same sign
+            (a mask saturating as intended); not counted in ``nan``, ``inf``, ``nonfinite``,
+            the errors or ``max_ref``.
         upstream: worst ``rel`` of the node's inputs (graph inputs and weights count 0).
         worst_input: the input tensor with that error (None when all are exact).
         upstream_nonfinite: some input already had non-finite disagreements.
         jump: ``rel / max(upstream, u)`` (inf when this node introduced NaN/Inf).
         divergent: the criterion of the module docstring holds.
+        canonical, module, module_class: the node's canonical scoped name, module path and
+            (qualified) module class (:mod:`pytest_trt.model.names`): what messages show.
     """
 
     tensor: str
     node: str
     op_type: str
     index: int
+    canonical: str = ""
+    module: str | None = None
+    module_class: str | None = None
     precision: str | None = None
     compute: bool = True
     available: bool = True
@@ -132,6 +140,18 @@ class TensorError:
     jump: float = 0.0
     divergent: bool = False
     problem: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The node as messages name it: its canonical scoped name."""
+        return self.canonical or self.node
+
+    def described(self) -> str:
+        """``/model/layers.0/input_layernorm/node_pow_1 (Pow, fp16; LlamaRMSNorm)``."""
+        inner = self.op_type + (f", {self.precision}" if self.precision else "")
+        if self.module_class:
+            inner += f"; {short_class(self.module_class)}"
+        return f"{self.label} ({inner})"
 
     @property
     def new_nonfinite(self) -> bool:
@@ -156,7 +176,8 @@ class TensorError:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "tensor": self.tensor, "node": self.node, "op_type": self.op_type, "index": self.index,
+            "tensor": self.tensor, "node": self.node, "canonical": self.label, "module": self.module,
+            "module_class": self.module_class, "op_type": self.op_type, "index": self.index,
             "precision": self.precision, "compute": self.compute, "available": self.available,
             "shape": list(self.shape) if self.shape is not None else None,
             "max_abs": _json(self.max_abs), "max_ref": _json(self.max_ref), "rel": _json(self.rel),
@@ -192,6 +213,8 @@ class Divergence:
     policy: str = ""
     output_names: list[str] = field(default_factory=list)
     low_precision: str | None = None
+    #: ``class:LlamaRMSNorm`` for the first divergent node's class, when the model knows classes
+    class_pattern: str | None = None
 
     @property
     def found(self) -> bool:
@@ -239,17 +262,10 @@ class Divergence:
         ]
         f = self.first
         if f is not None:
-            what = f"max abs error {fmt_error(f.max_abs)}"
-            if f.nonfinite:
-                what += f" ({_nonfinite_text(f)} where the FP32 reference is finite)"
-            else:
-                what += f" (max |ref| {fmt_error(f.max_ref)}, rel {fmt_error(f.rel)})"
-            prec = f", {f.precision}" if f.precision else ""
-            lines.append(f"first divergent node: {f.node} ({f.op_type}{prec}), tensor {f.tensor!r}: {what}; "
-                         f"{f.upstream_text(self.threshold)}")
+            lines.extend(self._first_lines(f))
         else:
             worst = max((t for t in avail if t.compute), key=lambda t: _finite(t.rel), default=None)
-            tail = f" (largest: rel {fmt_error(worst.rel)} at {worst.node})" if worst is not None else ""
+            tail = f" (largest: rel {fmt_error(worst.rel)} at {worst.label})" if worst is not None else ""
             lines.append(f"no divergent node: no tensor's error jumps past the criterion{tail}; if the outputs "
                          f"fail, the error accumulates gradually rather than at one node")
         shown = self.top if rows is None else self.top[:rows]
@@ -258,19 +274,35 @@ class Divergence:
             lines.extend("  " + line for line in _table(shown))
         masked = self.saturated
         if masked:
-            nodes = ", ".join(t.node for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
+            nodes = ", ".join(t.label for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
             lines.append(f"masking values: {sum(t.saturated for t in masked)} element(s) where FP32 holds a masking "
                          f"constant beyond the {self.low_precision} range (such as an attention mask's -FLT_MAX) are "
-                         f"+-inf in the engine at {nodes}: the mask saturating as intended, not counted as NaN/Inf")
+                         f"+-inf or +-{LARGEST_FINITE.get(self.low_precision or '', math.inf):.5g} (the largest "
+                         f"finite {self.low_precision} value) in the engine at {nodes}: the mask saturating as "
+                         f"intended, not counted as NaN/Inf or as an error")
         outs = self.outputs
         if outs:
             lines.append("outputs: " + "; ".join(f"{t.tensor} max abs {fmt_error(t.max_abs)} rel {fmt_error(t.rel)}"
                                                  for t in outs))
         if f is not None:
-            pattern = shlex.quote(scope_pattern(f.node))
-            lines.append(f"next: keep it FP32 to confirm (pytest --trt-keep-fp32 {pattern}, CLI --keep-fp32 {pattern}), "
-                         f"or let `pytest-trt suggest` search the smallest FP32 islands")
+            pattern = shlex.quote(scope_pattern(f.label))
+            klass = (f"; every module of its class: {shlex.quote(self.class_pattern)}" if self.class_pattern else "")
+            lines.append(f"next: keep it FP32 to confirm (pytest --trt-keep-fp32 {pattern}, CLI --keep-fp32 {pattern}"
+                         f"{klass}), or let `pytest-trt suggest` search the smallest FP32 islands")
         return "\n".join(lines)
+
+    def _first_lines(self, f: TensorError) -> list[str]:
+        """The first divergent node, in its module's words."""
+        what = f"max abs error {fmt_error(f.max_abs)}"
+        if f.nonfinite:
+            what += f" ({_nonfinite_text(f)} where the FP32 reference is finite)"
+        else:
+            what += f" (max |ref| {fmt_error(f.max_ref)}, rel {fmt_error(f.rel)})"
+        lines = [f"first divergent node: {f.described()}, tensor {f.tensor!r}: {what}; "
+                 f"{f.upstream_text(self.threshold)}"]
+        if f.module:
+            lines.append(f"  in module {f.module}" + (f" ({f.module_class})" if f.module_class else ""))
+        return lines
 
     def __str__(self) -> str:
         return self.message()
@@ -318,10 +350,15 @@ def locate_divergence(engine: Engine, feeds: dict, *, threshold: float | None = 
     ranked = sorted((t for t in rows if t.available and t.compute
                      and (t.divergent or (t.jump >= 2.0 and t.rel > threshold / jump))),
                     key=lambda t: t.score(), reverse=True)
+    names = getattr(model, "names", None)
+    class_pattern = None
+    if first is not None and first.module_class and names is not None:
+        class_pattern = names.class_pattern(first.module_class)
     return Divergence(
         first=first, top=ranked[: max(int(top), 0)], tensors=rows, note=note, threshold=float(threshold),
         jump=float(jump), model=model.label, backend=getattr(engine, "backend_name", "?"),
         policy=plan.policy.describe(), output_names=list(model.output_names()), low_precision=low,
+        class_pattern=class_pattern,
     )
 
 
@@ -329,6 +366,7 @@ def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: fl
                     floor: float = UNIT_ROUNDOFF["fp16"]) -> list[TensorError]:
     """Per-tensor rows in topological order (the work behind :func:`locate_divergence`)."""
     decisions = plan.nodes if plan is not None else {}
+    names = getattr(model, "names", None)
     low = getattr(plan, "low_precision", None)
     limit = LARGEST_FINITE.get(low) if low else None
     masking = (limit, sentinels(model, limit)) if limit is not None else None
@@ -350,7 +388,8 @@ def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: fl
             if not out or out not in reference:
                 continue
             row = TensorError(tensor=out, node=node.name, op_type=node.op_type, index=index, precision=precision,
-                              compute=compute, upstream=up, worst_input=worst, upstream_nonfinite=up_bad)
+                              compute=compute, upstream=up, worst_input=worst, upstream_nonfinite=up_bad,
+                              **_name_fields(names, node.name))
             _fill(row, values.get(out), reference[out], masking)
             if row.available:
                 eff[out] = row.rel
@@ -363,6 +402,14 @@ def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: fl
             rows.append(row)
     _require_persistence(model, rows, eff, threshold)
     return rows
+
+
+def _name_fields(names: Any, raw: str) -> dict[str, Any]:
+    """``canonical``, ``module``, ``module_class`` of a row (:mod:`pytest_trt.model.names`)."""
+    info = names.get(raw) if names is not None else None
+    if info is None:
+        return {"canonical": raw, "module": None, "module_class": None}
+    return {"canonical": info.canonical, "module": info.module, "module_class": info.module_class}
 
 
 def _require_persistence(model, rows: list[TensorError], eff: dict, threshold: float) -> None:
@@ -415,14 +462,14 @@ def _fill(row: TensorError, actual, expected, masking: tuple | None = None) -> N
         equal = a == r
     disagree = ~(both | equal)  # one side non-finite and not identical (inf == inf is fine)
     inf_here = np.isinf(a) & r_fin
-    if masking is not None and np.any(inf_here):
-        limit, marks = masking
-        candidates = inf_here & (np.abs(r) > limit) & (np.sign(a) == np.sign(r))
-        saturated = np.zeros_like(candidates)
-        saturated[candidates] = is_masking(np.abs(r[candidates]), marks)
+    if masking is not None:
+        # a mask's -FLT_MAX as -inf or clamped to -65504: counted apart, neither NaN/Inf nor error
+        saturated = saturation(a, r, *masking)
         row.saturated = int(np.count_nonzero(saturated))
         disagree &= ~saturated
         inf_here &= ~saturated
+        both &= ~saturated
+        r_fin = r_fin & ~saturated
     row.nonfinite = int(np.count_nonzero(disagree))
     row.nan = int(np.count_nonzero(np.isnan(a) & r_fin))
     row.inf = int(np.count_nonzero(inf_here))
@@ -462,14 +509,17 @@ def _nonfinite_text(t: TensorError) -> str:
 
 
 def _table(rows: list[TensorError]) -> list[str]:
-    width = min(max(len(t.node) for t in rows), 70)
-    head = f"{'node':<{width}}  {'op':<12} {'prec':<5} {'max abs':>9} {'rel':>9} {'jump':>9}  note"
+    width = min(max(len(t.label) for t in rows), 70)
+    cls_width = min(max(len(short_class(t.module_class or "-")) for t in rows), 24)
+    head = (f"{'node':<{width}}  {'op':<12} {'prec':<5} {'class':<{cls_width}} {'max abs':>9} {'rel':>9} "
+            f"{'jump':>9}  note")
     lines = [head]
     for t in rows:
-        name = t.node if len(t.node) <= width else "..." + t.node[-(width - 3):]
+        name = t.label if len(t.label) <= width else "..." + t.label[-(width - 3):]
+        cls = short_class(t.module_class or "-")[:cls_width]
         note = _nonfinite_text(t) if t.nonfinite and t.new_nonfinite else ""
-        lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {fmt_error(t.max_abs):>9} "
-                     f"{fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
+        lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {cls:<{cls_width}} "
+                     f"{fmt_error(t.max_abs):>9} {fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
     return lines
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,8 @@ import onnx
 from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_model, uses_external_data
 
 from ..errors import ModelError
+from .functions import inline_local_functions
+from .names import NodeNames
 
 
 @dataclass(eq=False)
@@ -27,6 +29,9 @@ class Model:
         proto: the ``onnx.ModelProto`` (external data loaded).
         path: the file it came from, or None for an in-memory model.
         sha256: hash of the serialized model: the model part of every cache key.
+        names: every node's canonical scoped name, module path and module classes
+            (:class:`~pytest_trt.model.names.NodeNames`), from node names and metadata only;
+            derived from ``proto`` when not given.
 
     Nodes that had no name or a duplicate one are named when the model is loaded
     (``<op_type>_<index>``, ``<name>__2``); patterns and reports use those names.
@@ -35,6 +40,11 @@ class Model:
     proto: Any
     path: Path | None = None
     sha256: str = ""
+    names: NodeNames = field(default=None, repr=False)  # type: ignore[assignment]  # set in __post_init__
+
+    def __post_init__(self) -> None:
+        if self.names is None:
+            self.names = NodeNames.of(self.proto.graph)
 
     @property
     def label(self) -> str:
@@ -131,7 +141,8 @@ def load_model(source: Any, *, check: bool = True, origin: str | None = None) ->
             raise ModelError(f"{where} fails onnx.checker: {first}. Fix or re-export the model.") from exc
     digest = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
     _name_nodes(proto)
-    return Model(proto=proto, path=path, sha256=digest)
+    inline_local_functions(proto)  # local functions' nodes, named after their call (model/functions.py)
+    return Model(proto=proto, path=path, sha256=digest, names=NodeNames.of(proto.graph))
 
 
 def _read_proto(path: Path, origin: str | None = None) -> onnx.ModelProto:
