@@ -1,4 +1,17 @@
-"""pytest-trt's pytest plugin (entry point ``pytest11: trt``). Hooks in the order pytest calls them.
+"""pytest-trt's pytest plugin (entry point ``pytest11: trt``).
+
+The hooks, in the order pytest calls them (not the order of this file): ``pytest_addhooks``,
+``pytest_addoption``, ``pytest_configure`` (puts the plugin in use when options say so);
+pytest-xdist's ``pytest_xdist_auto_num_workers`` (``-n auto``); at session start
+``pytest_report_header`` and pytest-xdist's ``pytest_configure_node`` (controller, as each worker
+starts); ``pytest_collection_modifyitems`` (the first trt test puts it in use)
+and ``pytest_report_collectionfinish`` (that session's header); per test ``pytest_runtest_setup``,
+``pytest_runtest_call``, ``pytest_runtest_makereport`` (with :class:`FallbackRecorder` around the
+phases and :class:`ResultsCollector`'s ``pytest_runtest_logreport`` on the process that reports);
+``pytest_testnodedown`` (xdist controller, per finished worker); ``pytest_sessionfinish``
+(the reports are written), ``pytest_terminal_summary``, ``pytest_unconfigure``.
+``pytest_trt_select_backend`` is pytest-trt's own hook (:mod:`pytest_trt.glue.hookspec`), its
+default implementation called from :func:`~pytest_trt.glue.activation.activate`.
 
 The plugin is inert until it is *in use* (shared/CONVENTIONS.md): a ``--trt-*`` option or
 ``trt_*`` ini value is given (known in ``pytest_configure``), or a trt test is collected (a
@@ -80,9 +93,8 @@ def pytest_configure(config):
         return
     # --trt-gpus: on a worker this sets CUDA_VISIBLE_DEVICES, so it runs before the session probes any GPU
     xdist_gpus.configure(config)
-    given = _settings.given_options(config)
-    if given:
-        activate(config, "options: " + ", ".join(given))
+    if _settings.given_options(config):  # a --trt-* option or trt_* ini value puts the plugin in use
+        activate(config)
 
 
 @pytest.hookimpl(trylast=True)
@@ -106,7 +118,7 @@ def pytest_collection_modifyitems(session, config, items):
         if first is None:
             return
         try:
-            activate(config, f"trt test collected: {first.nodeid}")
+            activate(config)
         except pytest.UsageError as exc:
             if not hasattr(config, "workerinput"):
                 raise
@@ -439,7 +451,7 @@ class ResultsCollector:
     def pytest_runtest_logreport(self, report):
         for name, value in report.user_properties:
             if name in (TEST_PROPERTY, SKIP_PROPERTY):
-                session = activate(self.config, f"trt test reported: {report.nodeid}")
+                session = activate(self.config)
                 if name == TEST_PROPERTY:
                     session.trt_tests.add(report.nodeid)
                 else:

@@ -46,6 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..plan import PrecisionPlan
 
 EMULATION_FILE = "emulation.onnx"
+#: what the reports say beside the backend's name (:attr:`Backend.disclaimer <pytest_trt.backends.base.Backend.disclaimer>`)
+DISCLAIMER = "CPU precision emulation on ONNX Runtime, not TensorRT"
 #: why an emulated engine has no time (every ledger on emulate says it)
 NO_GPU_TIME = "CPU emulation computes everything in FP32: no GPU time"
 
@@ -55,6 +57,7 @@ class EmulatedEngine(Engine):
 
     backend_name = "emulate"
     typing = "emulated"
+    layer_evidence = "emulated"
 
     def __init__(self, plan: PrecisionPlan, config: BuildConfig, build_info: BuildInfo, model_bytes: bytes,
                  sets: WeightSets | None = None):
@@ -97,7 +100,7 @@ class EmulatedEngine(Engine):
         return run_session(self._session(), feeds, output_names=self.output_names, label=f"emulation of {self.model.label}")
 
     def layers(self) -> LayerReport:
-        return LayerReport.from_emulation(self.plan)
+        return LayerReport.from_emulation(self.plan, backend=self.backend_name)
 
     def layer_timing_reason(self) -> str | None:
         return NO_GPU_TIME
@@ -127,6 +130,10 @@ class EmulateBackend(Backend):
     """CPU precision emulation over ONNX Runtime. Always reported as ``emulate``, never as TensorRT."""
 
     name = "emulate"
+    disclaimer = DISCLAIMER
+    uses_gpu = False
+    #: one emulation graph serves every shape (no optimization profiles)
+    shape_specific = False
 
     def unavailable_reason(self) -> str | None:
         if not environment.module_available("onnxruntime"):
@@ -147,11 +154,13 @@ class EmulateBackend(Backend):
                           "does, while weak typing hands TensorRT per-layer hints it may override; use "
                           "strong or auto, or run weak typing on TensorRT <= 10.x")
 
-    def supports(self, plan, config: BuildConfig) -> str | None:
+    def typing_reason(self, typing: str) -> str | None:
         """None, except for weak typing, which emulation cannot honour (see :data:`WEAK_TYPING_REASON`)."""
-        if config.typing == "weak":
-            return self.WEAK_TYPING_REASON
-        return None
+        return self.WEAK_TYPING_REASON if typing == "weak" else None
+
+    def supports(self, plan, config: BuildConfig) -> str | None:
+        """None, except for weak typing (:meth:`typing_reason`)."""
+        return self.typing_reason(config.typing)
 
     def cache_parts(self, plan, config):
         parts = super().cache_parts(plan, config)

@@ -37,6 +37,7 @@ __all__ = [
     "read_manifest_quietly",
     "seal_entry",
     "validate_entry",
+    "well_formed_file_record",
 ]
 
 #: Entry kinds validated with the digest memo on a hit (size + an unchanged stat, not a full re-read):
@@ -261,12 +262,15 @@ def _check_identity(manifest: dict, kind: str, key: str, parts: dict) -> None:
         )
 
 
-def _well_formed(name: Any, meta: Any) -> bool:
+def well_formed_file_record(name: Any, meta: Any) -> bool:
+    """A manifest's file record ``name: {"size", "sha256"}``, local or signed remote (one check for
+    both, :mod:`pytest_trt.cache.remote.tier` uses it): a safe relative name other than the
+    manifest's own, a size that is an integer >= 0 (not a bool), a sha256 in hex."""
+    size = meta.get("size") if isinstance(meta, dict) else None
     return (
         safe_relative_path(name)
         and name != MANIFEST
-        and isinstance(meta, dict)
-        and isinstance(meta.get("size"), int)
+        and isinstance(size, int) and not isinstance(size, bool) and size >= 0
         and isinstance(meta.get("sha256"), str)
         and bool(KEY_RE.match(meta["sha256"]))
     )
@@ -276,7 +280,7 @@ def _check_file_records(files: Any) -> dict:
     if not isinstance(files, dict) or not files:
         raise InvalidEntry(f"{MANIFEST} lists no files")
     for name, meta in files.items():
-        if not _well_formed(name, meta):
+        if not well_formed_file_record(name, meta):
             raise InvalidEntry(f"{MANIFEST} has a malformed file record {name!r}")
     return files
 

@@ -273,7 +273,7 @@ class ArtifactCache:
         try:
             if not locked and read_manifest_quietly(entry)[1] != manifest:
                 return  # replaced since it was validated (a rebuild elsewhere): that one is its own builder's
-            remote.ensure_published(kind, key, parts, entry, manifest, label=label)
+            remote.ensure_published(kind, key, entry, manifest, label=label)
         except OSError:
             return  # vanished meanwhile: nothing to publish
         finally:
@@ -355,7 +355,7 @@ class ArtifactCache:
         self.stats.builds += 1
         self.stats.build_seconds += build_seconds
         if self.remote is not None:
-            self.remote.publish(kind, key, parts, entry, manifest, label=label)
+            self.remote.publish(kind, key, entry, manifest, label=label)
         return CacheResult(entry, key, False, build_seconds, waited, kind, manifest, "built")
 
     def _install(self, tmp: Path, entry: Path, kind, key, parts, manifest) -> dict:

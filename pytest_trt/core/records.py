@@ -94,7 +94,7 @@ class EngineRecord(Record):
     key: str
     #: the GPU it ran on (``TrtSession.record_gpu``), None on emulate
     gpu: dict[str, Any] | None
-    #: ``"suggest"`` / ``"locate"``: built or loaded by trt.suggest() or a layerwise probe
+    #: ``"suggest"`` / ``"locate"``: built or loaded by trt.suggest() or a layerwise comparison (its layerwise build)
     via: str | None = None
 
 
@@ -160,6 +160,12 @@ class AccuracyRecord(Record):
     def outputs(self) -> dict[str, dict[str, Any]]:
         """``{output name: CompareResult output JSON}``, in the model's order."""
         return self.result.get("outputs") or {}
+
+    @property
+    def criterion(self) -> dict[str, Any] | None:
+        """The criterion the outputs were judged by (``Criterion.to_json()``: per output, every
+        tolerance and floor with its level and source); None in a record written before it was kept."""
+        return self.result.get("criterion")
 
 
 @dataclass(kw_only=True)

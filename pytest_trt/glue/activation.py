@@ -52,7 +52,7 @@ def item_records(node: pytest.Item) -> list[Record]:
     return records
 
 
-def activate(config: pytest.Config, why: str) -> TrtSession:
+def activate(config: pytest.Config) -> TrtSession:
     """Put the plugin in use (once): resolve the settings, select the backend, check that what
     was asked for can be honoured. Returns the :class:`~pytest_trt.run.session.TrtSession`;
     raises ``pytest.UsageError`` naming the fix."""
@@ -79,7 +79,6 @@ def activate(config: pytest.Config, why: str) -> TrtSession:
         runstate.restore(previous_state)
         raise pytest.UsageError(f"pytest-trt: {exc}") from None
     session.state, session.previous_state = state, previous_state
-    session.activated_by = why
     session.plugin_backends = plugin_backends
     session.guard_input = lambda path, what: refuse_report_path(session.settings, path, what)
     session.extend_test_entry = lambda entry, records: config.hook.pytest_trt_report_test(

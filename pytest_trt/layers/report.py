@@ -198,8 +198,9 @@ class LayerReport:
         return report
 
     @classmethod
-    def from_emulation(cls, plan: PrecisionPlan) -> LayerReport:
-        """The emulate backend's report: each compute node emulated in its planned precision, by construction."""
+    def from_emulation(cls, plan: PrecisionPlan, *, backend: str = "emulate") -> LayerReport:
+        """An emulating backend's report (``emulate``, or a plugin's wrapping it): each compute node
+        emulated in its planned precision, by construction."""
         nodes = {}
         for name, d in plan.nodes.items():
             if d.precision is None or d.kind != "compute":
@@ -211,7 +212,7 @@ class LayerReport:
                     "emulated: the emulation graph rounds this node's outputs to the planned precision",
                     (d.precision,), (), "emulated",
                 )
-        return cls(layers=[], nodes=_named(nodes, plan), source="emulation", typing="emulated", backend="emulate",
+        return cls(layers=[], nodes=_named(nodes, plan), source="emulation", typing="emulated", backend=backend,
                    names=_names_of(plan),
                    notes=["EMULATED on ONNX Runtime CPU: derived from the plan's realization (emulated = planned by "
                           "construction), not observed; this says nothing about what TensorRT would run (fusion, "

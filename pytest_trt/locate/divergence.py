@@ -58,6 +58,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..core.dtypes import LARGEST_FINITE
+from ..core.formatting import fmt_error
 from ..core.jsonsafe import json_number
 from ..model.names import short_class
 from ..reference.baseline import fp32_intermediates, release_heavy_sessions
@@ -74,7 +75,6 @@ __all__ = [
     "Divergence",
     "TensorError",
     "compare_tensors",
-    "fmt_error",
     "locate_divergence",
 ]
 
@@ -199,7 +199,7 @@ class Divergence:
         first: the first divergent tensor in topological order (None if none).
         top: the largest contributors (introduced NaN/Inf first, then by jump), at most ``top``.
         tensors: every compared float tensor, in topological order.
-        note: how the engine's values were obtained (e.g. a separate probe build).
+        note: how the engine's values were obtained (e.g. a separate layerwise build).
         threshold, jump: the criterion used.
         model, backend, policy: what was compared.
         outputs: rows of the graph outputs.
@@ -554,17 +554,6 @@ def _table(rows: list[TensorError]) -> list[str]:
         lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {cls:<{cls_width}} "
                      f"{fmt_error(t.max_abs):>9} {fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
     return lines
-
-
-def fmt_error(x: float | None) -> str:
-    """An error figure as the layerwise and search messages write it: ``1.2e-03``, ``inf``, ``nan``, ``-`` for None."""
-    if x is None:
-        return "-"
-    if math.isinf(x):
-        return "inf"
-    if math.isnan(x):
-        return "nan"
-    return f"{x:.1e}"
 
 
 def _fmt_jump(x: float) -> str:

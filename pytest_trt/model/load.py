@@ -39,18 +39,18 @@ class Model:
         path: the file it came from, or None for an in-memory model.
         weights: the model's :class:`~pytest_trt.model.weights.WeightStore` (the one weight store:
             nothing else copies or serializes a model's weights).
-        renamed_nodes: ``{new_name: reason}`` for nodes that had no name or a duplicate
-            name; patterns and reports use the new names.
         derived_from: the model whose weights this one computes with (the FP32 upcast of an
             FP16 model); its identity then derives from that model's.
         names: every node's canonical scoped name, module path and module classes
             (:class:`~pytest_trt.model.names.NodeNames`), from node names and metadata only;
             derived from ``proto`` when not given.
+
+    Nodes that had no name or a duplicate one are named when the model is loaded
+    (``<op_type>_<index>``, ``<name>__2``); patterns and reports use those names.
     """
 
     proto: Any
     path: Path | None = None
-    renamed_nodes: dict[str, str] = field(default_factory=dict)
     names: NodeNames = field(default=None, repr=False)  # type: ignore[assignment]  # set in __post_init__
     weights: WeightStore = field(default=None, repr=False)  # type: ignore[assignment]  # set in __post_init__
     derived_from: Model | None = field(default=None, repr=False)
@@ -133,26 +133,23 @@ def derived_model(proto, source: Model, label: str) -> Model:
     see :mod:`pytest_trt.realize.weight_sets`): it shares ``source``'s weight store, and its identity is
     derived from ``source``'s and its own structure. ``label`` names it in messages."""
     proto.graph.name = label
-    return Model(proto=proto, path=None, renamed_nodes=dict(source.renamed_nodes), weights=source.weights,
+    return Model(proto=proto, path=None, weights=source.weights,
                  derived_from=source)
 
 
-def _name_nodes(proto) -> dict[str, str]:
+def _name_nodes(proto) -> None:
     """Give unnamed nodes a name and make duplicate names unique.
 
     Patterns and engine layer names refer to nodes by name, so every node needs one.
     TensorRT's ONNX parser names layers after nodes too; a model whose nodes are
     unnamed gets ``<op_type>_<index>`` names here, which is also what ``plan`` shows.
     """
-    renamed: dict[str, str] = {}
     seen: set[str] = set()
     for index, node in enumerate(proto.graph.node):
         if not node.name:
             base = f"{node.op_type}_{index}"
-            reason = "node had no name"
         elif node.name in seen:
             base = node.name
-            reason = f"duplicate node name {node.name!r}"
         else:
             seen.add(node.name)
             continue
@@ -162,8 +159,6 @@ def _name_nodes(proto) -> dict[str, str]:
             name = f"{base}__{k}"
         node.name = name
         seen.add(name)
-        renamed[name] = reason
-    return renamed
 
 
 def load_model(source: Any, *, check: bool = True, origin: str | None = None) -> Model:
@@ -198,10 +193,10 @@ def load_model(source: Any, *, check: bool = True, origin: str | None = None) ->
     where = str(path) if path else (proto.graph.name or "in-memory model")
     if check:
         _check(proto, path, where)
-    renamed = _name_nodes(proto)
+    _name_nodes(proto)
     inline_local_functions(proto)  # local functions' nodes, named after their call (model/functions.py)
     # (the weight store validates every external reference)
-    return Model(proto=proto, path=path, renamed_nodes=renamed, names=NodeNames.of(proto.graph))
+    return Model(proto=proto, path=path, names=NodeNames.of(proto.graph))
 
 
 def _check(proto, path: Path | None, where: str) -> None:

@@ -41,7 +41,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, PRECISION_OF_ELEM
-from .graph_names import all_tensor_names, rename_outer_refs
+from .graph_names import all_tensor_names, fresh_name, rename_outer_refs
 from .strong import (
     NOTES_KEY,
     PLAN_KEY,
@@ -201,16 +201,7 @@ class _Names:
         self.nodes = {n.name for n in graph.node}
 
     def tensor(self, base: str) -> str:
-        return self._fresh(base, self.tensors)
+        return fresh_name(base, self.tensors)
 
     def node(self, base: str) -> str:
-        return self._fresh(base, self.nodes)
-
-    @staticmethod
-    def _fresh(base: str, taken: set[str]) -> str:
-        name, k = base, 1
-        while name in taken:
-            k += 1
-            name = f"{base}_{k}"
-        taken.add(name)
-        return name
+        return fresh_name(base, self.nodes)

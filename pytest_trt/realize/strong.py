@@ -47,7 +47,7 @@ from ..core.dtypes import (
 )
 from ..model.weights import BF16_MAX, FP16_MAX, bf16_bits_to_fp32, round_to, to_bf16_bits, to_fp16  # noqa: F401  (re-exported: their home until issue 29)
 from ..plan import COMPUTE
-from .graph_names import all_tensor_names, rename_outer_refs
+from .graph_names import all_tensor_names, fresh_name, rename_outer_refs
 from .weight_sets import read_refs, ref_set, reference, write_refs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -320,20 +320,10 @@ class _StrongBuilder:
 
     # -- names -----------------------------------------------------------------------------
     def _unique_tensor(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.tensor_names:
-            k += 1
-            name = f"{base}_{k}"
-        self.tensor_names.add(name)
-        return name
+        return fresh_name(base, self.tensor_names)
 
     def _unique_node(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.node_names:
-            k += 1
-            name = f"{base}_{k}"
-        self.node_names.add(name)
-        return name
+        return fresh_name(base, self.node_names)
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _write_value_info(self) -> None:

@@ -66,7 +66,7 @@ from ..core import runstate
 from ..core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, FLOAT_ELEM_TYPES
 from ..model.load import Model, derived_model, load_model
 from ..model.onnx_typing import infer_types
-from ..realize.graph_names import all_tensor_names, rename_outer_refs
+from ..realize.graph_names import all_tensor_names, fresh_name, rename_outer_refs
 from ..realize.strong import REALIZATION_KEY, is_reference, tensor_to_fp32
 from ..realize.widen import widen_attribute_types, widened_tensor
 
@@ -190,12 +190,7 @@ class _Upcast:
         self.counts[what] = self.counts.get(what, 0) + 1
 
     def _fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.names:
-            k += 1
-            name = f"{base}_{k}"
-        self.names.add(name)
-        return name
+        return fresh_name(base, self.names)
 
     def run(self):
         graph = self.proto.graph
@@ -231,15 +226,9 @@ class _Upcast:
             graph.node.extend(casts + nodes)
 
     def _fresh_node(self, base: str) -> str:
-        taken = self._node_names
-        if taken is None:
-            taken = self._node_names = {n.name for n in _all_nodes(self.proto.graph)}
-        name, k = base, 1
-        while name in taken:
-            k += 1
-            name = f"{base}_{k}"
-        taken.add(name)
-        return name
+        if self._node_names is None:
+            self._node_names = {n.name for n in _all_nodes(self.proto.graph)}
+        return fresh_name(base, self._node_names)
 
     # -- every graph: initializers, Constants, Casts, attribute types, value_info ----------
     def _upcast_graph(self, graph, *, main: bool) -> None:

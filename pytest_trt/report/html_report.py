@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
+from ..core.formatting import fmt_cell_err, fmt_cell_tol, fmt_ratio
 from ..core.records import AccuracyRecord
 from .condense import condense_records
 from .files import write_atomically
@@ -36,7 +37,6 @@ from .json_report import session_metadata
 from .outcomes import tone, verdict_text
 from .plots import matplotlib_available
 from .rows import accuracy_rows, binding_text, engine_counts, ledger_rows, precision_rows, records_of
-from .summary import fmt_err, fmt_ratio, fmt_tol
 
 #: failing outputs drawn with figures (worst first); later cards have the facts only
 FIGURE_CARDS = 40
@@ -249,8 +249,8 @@ def _output_row(r: dict, anchor: str | None) -> str:
     return (f'<tr class="out {"ok" if r["passed"] else "fail"}"><td class="st">{status}</td>'
             f'<td class="num">{fmt_ratio(r["ratio"])}<br><span class="note">{esc(binding_text(r.get("binding")))}'
             f'</span></td>'
-            f'<td class="num">{fmt_err(r["max_abs"])}</td><td class="num">{fmt_tol(r["atol"])}</td>'
-            f'<td class="num">{fmt_err(r["max_rel"])}</td><td class="num">{fmt_tol(r["rtol"])}</td>'
+            f'<td class="num">{fmt_cell_err(r["max_abs"])}</td><td class="num">{fmt_cell_tol(r["atol"])}</td>'
+            f'<td class="num">{fmt_cell_err(r["max_rel"])}</td><td class="num">{fmt_cell_tol(r["rtol"])}</td>'
             f'<td class="num">{esc(mism)}</td><td class="mono name">{_abbr(r["output"], 24)}</td>'
             f'<td class="what">{_abbr(case, 120)}</td><td>{esc(r["engine"])}</td></tr>')
 
@@ -270,7 +270,8 @@ def render_html(session, results, exitstatus=None) -> str:
     created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     plots = "matplotlib" if use_png else "CSS (install pytest-trt[plots] for matplotlib plots)"
     status = "" if exitstatus is None else f"; pytest exit status {int(exitstatus)}"
-    emulate = (' <span class="tag emu">CPU emulation, not TensorRT</span>' if meta["backend"] == "emulate" else "")
+    disclaimer = meta["backend_disclaimer"]
+    emulate = f' <span class="tag emu">{esc(disclaimer)}</span>' if disclaimer else ""
     body = [
         "<main>",
         f"<header><h1>pytest-trt report</h1><div class=\"meta\">backend <b>{esc(meta['backend'])}</b>{emulate}; "

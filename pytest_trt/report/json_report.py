@@ -11,6 +11,15 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
+* **6** (issue 27):
+
+  - ``session.backend_disclaimer``: what the backend says its results are when they are not
+    TensorRT's (``Backend.disclaimer``; null for TensorRT), so a plugin backend's emulation is
+    never read as TensorRT;
+  - every accuracy entry carries its ``criterion`` (``Criterion.to_json()``): per output, the
+    tolerances and metric floors it was judged by, each ``{"value", "level", "source"}`` (the
+    level: argument, marker, command line, environment, ini, default).
+
 * **5** (issue 30, node names): every node entry says the node in the user's words beside its
   raw ONNX ``node`` name: ``canonical`` (the canonical scoped name,
   ``/model/layers.0/input_layernorm/node_pow_1``; :mod:`pytest_trt.model.names`), ``module``
@@ -60,12 +69,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 6; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 5,
+      "schema_version": 6,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -76,6 +85,7 @@ Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
         "gpus": [{"name", "compute_capability", "driver", "memory_mib", "uuid"}],   # this process's (the controller's)
         "gpu_assignment": {"gw0": "0", "gw1": "1"} | null,   # --trt-gpus: worker -> CUDA_VISIBLE_DEVICES
         "backend": "emulate", "backend_reason": "auto: TensorRT not installed, ...",
+        "backend_disclaimer": "CPU precision emulation on ONNX Runtime, not TensorRT" | null,   # null: TensorRT
         "precision": "fp16", "precision_source": "--trt-fp16", "as_is": false,
         "typing": "auto", "seed": 0, "baseline_provider": "cpu",
         "atol": null, "rtol": null,                     # --trt-atol / --trt-rtol (null: per-precision defaults)
@@ -121,7 +131,7 @@ Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
              "gpu": null | {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1f0e..." | null,   # the GPU it ran on
                             "cuda_visible_devices": "1" | null,   # this process's (the worker's under --trt-gpus)
                             "worker": "gw1" | null},              # pytest-xdist worker; gpu null: emulate (CPU)
-             "via": null | "suggest" | "locate"}        # built or loaded by trt.suggest() / a layerwise probe
+             "via": null | "suggest" | "locate"}        # built or loaded by trt.suggest() / a layerwise comparison
           ],
           "accuracy": [                                 # one per trt.check()
             {"model": ..., "backend": ..., "policy": ..., "seed": 0,
@@ -129,6 +139,14 @@ Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
              "gpu": null | {...},                       # the GPU the engine ran on, as in "engines"
              "passed": false, "precision": "fp16",      # the precision whose default tolerances apply
              "no_check": false,                         # true: no_check=True, figures without a tolerance verdict
+             "criterion": {                             # what the outputs were judged by (compare/criterion.py)
+               "version": 1, "precision": "fp16", "no_check": false, "no_check_source": "default",
+               "equal_nan": false,
+               "outputs": {"logits": {                  # per output, each value with where it came from
+                 "rtol": {"value": 0.02, "level": "default", "source": "fp16 default"},
+                 "atol": {"value": 0.001, "level": "marker", "source": "marker"},
+                 "min_cosine": {"value": 0.9999, "level": "default", "source": "fp16 default"},
+                 "min_snr_db": {"value": null, "level": "default", "source": "none"}}}},
              "examples": 1,                             # checks of this model/policy in the test (Hypothesis
                                                         # examples): the worst is shown unless
                                                         # --trt-report-all-records keeps every one
@@ -287,7 +305,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -306,6 +324,7 @@ def session_metadata(session) -> dict[str, Any]:
         "gpu_assignment": getattr(session, "gpu_assignment", None),
         "backend": session.backend.name,
         "backend_reason": session.backend_reason,
+        "backend_disclaimer": session.backend.disclaimer,
         "precision": "as-is" if s.as_is else s.precision,
         "precision_source": s.precision_source,
         "as_is": bool(s.as_is),
@@ -378,7 +397,7 @@ def _accuracy_entry(rec: AccuracyRecord) -> dict[str, Any]:
         outputs.append(entry)
     return {"model": rec.model, "backend": rec.backend, "policy": rec.policy, "seed": rec.seed,
             "baseline": rec.baseline, "gpu": rec.gpu, "passed": rec.passed, "precision": rec.precision,
-            "no_check": rec.no_check, "examples": rec.count, "outputs": outputs}
+            "no_check": rec.no_check, "examples": rec.count, "criterion": rec.criterion, "outputs": outputs}
 
 
 def _precision_entries(results: list[dict]) -> list[dict[str, Any]]:

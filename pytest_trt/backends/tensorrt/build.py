@@ -63,14 +63,14 @@ class _EngineBuild:
     """One build, stage by stage; ``stage`` names where a failure happened (for the message)."""
 
     def __init__(self, compat: TrtCompat, backend_name: str, plan: PrecisionPlan, config: BuildConfig,
-                 typing: str, *, probe: bool) -> None:
-        self.compat, self.plan, self.config, self.typing, self.probe = compat, plan, config, typing, probe
+                 typing: str, *, layerwise: bool) -> None:
+        self.compat, self.plan, self.config, self.typing, self.layerwise = compat, plan, config, typing, layerwise
         self.logger = get_logger(compat.trt)
         self.strong = typing == "strong"
         self.stage = "setup"
         self.parser_errors: list[Any] = []
         self.record: dict[str, Any] = {
-            "library": compat.label, "backend": backend_name, "typing": typing, "probe": probe,
+            "library": compat.label, "backend": backend_name, "typing": typing, "probe": layerwise,
             "config": config.to_json(), "low_precision": getattr(plan, "low_precision", None), "notes": [],
         }
         #: the model's weight sets (a model with external weights; set by :func:`build_into`)
@@ -98,7 +98,7 @@ class _EngineBuild:
             ok = parse_with_weights(compat, parser, proto, model, self.sets, self.record, self._keep)
         else:
             path = getattr(model, "path", None)
-            with parse_source(proto, path, copy=not self.strong) as (model_bytes, model_file):
+            with parse_source(proto, copy=not self.strong) as (model_bytes, model_file):
                 if model_file is not None:
                     self.record["parsed_from_file"] = "external data (model over the 2 GiB protobuf limit)"
                     ok = parser.parse_from_file(str(model_file))
@@ -112,11 +112,12 @@ class _EngineBuild:
         return builder, network
 
     def prepare_network(self, network) -> None:
-        """Strong typing: the network against the plan; weak typing: the plan's hints; then debug/probe outputs."""
+        """Strong typing: the network against the plan; weak typing: the plan's hints; then debug outputs (or, for a
+        layerwise build, every float tensor marked as an output)."""
         self.stage = "network"
         compat, plan, record = self.compat, self.plan, self.record
         if self.strong:
-            mismatches = check_network_dtypes(network, plan, compat)
+            mismatches = check_network_dtypes(network, plan)
             record["network_mismatches"] = [m.to_json() for m in mismatches]
             record["network_nodes"] = network_node_dtypes(network, plan)
             lowered = [m for m in mismatches if m.verdict == LOWER]
@@ -127,7 +128,7 @@ class _EngineBuild:
         else:
             applied = apply_weak_hints(compat, network, realize.weak_hints(plan), plan)
             record["weak_hints"] = applied.to_json()
-        if self.probe:
+        if self.layerwise:  # "probe": the build record's key since 0.1.0 (cached records keep it)
             record["probe_outputs"] = mark_float_outputs(network, computed_float_tensors(plan))
             record["unfused_debug_tensors"] = False
         else:
@@ -155,12 +156,12 @@ class _EngineBuild:
 
 
 def build_into(compat: TrtCompat, backend_name: str, plan: PrecisionPlan, config: BuildConfig, typing: str,
-               tmp_dir: Path, *, probe: bool, timing_path: Path | None, sets: Any = None) -> None:
+               tmp_dir: Path, *, layerwise: bool, timing_path: Path | None, sets: Any = None) -> None:
     """Build one engine into ``tmp_dir`` (``engine.plan`` + ``build.json``) or raise BuildError.
 
     ``sets``: the model's :class:`~pytest_trt.realize.weight_sets.WeightSets` when it has external weights
     (the strongly typed realization refers to its converted weight set)."""
-    job = _EngineBuild(compat, backend_name, plan, config, typing, probe=probe)
+    job = _EngineBuild(compat, backend_name, plan, config, typing, layerwise=layerwise)
     job.sets = sets
     start = time.perf_counter()
     with job.logger.capture() as messages:
@@ -178,7 +179,7 @@ def build_into(compat: TrtCompat, backend_name: str, plan: PrecisionPlan, config
             if isinstance(exc, PytestTrtError) and job.stage == "realize":
                 raise
             raise BuildError(build_error_message(
-                compat, plan, config, typing, job.stage, messages, job.parser_errors, exc, probe=probe)) from exc
+                compat, plan, config, typing, job.stage, messages, job.parser_errors, exc, layerwise=layerwise)) from exc
     record = job.record
     record["build_seconds"] = round(time.perf_counter() - start, 3)
     record["warnings"] = [m.message for m in messages if m.severity == "warning"][:50]
@@ -223,7 +224,7 @@ def parse_with_weights(compat: TrtCompat, parser, proto, model, sets, record: di
 
 
 @contextlib.contextmanager
-def parse_source(proto, path, *, copy: bool):
+def parse_source(proto, *, copy: bool):
     """``(bytes, None)`` for a model under the protobuf limit, else ``(None, model file)`` with the
     weights written as external data into a temporary directory (removed afterwards).
 
@@ -293,7 +294,7 @@ def _config_line(compat: TrtCompat, plan, config: BuildConfig, typing: str) -> s
 
 
 def build_error_message(compat: TrtCompat, plan, config: BuildConfig, typing: str, stage: str, messages,
-                        parser_errors, exc: Exception, *, probe: bool) -> str:
+                        parser_errors, exc: Exception, *, layerwise: bool) -> str:
     """The message of a failed build: stage, node (when TensorRT names one), config, TensorRT's errors."""
     errors = [m for m in messages if m.severity in ("error", "internal_error")]
     groups = [(pe.line() for pe in parser_errors), (m.line() for m in errors)]
@@ -303,7 +304,7 @@ def build_error_message(compat: TrtCompat, plan, config: BuildConfig, typing: st
         node = node_from_log([pe.desc for pe in parser_errors] + [m.message for m in errors], plan.nodes)
     what = _STAGES.get(stage, stage)
     head = (f"TensorRT build failed for {plan.model.label} [{plan.policy.describe()}] while {what}"
-            + (f", at node {node!r}" if node else "") + (" (layerwise probe build)" if probe else ""))
+            + (f", at node {node!r}" if node else "") + (" (layerwise build)" if layerwise else ""))
     body = [head, _config_line(compat, plan, config, typing)]
     body.append(str(exc) if isinstance(exc, _Failure) else f"{type(exc).__name__}: {exc}")
     if lines:

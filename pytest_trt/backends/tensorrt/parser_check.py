@@ -226,7 +226,7 @@ def _parse_only(plan: PrecisionPlan, compat, cache: ArtifactCache | None = None,
         if not ok:
             said = "; ".join(e.line() for e in compat.parser_errors(parser)) or "the parser returned False"
             raise BuildError(f"{compat.label} rejected the realization while parsing the ONNX model: {said}")
-        return network_node_dtypes(network, plan), check_network_dtypes(network, plan, compat)
+        return network_node_dtypes(network, plan), check_network_dtypes(network, plan)
 
 
 def check_parser(plan: PrecisionPlan, config: BuildConfig | None = None, *, cache: ArtifactCache | None = None,
