@@ -4,7 +4,8 @@ A trt test's checks append records to the test item (:func:`pytest_trt.glue.acti
 an :class:`EngineRecord` per engine used, a :class:`ParserRecord` per parser check, an
 :class:`AccuracyRecord` per ``trt.check()``, a :class:`PrecisionRecord` per
 ``trt.assert_precision()``, a :class:`LayerwiseRecord` per layerwise comparison and a
-:class:`BaselineFallbackRecord` per CUDA baseline whose float nodes ran on the CPU provider.
+:class:`BaselineFallbackRecord` per CUDA baseline whose float nodes ran on the CPU provider, and
+while runs are saved or compared a :class:`RealizedRecord` per engine (the precision each node ran in).
 Producers (``glue/case.py``, ``glue/fixtures.py``, ``baseline.warn_placement``, ``plots.layerwise_record``)
 build them; the reports (terminal summary, JUnit properties, JSON, HTML) read their attributes.
 
@@ -140,6 +141,12 @@ class AccuracyRecord(Record):
     result: dict[str, Any]
     #: ``{output: error_figures(...)}`` of failing float outputs (report/plots.py)
     figures: dict[str, Any] | None = None
+    #: what the check compared, for saved runs (:mod:`pytest_trt.history`): ``{"model_sha256", "plan"
+    #: (the plan's fingerprint), "feeds_sha256"}``
+    fingerprint: dict[str, Any] | None = None
+    #: ``--trt-save-outputs``: the ``.npz`` of the engine's outputs and the feeds, ``{"file", "sha256", "size"}``
+    #: (the file's name in the saved run's ``outputs/``)
+    outputs_file: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -200,6 +207,33 @@ class LayerwiseRecord(Record):
 
 
 @dataclass(kw_only=True)
+class RealizedRecord(Record):
+    """Which precision each compute node of an engine really ran in: its layer report, compactly.
+
+    Recorded while the session saves or compares runs (:mod:`pytest_trt.history`: "what changed
+    inside"), once per engine (backend and plan) and process with ``nodes``; a later test using the
+    same engine records it without (the reports take the map from the first).
+    """
+
+    kind: ClassVar[str] = "realized"
+    model: str
+    model_sha256: str
+    #: the plan's fingerprint (PrecisionPlan.fingerprint())
+    plan: str
+    policy: str
+    backend: str
+    #: the layer report's source: inspector / network / emulation
+    source: str
+    #: ``{node: observed precision}`` of the compute nodes (``mixed``; None where unverifiable)
+    nodes: dict[str, str | None] | None = None
+
+    @property
+    def engine(self) -> str:
+        """``<backend>:<plan fingerprint>``: the engine this map belongs to."""
+        return f"{self.backend}:{self.plan}"
+
+
+@dataclass(kw_only=True)
 class BaselineFallbackRecord(Record):
     """A CUDA baseline whose float nodes ran on ONNX Runtime's CPU provider (``baseline.warn_placement``)."""
 
@@ -212,7 +246,8 @@ class BaselineFallbackRecord(Record):
 
 #: every record type by its kind
 RECORD_TYPES: dict[str, type[Record]] = {cls.kind: cls for cls in (
-    EngineRecord, ParserRecord, AccuracyRecord, PrecisionRecord, LayerwiseRecord, BaselineFallbackRecord)}
+    EngineRecord, ParserRecord, AccuracyRecord, PrecisionRecord, LayerwiseRecord, BaselineFallbackRecord,
+    RealizedRecord)}
 
 
 def record_from_json(data: Mapping[str, Any]) -> Record:
@@ -231,4 +266,4 @@ def as_record(value: Record | Mapping[str, Any]) -> Record:
 
 
 __all__ = ["AccuracyRecord", "BaselineFallbackRecord", "EngineRecord", "LayerwiseRecord", "ParserRecord",
-           "PrecisionRecord", "RECORD_TYPES", "Record", "RecordError", "as_record", "record_from_json"]
+           "PrecisionRecord", "RECORD_TYPES", "RealizedRecord", "Record", "RecordError", "as_record", "record_from_json"]

@@ -228,7 +228,9 @@ import pytest
 from .._version import __version__
 from ..cache.remote import CacheStats
 from ..core import environment
-from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord
+from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord, RealizedRecord
+from ..history.criterion import criterion_of
+from ..history.fingerprint import session_fingerprint
 from .files import write_atomically
 from .outcomes import verdict_text
 from .rows import (
@@ -244,7 +246,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -275,7 +277,30 @@ def session_metadata(session) -> dict[str, Any]:
         "cache_dir": str(s.cache_dir),
         "rebuild": bool(s.rebuild),
         "remote_cache": _remote_metadata(session),
+        "fingerprint": fingerprint_of(session),
     }
+
+
+def fingerprint_of(session) -> dict[str, Any] | None:
+    """The session's environment fingerprint (:func:`pytest_trt.history.fingerprint.session_fingerprint`),
+    computed once per session (it asks git)."""
+    cached = getattr(session, "_fingerprint", None)
+    if cached is not None:
+        return cached
+    try:
+        from ..reference.baseline import (
+            onnxruntime_version,  # (imported by every session that ran a baseline)
+        )
+
+        ort = onnxruntime_version()
+        found = session_fingerprint(session, None if ort == "missing" else ort)
+    except AttributeError:  # a stand-in session without settings or backend (report rendering tests)
+        return None
+    try:
+        session._fingerprint = found
+    except AttributeError:
+        pass
+    return found
 
 
 def _remote_metadata(session) -> dict[str, Any] | None:
@@ -313,7 +338,8 @@ def entry_of_test(res: dict) -> dict[str, Any]:
             "precision": _precision_entries(single),
             "layerwise": [{k: v for k, v in rec.to_json().items() if k != "kind"}
                           for _, rec in records_of(single, LayerwiseRecord)],
-            "parser": parser, "baseline_fallbacks": fallbacks}
+            "parser": parser, "baseline_fallbacks": fallbacks,
+            "realized": list(dict.fromkeys(rec.engine for _, rec in records_of(single, RealizedRecord)))}
 
 
 def _engine_entry(rec: EngineRecord) -> dict[str, Any]:
@@ -326,6 +352,7 @@ def _accuracy_entry(rec: AccuracyRecord) -> dict[str, Any]:
     outputs = []
     for name, out in rec.outputs.items():
         entry = {"name": name, **{k: v for k, v in out.items() if k != "name"}}
+        entry["criterion"] = criterion_of(out, rec.result)
         ratio, binding = tolerance_bound(out)
         entry["tolerance_ratio"] = _jsonable_ratio(ratio)
         entry["binding"] = binding
@@ -334,7 +361,20 @@ def _accuracy_entry(rec: AccuracyRecord) -> dict[str, Any]:
         outputs.append(entry)
     return {"model": rec.model, "backend": rec.backend, "policy": rec.policy, "seed": rec.seed,
             "baseline": rec.baseline, "gpu": rec.gpu, "passed": rec.passed, "precision": rec.precision,
-            "no_check": rec.no_check, "examples": rec.count, "outputs": outputs}
+            "no_check": rec.no_check, "examples": rec.count, "fingerprint": rec.fingerprint,
+            "outputs_file": rec.outputs_file, "outputs": outputs}
+
+
+def realized_maps(results: list[dict]) -> dict[str, dict[str, Any]]:
+    """``{"<backend>:<plan>": {"model", "model_sha256", "plan", "policy", "backend", "source", "nodes"}}``:
+    the realized precision of every engine the session used, once each (the first map recorded)."""
+    found: dict[str, dict[str, Any]] = {}
+    for _, rec in records_of(results, RealizedRecord):
+        if rec.nodes is not None and rec.engine not in found:
+            found[rec.engine] = {"model": rec.model, "model_sha256": rec.model_sha256, "plan": rec.plan,
+                                 "policy": rec.policy, "backend": rec.backend, "source": rec.source,
+                                 "nodes": dict(rec.nodes)}
+    return found
 
 
 def _precision_entries(results: list[dict]) -> list[dict[str, Any]]:
@@ -375,7 +415,14 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             **cache_summary(session),
         },
         "tests": [_extended(session, entry_of_test(res), res) for res in results],
+        "realized": realized_maps(results),
+        "history": _history(session),
     }
+
+
+def _history(session) -> dict[str, Any] | None:
+    history = getattr(session, "history", None)
+    return None if history is None else history.to_json()
 
 
 def _failed(rows: list[dict]) -> int:
@@ -411,6 +458,11 @@ def _clean(value):
     return value
 
 
+def clean(value):
+    """``value`` (a report, or any part of one) as strict JSON values: non-finite floats as strings."""
+    return _clean(value)
+
+
 def render_json(session, results, exitstatus=None) -> str:
     """The report as JSON text (strict JSON: non-finite numbers as strings)."""
     data = _clean(build_report(session, results, exitstatus))
@@ -423,4 +475,5 @@ def write_json_report(path, session, results, exitstatus=None) -> Path:
     return write_atomically(Path(path), render_json(session, results, exitstatus))
 
 
-__all__ = ["SCHEMA_VERSION", "build_report", "entry_of_test", "render_json", "session_metadata", "write_json_report"]
+__all__ = ["SCHEMA_VERSION", "build_report", "clean", "entry_of_test", "fingerprint_of", "realized_maps", "render_json",
+           "session_metadata", "write_json_report"]

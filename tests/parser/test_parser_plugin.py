@@ -157,7 +157,7 @@ def test_rms(trt):
         "higher precision than planned",
     ])
     data = assert_valid_report(json.loads((pytester.path / "r.json").read_text()))
-    assert data["schema_version"] == 3 and data["summary"]["parser_promotions"] == 1
+    assert data["schema_version"] == 4 and data["summary"]["parser_promotions"] == 1
     (promotion,) = data["tests"][0]["parser"][0]["promotions"]
     assert (promotion["op_type"], promotion["planned"], promotion["parsed"]) == ("RMSNormalization", "fp16", "fp32")
     html = (pytester.path / "r.html").read_text()

@@ -88,7 +88,7 @@ def test_every_trt_test_reaches_every_report_with_its_pytest_outcome(pytester):
     result.assert_outcomes(passed=2, failed=3, errors=1, skipped=1, xfailed=3, xpassed=1)  # + test_not_trt
 
     data = assert_valid_report(json.loads((pytester.path / "out" / "r.json").read_text()))
-    assert data["schema_version"] == 3
+    assert data["schema_version"] == 4
     tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
     assert "test_not_trt" not in tests
     assert data["summary"]["tests"] == 10

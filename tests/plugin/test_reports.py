@@ -180,7 +180,7 @@ def check_junit(path: Path, *, cache_hit: bool):
 
 def check_json(path: Path, *, cache_hit: bool, gpu_assignment=None) -> dict:
     data = assert_valid_report(json.loads(path.read_text()))
-    assert data["schema_version"] == 3
+    assert data["schema_version"] == 4
     assert data["exitstatus"] == 1
     meta = data["session"]
     assert meta["backend"] == "emulate" and meta["backend_reason"].startswith("auto:")

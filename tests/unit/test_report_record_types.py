@@ -25,7 +25,8 @@ ENGINE = EngineRecord(model="m.onnx", policy="fp16", backend="emulate", cache_hi
 
 
 def test_every_kind_the_reports_read_has_a_type():
-    assert set(RECORD_TYPES) == {"engine", "parser", "accuracy", "precision", "layerwise", "baseline_fallback"}
+    assert set(RECORD_TYPES) == {"engine", "parser", "accuracy", "precision", "layerwise", "baseline_fallback",
+                                 "realized"}
 
 
 def test_json_form_round_trips_and_leaves_unset_optional_keys_out():
