@@ -50,8 +50,12 @@ def _summarise(items: list[tuple[str, tuple[str, ...], tuple | None]], depth: in
     if not transitions - {None}:
         return
     here = items[0][1][:depth] if items else ()
-    if len(transitions) == 1:
-        out.append((_prefix(here), next(iter(transitions)), [n for n, _, _ in items]))
+    if len(transitions) == 1:  # named by the deepest module holding them all
+        common = list(items[0][1])
+        for _, segs, _ in items[1:]:
+            while segs[:len(common)] != tuple(common):
+                common.pop()
+        out.append((_prefix(tuple(common)), next(iter(transitions)), [n for n, _, _ in items]))
         return
     children: dict[str, list] = defaultdict(list)
     own: dict[tuple, list[str]] = defaultdict(list)

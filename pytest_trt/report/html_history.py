@@ -35,10 +35,10 @@ def _headline(row: OutputDrift, gated: bool) -> tuple[str, str]:
 def drift_cell(row: OutputDrift | None, gated: bool) -> str:
     """The tests table's drift cell of one output ("new" when the stored run lacks it)."""
     if row is None:
-        return '<td class="nw note">new</td>'
+        return '<td class="drift note">new</td>'
     word, change = _headline(row, gated)
     cls = {"REGRESSED": "drift-bad", "improved": "drift-good"}.get(word, "")
-    return (f'<td class="nw {cls}"><b>{esc(word)}</b>'
+    return (f'<td class="drift {cls}"><b>{esc(word)}</b>'
             + (f'<br><span class="note">{esc(change)}</span>' if change else "") + "</td>")
 
 

@@ -99,7 +99,7 @@ abbr{text-decoration:none;cursor:help}
 .net div{width:9px;height:14px;background:#ccc}
 .net div.c{outline:2px solid #1d232b;outline-offset:-1px}.net div.mm{outline:2px solid #e00;outline-offset:-2px}
 .strip{max-width:100%}
-.drift-bad{color:#b3261e}.drift-good{color:#1e7b3c}
+.drift-bad{color:#b3261e}.drift-good{color:#1e7b3c}td.drift{overflow-wrap:anywhere}
 table.drift td.name{overflow-wrap:anywhere}
 """
 
@@ -193,7 +193,7 @@ def _tests_section(results: list[dict], rows: list[dict], anchors: dict, drift=N
     with a stored run compared (``drift``), a drift column."""
     if not results:
         return ""
-    columns = _TESTS_COLUMNS + ((("drift", 104),) if drift is not None else ())
+    columns = _TESTS_COLUMNS + ((("drift", 120),) if drift is not None else ())
     by_output = drift_by_output(drift)
     gated = bool(drift is not None and drift.gated)
     by_test: dict[str, list[dict]] = {}

@@ -416,7 +416,7 @@ class Transport:
             return
         try:
             if self.webdav:
-                self.call(self.fs.client.remove, path)
+                self._webdav_delete(path)
             else:
                 self.call(self._opened().rm, path, recursive=True)
         except FileNotFoundError:
@@ -425,6 +425,19 @@ class Transport:
             if type(exc).__name__ == "ResourceNotFound":
                 return
             raise
+
+    def _webdav_delete(self, path: str) -> None:
+        """WebDAV ``DELETE`` of a collection or a resource: a collection's URL ends with ``/`` (nginx
+        answers 409 Conflict otherwise, RFC 4918 allows either), so a 409 is retried with it."""
+        client = self.fs.client
+        url = str(client.join_url(path)).rstrip("/")
+        for target in (url, url + "/"):
+            response = client.http.request("DELETE", target)
+            if response.status_code == 404:
+                raise FileNotFoundError(errno.ENOENT, "not on the remote", path)
+            if response.status_code != 409 or target.endswith("/"):
+                response.raise_for_status()
+                return
 
     def publish_if_absent(self, staged: str, published: str, manifest: bytes) -> bool:
         """Make ``staged`` (an uploaded manifest) the object ``published`` unless that exists; True if it did."""
