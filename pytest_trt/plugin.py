@@ -24,6 +24,7 @@ from .core.records import BaselineFallbackRecord, ParserRecord, Record, record_f
 from .errors import AccuracyError, ParserCheckError, PrecisionError, PytestTrtError, UnsupportedGpu
 from .glue import hookspec, runs, xdist_gpus
 from .glue.activation import (
+    CASE_KEY,
     RECORDS_KEY,
     SESSION_KEY,
     activate,
@@ -239,15 +240,25 @@ def _short_longrepr(item, excinfo) -> str:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
-    """--trt-parser-check: a failed automatic parser check fails the test in its call phase, after
+    """After the test body, two automatic verdicts of the call phase.
+
+    ``--trt-ledger``: the ledger of the engine the test's ``trt`` case built. When the body (or a
+    parser check) failed, a ledger that cannot be made stays quiet: that failure is the headline.
+
+    ``--trt-parser-check``: a failed automatic parser check fails the test in its call phase, after
     its body gave every other verdict, as a :class:`~pytest_trt.errors.ParserCheckError`; raised
     here, an xfail's ``raises=`` sees it (a negative control), which a verdict applied later to
     the report could not (it showed XPASS(strict)). It never turns a failure into a pass."""
     try:
         result = yield
     except (UnsupportedGpu, pytest.skip.Exception) as exc:  # a skip must not hide a parser failure (a CPU verdict)
+        _auto_ledger(item, quiet=True)
         _raise_failed_parser_checks(item, exc)
         raise
+    except BaseException:
+        _auto_ledger(item, quiet=True)
+        raise
+    _auto_ledger(item, quiet=bool(_failed_parser_checks(item)))
     _raise_failed_parser_checks(item, None)
     return result
 
@@ -310,6 +321,20 @@ def pytest_runtest_makereport(item, call):
     if trt_test:
         _attach_results(item, call, report, session)
     return report
+
+
+def _auto_ledger(item, *, quiet: bool) -> None:
+    session = current_session(item.config)
+    if session is None or not session.settings.ledger:
+        return
+    case = item.stash.get(CASE_KEY, None)
+    if case is None:
+        return
+    try:
+        case.auto_ledger()
+    except Exception:
+        if not quiet:
+            raise
 
 
 def skip_reason_of(report) -> str:

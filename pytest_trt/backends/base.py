@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..cache import ArtifactCache
     from ..layers.report import LayerReport
+    from ..layers.timing import LayerProfile
     from ..plan import PrecisionPlan
 
 # the built-in choices of ``--trt-backend`` (plugins add more: :func:`backend_names`) and of
@@ -130,6 +131,19 @@ class Engine(ABC):
     def layers(self) -> LayerReport:
         """What the engine actually runs, per layer and per ONNX node."""
 
+    def layer_timing_reason(self) -> str | None:
+        """None when :meth:`time_layers` measures this engine's own kernels on a GPU, per engine layer;
+        else why it cannot (the ledger's time column says it). Backends that can override both."""
+        return f"the {self.backend_name} backend has no per-layer timing of its engines"
+
+    def time_layers(self, feeds: dict[str, np.ndarray], *, warmup: int = 10, iterations: int = 50,
+                    per_layer: bool = True) -> LayerProfile:
+        """Time ``iterations`` runs on ``feeds`` after ``warmup`` ones: the end-to-end latency of each
+        and, with ``per_layer``, each engine layer's time in each
+        (:class:`~pytest_trt.layers.timing.LayerProfile`). Raises :class:`BackendUnavailable` with
+        :meth:`layer_timing_reason` where the engine cannot be timed."""
+        raise BackendUnavailable(self.layer_timing_reason() or f"{self.backend_name}: no per-layer timing")
+
     @abstractmethod
     def run_layerwise(self, feeds: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], str]:
         """Values of intermediate float tensors, keyed by ONNX tensor name, as float32.
@@ -162,6 +176,11 @@ class Backend(ABC):
     def device(self) -> dict[str, Any]:
         """The device engines are built for (part of cache keys)."""
         return {}
+
+    def layer_timing_reason(self) -> str | None:
+        """None when this backend's engines time their own layers on a GPU (:meth:`Engine.time_layers`);
+        else why not. Asked before any engine exists (an explicit ``--trt-ledger-timing engine``)."""
+        return f"the {self.name} backend has no per-layer timing of its engines"
 
     def supports(self, plan: PrecisionPlan, config: BuildConfig) -> str | None:
         """None when this backend can build ``plan`` under ``config``, else why not (skip reason)."""

@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..plan import PrecisionPlan
 
 EMULATION_FILE = "emulation.onnx"
+#: why an emulated engine has no time (every ledger on emulate says it)
+NO_GPU_TIME = "CPU emulation computes everything in FP32: no GPU time"
 
 
 class EmulatedEngine(Engine):
@@ -73,6 +75,9 @@ class EmulatedEngine(Engine):
     def layers(self) -> LayerReport:
         return LayerReport.from_emulation(self.plan)
 
+    def layer_timing_reason(self) -> str | None:
+        return NO_GPU_TIME
+
     def run_layerwise(self, feeds: dict):
         names = float_tensor_names(self.model)
         values = run_session(self._session(names), feeds, output_names=names, label=f"emulation of {self.model.label}")
@@ -99,6 +104,9 @@ class EmulateBackend(Backend):
 
     def device(self) -> dict:
         return {"device": "cpu"}
+
+    def layer_timing_reason(self) -> str | None:
+        return NO_GPU_TIME
 
     #: Why ``typing="weak"`` cannot be honoured here (a usage error: the run would not be what was asked).
     WEAK_TYPING_REASON = ("emulation has no weak typing: it runs the plan's types exactly, as strong typing "

@@ -12,13 +12,15 @@ import argparse
 import math
 from typing import Any
 
-from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TYPING_CHOICES
+from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TIMING_CHOICES, TYPING_CHOICES
 
 __all__ = [
     "add_engine_flags",
     "add_input_flags",
+    "add_ledger_flags",
     "add_model_and_policy",
     "add_parser_check_flag",
+    "add_timing_flags",
     "add_tolerance_flags",
     "check_args",
     "flat",
@@ -145,3 +147,32 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
 def flat(values: Any) -> list[str]:
     """``action="append"`` + ``nargs="+"`` gives a list of lists: one flat list, in order."""
     return [v for group in values or () for v in (group if isinstance(group, list) else [group])]
+
+
+def add_timing_flags(p: Any, *, what: str) -> None:
+    """``--timing`` and ``--iterations``: the timing source of the ledger (``layers --ledger``) or of the
+    island costs (``suggest``), and the timed runs per measurement."""
+    p.add_argument("--timing", choices=TIMING_CHOICES, default="auto",
+                   help=f"timing source of {what}: auto = the engine's own per-layer timing (TensorRT), else ONNX "
+                        "Runtime CUDA (the strongly typed realization, not TensorRT), else none (it says why); engine / "
+                        "onnxruntime-cuda = that source or an error (exit 2); off = no time (default: auto)")
+    p.add_argument("--iterations", type=number(minimum=1, integer=True), default=50, metavar="N",
+                   help="timed runs per measurement, >= 1 (default: 50)")
+    p.add_argument("--warmup", type=number(minimum=0, integer=True), default=10, metavar="N",
+                   help="untimed runs before them, >= 0 (default: 10)")
+
+
+def add_ledger_flags(p: Any) -> None:
+    """``layers --ledger`` and the flags of its timing and exports."""
+    p.add_argument("--ledger", action="store_true",
+                   help="print the ledger: per ONNX node declared precision (and rule), realized precision (and "
+                        "evidence), engine layer or node, time and share; roll-ups per scope and precision")
+    add_timing_flags(p, what="--ledger")
+    p.add_argument("--all", action="store_true", dest="all_rows",
+                   help="with --ledger: every row (default: the rows of the top 10 units by time, or of the nodes "
+                        "whose precision is in question when there is no time)")
+    p.add_argument("--export-profile", metavar="PATH", default=None,
+                   help="write the ledger's times as trtexec --exportProfile JSON (implies --ledger; needs time)")
+    p.add_argument("--export-trace", metavar="PATH", default=None,
+                   help="write the ledger as a Chrome/Perfetto trace, one run by median times (implies --ledger; "
+                        "needs time)")

@@ -19,8 +19,10 @@ from ..core.lazy import lazy_import
 from .args import (
     add_engine_flags,
     add_input_flags,
+    add_ledger_flags,
     add_model_and_policy,
     add_parser_check_flag,
+    add_timing_flags,
     add_tolerance_flags,
     number,
 )
@@ -102,6 +104,7 @@ def add_layers(sub: Any) -> None:
                         "exit 1 if one fails")
     p.add_argument("--allow-unverifiable", action="store_true",
                    help="with --expect: list unverifiable nodes as warnings instead of failing")
+    add_ledger_flags(p)
     p.set_defaults(run=_later(layers, "run"))
 
 
@@ -151,6 +154,8 @@ def add_suggest(sub: Any) -> None:
                    help=f"re-check every answer on N more input seeds, --seed + 1 ... + N ({MIN_RECHECK_SEEDS} to "
                         f"{MAX_RECHECK_SEEDS}; default: 3); "
                         "generated like the inputs, or with --load-inputs the loaded values permuted by seed")
+    add_timing_flags(p, what="the cost of each proposed FP32 island (the plan with and without it, same inputs "
+                             "and runs)")
     p.set_defaults(run=_later(suggest, "run"))
 
 

@@ -15,14 +15,29 @@ matters to ``compare``, not here), and ``--load-inputs`` only lends its arrays' 
 
 Exit 0 (a report, whatever it shows). With ``--expect PATTERN=PREC`` (repeatable) each
 expectation runs :func:`pytest_trt.assert_precision`; exit 1 if any fails.
+
+``--ledger`` prints the ledger instead (:mod:`pytest_trt.ledger`): per ONNX node the declared
+precision and its rule, the realized precision and its evidence, the engine layer (TensorRT) or
+node (ONNX Runtime CUDA) that ran it and its time, with roll-ups per scope and per precision;
+``--timing`` picks the timing source (auto: TensorRT's own, else ONNX Runtime CUDA, else none,
+saying why). Timing runs the engine, so then the inputs' values matter too (``--val-range`` for
+integer inputs, or ``--load-inputs``). ``--export-profile PATH`` writes trtexec's
+``--exportProfile`` JSON, ``--export-trace PATH`` a Chrome/Perfetto trace (both need time; each
+implies ``--ledger``).
 """
 
 from __future__ import annotations
 
+import json
 import sys
+from pathlib import Path
 
-from ..errors import PrecisionError
+from ..errors import PrecisionError, UsageError
 from ..inputs import parse_input_shape, resolve_profile
+from ..ledger import chrome_trace, ledger_of, trtexec_profile
+from ..ledger.ort_cuda import ort_cuda_reason
+from ..ledger.render import TOP
+from ..ledger.timing import backend_timing_reason, check_available
 from ..plan.policy import parse_rule
 from ..verify.precision import assert_precision
 from .args import flat
@@ -52,6 +67,8 @@ def run(args) -> int:
     else:
         config = session.build_config()  # emulation ignores shapes and profiles: no inputs needed
     engine, event = session.engine(plan, config)
+    if args.ledger or args.export_profile or args.export_trace:
+        return _ledger(args, session, model, engine, event, plan)
     report = engine.layers()
     checks, failed = [], []
     for rule in expectations:
@@ -75,3 +92,30 @@ def run(args) -> int:
         for error in failed:
             print(cli_spelling(str(error)), file=sys.stderr)
     return 1 if failed else 0
+
+
+def _ledger(args, session, model, engine, event, plan) -> int:
+    """``--ledger``: the ledger as text or JSON, and its exports."""
+    check_available(args.timing, session.backend, "--timing")
+    needed = args.timing != "off" and (backend_timing_reason(session.backend) is None or ort_cuda_reason() is None)
+    feeds = feeds_from_args(args, model) if needed else {}
+    ledger = ledger_of(engine, feeds, timing=args.timing, warmup=args.warmup, iterations=args.iterations,
+                       source="--timing")
+    data = ledger.to_json()
+    exports = [(args.export_profile, trtexec_profile, "--export-profile"),
+               (args.export_trace, chrome_trace, "--export-trace")]
+    for path, export, flag in exports:
+        if path:
+            if not ledger.timed:
+                raise UsageError(f"{flag}: the ledger of {model.label} has no time ({ledger.time_reason})")
+            Path(path).write_text(json.dumps(export(data), indent=1) + "\n")
+    if args.json:
+        emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
+                   "engine": event.to_json(), "ledger": data})
+    else:
+        print(f"{model.label}: {engine.describe()}")
+        print(ledger.table(top=None if args.all_rows else TOP))
+        for path, _, flag in exports:
+            if path:
+                print(f"{flag}: wrote {path}")
+    return 0

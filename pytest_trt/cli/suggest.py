@@ -7,7 +7,9 @@ guided by layerwise errors; see :mod:`pytest_trt.suggest`. Prints the patterns r
 values permuted by seed) with no NaN/Inf inside where the FP32 reference is finite. Exit 0
 when an answer was found (including "nothing needs to change"); 1 when none was, when the
 outputs pass only with NaN/Inf inside (``passes_output_only``), or when the answer keeps more
-than half of the compute nodes FP32 (``fp32_in_effect``); 2 on usage or input errors.
+than half of the compute nodes FP32 (``fp32_in_effect``); 2 on usage or input errors. An answer
+says what each island costs in time (``--timing``: TensorRT's own timing or ONNX Runtime CUDA,
+the plan with and without it, same inputs and runs), or why that cannot be measured here.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..glue.case import Feeds
+from ..ledger.timing import check_available
 from ..suggest import MIN_RECHECK_SEEDS, suggest_fp32_islands
 from .common import (
     build_config_from_args,
@@ -34,6 +37,7 @@ def run(args: Any) -> int:
         raise UsageError(f"--recheck-seeds must be at least {MIN_RECHECK_SEEDS} (every answer is re-checked on at "
                          f"least {MIN_RECHECK_SEEDS} more seeds), got {args.recheck_seeds}")
     session = session_from_args(args)
+    check_available(args.timing, session.backend, "--timing")
     model = session.model(args.model)
     policy = policy_from_args(args)
     session.plan(model, policy)  # pattern and model errors surface here, before any build
@@ -50,7 +54,8 @@ def run(args: Any) -> int:
         feeds.seed = feeds_seed
     found = suggest_fp32_islands(model, policy, feeds, backend=session.backend, cache=session.cache,
                                  rtol=args.rtol, atol=args.atol, config=config, max_builds=args.max_builds,
-                                 threshold=args.threshold, recheck_seeds=seeds, make_feeds=make)
+                                 threshold=args.threshold, recheck_seeds=seeds, make_feeds=make, timing=args.timing,
+                                 timing_iterations=args.iterations, timing_warmup=args.warmup)
     if args.json:
         emit_json({"model": str(args.model), "seed": args.seed, **found.to_json()})
     else:

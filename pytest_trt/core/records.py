@@ -3,9 +3,10 @@
 A trt test's checks append records to the test item (:func:`pytest_trt.glue.activation.item_records`):
 an :class:`EngineRecord` per engine used, a :class:`ParserRecord` per parser check, an
 :class:`AccuracyRecord` per ``trt.check()``, a :class:`PrecisionRecord` per
-``trt.assert_precision()``, a :class:`LayerwiseRecord` per layerwise comparison and a
-:class:`BaselineFallbackRecord` per CUDA baseline whose float nodes ran on the CPU provider, and
-while runs are saved or compared a :class:`RealizedRecord` per engine (the precision each node ran in).
+``trt.assert_precision()``, a :class:`LayerwiseRecord` per layerwise comparison, a
+:class:`LedgerRecord` per ledger and a :class:`BaselineFallbackRecord` per CUDA baseline whose
+float nodes ran on the CPU provider, and while runs are saved or compared a :class:`RealizedRecord`
+per engine (the precision each node ran in).
 Producers (``glue/case.py``, ``glue/fixtures.py``, ``baseline.warn_placement``, ``plots.layerwise_record``)
 build them; the reports (terminal summary, JUnit properties, JSON, HTML) read their attributes.
 
@@ -244,10 +245,24 @@ class BaselineFallbackRecord(Record):
     nodes: list[list[str]]
 
 
+@dataclass(kw_only=True)
+class LedgerRecord(Record):
+    """A ledger (``trt.ledger()``, or ``--trt-ledger`` after the test body): ``Ledger.to_json()``.
+
+    ``auto``: made by ``--trt-ledger`` (True) or by the test itself (unset)."""
+
+    kind: ClassVar[str] = "ledger"
+    model: str
+    policy: str
+    backend: str
+    ledger: dict[str, Any]
+    auto: bool | None = None
+
+
 #: every record type by its kind
 RECORD_TYPES: dict[str, type[Record]] = {cls.kind: cls for cls in (
     EngineRecord, ParserRecord, AccuracyRecord, PrecisionRecord, LayerwiseRecord, BaselineFallbackRecord,
-    RealizedRecord)}
+    LedgerRecord, RealizedRecord)}
 
 
 def record_from_json(data: Mapping[str, Any]) -> Record:
@@ -265,5 +280,6 @@ def as_record(value: Record | Mapping[str, Any]) -> Record:
     return value if isinstance(value, Record) else record_from_json(value)
 
 
-__all__ = ["AccuracyRecord", "BaselineFallbackRecord", "EngineRecord", "LayerwiseRecord", "ParserRecord",
-           "PrecisionRecord", "RECORD_TYPES", "RealizedRecord", "Record", "RecordError", "as_record", "record_from_json"]
+__all__ = ["AccuracyRecord", "BaselineFallbackRecord", "EngineRecord", "LayerwiseRecord", "LedgerRecord",
+           "ParserRecord", "PrecisionRecord", "RECORD_TYPES", "RealizedRecord", "Record", "RecordError", "as_record",
+           "record_from_json"]

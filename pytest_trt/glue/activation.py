@@ -35,6 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover
 SESSION_KEY = pytest.StashKey[TrtSession]()
 #: a test item's records (:mod:`pytest_trt.core.records`), in the order the test made them
 RECORDS_KEY = pytest.StashKey["list[Record]"]()
+#: a test item's ``trt`` case (:class:`~pytest_trt.glue.case.TrtCase`), set by the ``trt`` fixture
+CASE_KEY = pytest.StashKey[Any]()
 
 
 def current_session(config: pytest.Config) -> TrtSession | None:

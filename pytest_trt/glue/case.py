@@ -29,11 +29,20 @@ from ..backends.tensorrt.parser_check import require
 from ..compare import CompareResult, compare_outputs, default_tolerances
 from ..compare.figures import DETAILS_MAX_ELEMENTS
 from ..core.dtypes import normalize_precision
-from ..core.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, RealizedRecord, Record
+from ..core.records import (
+    AccuracyRecord,
+    EngineRecord,
+    LedgerRecord,
+    ParserRecord,
+    PrecisionRecord,
+    RealizedRecord,
+    Record,
+)
 from ..errors import AccuracyError, ParserCheckError, PrecisionError, UsageError
 from ..history.outputs import save_check_outputs
 from ..inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
 from ..inputs.files import comment_text, write_replay_script
+from ..ledger import ledger_of
 from ..locate.divergence import locate_divergence
 from ..plan.policy import PrecisionPolicy, Rule
 from ..reference.baseline import feeds_digest, normalize_baseline, reference_label, reference_model
@@ -164,8 +173,9 @@ class TrtCase:
         fixed = self._fixed_nodes() if self.session.settings.keep_fp32 else frozenset()
         for pattern in self.session.settings.keep_fp32:
             rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
-            matched = any(rule.matches(n) and n.name not in fixed for n in nodes)
-            self.session.patterns.note(pattern, self.model.label, matched, nodes)
+            names = self.model.names
+            matched = any(rule.matches(n, names.get(n.name)) and n.name not in fixed for n in nodes)
+            self.session.patterns.note(pattern, self.model.label, matched, nodes, names)
             if pattern not in keep and matched:
                 keep.append(pattern)
         kwargs: dict[str, Any] = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
@@ -318,7 +328,9 @@ class TrtCase:
                               stacklevel=2)
                 return
             self.session.realized_engines.add(key)
-            nodes = {name: o.observed for name, o in report.nodes.items() if o.status != "fixed"}
+            names = getattr(self.model, "names", None)  # canonical names (issue 30): what two runs are matched by
+            nodes = {(names.canonical(name) if names is not None else name): o.observed
+                     for name, o in report.nodes.items() if o.status != "fixed"}
             source = report.source
         else:
             source = "see the first test of this engine"
@@ -551,6 +563,31 @@ class TrtCase:
         """The engine's LayerReport (what ran, per node)."""
         return self.engine.layers()
 
+    def ledger(self, feeds: dict | None = None, *, timing: str | None = None, warmup: int = 10,
+               iterations: int = 50, auto: bool | None = None):
+        """The engine's ledger (:func:`pytest_trt.ledger.ledger_of`): per ONNX node the declared precision
+        and its rule, the realized precision and its evidence, the engine layer or node and its time,
+        measured on ``feeds`` (default: the case's). ``timing``: ``auto`` (the default, or
+        ``--trt-ledger-timing``), ``engine``, ``onnxruntime-cuda``, ``off``. Recorded for the reports."""
+        settings = self.session.settings
+        if timing is None:
+            timing = settings.ledger_timing
+            source = settings.sources.get("trt_ledger_timing", "--trt-ledger-timing")
+        else:
+            source = "timing"
+        engine = self.engine
+        ledger = ledger_of(engine, self._feeds_or_default(feeds), timing=timing, warmup=warmup,
+                           iterations=iterations, source="timing" if source == "default" else source)
+        self.records.append(LedgerRecord(model=self.model.label, policy=self.plan.policy.describe(),
+                                         backend=engine.backend_name, ledger=ledger.to_json(), auto=auto))
+        return ledger
+
+    def auto_ledger(self) -> None:
+        """``--trt-ledger``: the ledger of an engine the test built, unless the test made one itself."""
+        if self._engine is None or any(isinstance(r, LedgerRecord) for r in self.records):
+            return
+        self.ledger(auto=True)
+
     def assert_precision(self, pattern: str, precision: str, **kwargs):
         """Assert every node matching ``pattern`` ran in ``precision`` (see pytest_trt.assert_precision)."""
         def as_json(x):
@@ -567,10 +604,11 @@ class TrtCase:
         return report
 
     def _network_scopes(self) -> list[dict]:
-        """The whole planned network, compactly, for the HTML precision view: per scope (node name up
-        to its last ``/``), in graph order, ``{"scope", "nodes", "planned": {precision: count}}``."""
+        """The whole planned network, compactly, for the HTML precision view: per scope (canonical node
+        name up to its last ``/``), in graph order, ``{"scope", "module", "module_class", "nodes",
+        "planned": {precision: count}}``."""
         try:
-            return network_scopes(self.plan.nodes.values())
+            return network_scopes(self.plan.nodes.values(), self.plan.model.names)
         except Exception:  # a courtesy for the report; the check's own verdict stands
             return []
 

@@ -15,7 +15,7 @@ from ..core.dtypes import normalize_precision
 from ..core.records import ParserRecord
 from ..errors import BackendUnavailable, PytestTrtError, UsageError
 from ..plan.policy import PrecisionPolicy
-from .activation import RECORDS_KEY, activate, current_session, item_records
+from .activation import CASE_KEY, RECORDS_KEY, activate, current_session, item_records
 
 
 def _session(config):
@@ -43,6 +43,7 @@ def trt(request, trt_session):
 
     case = TrtCase(trt_session, request.node)
     case.records = item_records(request.node)
+    request.node.stash[CASE_KEY] = case  # --trt-ledger: its ledger after the test body (plugin)
     return case
 
 

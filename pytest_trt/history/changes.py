@@ -163,7 +163,7 @@ def layerwise_growth(old_report: Mapping[str, Any], new_report: Mapping[str, Any
         if a is None or b is None or math.isnan(b) or not b > a:
             continue
         growth = math.inf if a == 0 else b / a
-        grown.append({"nodeid": key[0], "tensor": key[1], "node": node_key(str(new.get("node") or ""))[0],
+        grown.append({"nodeid": key[0], "tensor": key[1], "node": node_key(new)[0],
                       "old_rel": a, "new_rel": b, "growth": growth})
     grown.sort(key=lambda g: (-(g["growth"] if math.isfinite(g["growth"]) else 1e300), g["tensor"]))
     return grown[:TOP_LAYERWISE]

@@ -1,11 +1,12 @@
 """Node names as the history compares them: the one function that reads a node's name and module.
 
-The project's canonical node names (issue 30, ``Model.names``: ``/model/layers.0/input_layernorm/
-node_rsqrt`` and the module it belongs to) are not on ``main`` yet. Until they are, precision
-changes are matched by the node name a layer report records and summarised per name scope (the
-name up to its last ``/``, the TorchScript exporter's module path). :func:`node_key` is the only
-place that decides this: when canonical names land it reads ``canonical`` and ``module`` from the
-records, and nothing else changes.
+Two runs' nodes are matched by their canonical names (issue 30, ``Model.names``:
+``/model/layers.0/input_layernorm/node_rsqrt``), which the realized-precision records hold (written
+through ``Model.names.canonical`` when a test records them, :meth:`pytest_trt.glue.case.TrtCase.engine`),
+and changes are summarised per module: the canonical name's scope, up to its last ``/``
+(a node without a module keeps its raw name and belongs to ``/``). :func:`node_key` is the only
+place the history package decides this; a row that carries ``canonical`` and ``scope`` (a
+precision check's node) is read as recorded.
 
 Standard library only.
 """

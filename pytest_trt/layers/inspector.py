@@ -40,6 +40,7 @@ __all__ = [
     "inspector_schema",
     "load_inspector_json",
     "metadata_nodes",
+    "myelin_region",
     "parse_layers",
     "parse_metadata",
     "split_tensor_entry",
@@ -322,7 +323,21 @@ def _is_myelin(name: str, layer_type: str | None) -> bool:
     lt = (layer_type or "").strip().lower()
     if name.startswith("{ForeignNode[") or lt in ("myelin", "kgen", "gemm"):
         return True
+    if lt:  # another known type: a reformat named after the kgen kernel it feeds ("... to __myl_X_myl0_30") is not one
+        return name.startswith("__myl")
     return name.startswith("__myl") or re.search(r"_myl\d+(?:_\d+)?$", name) is not None
+
+
+_MYL_RE = re.compile(r"_myl(\d+)_\d+$")
+
+
+def myelin_region(layer: str | None) -> str | None:
+    """The Myelin region a layer belongs to: ``myl<N>`` for ``..._myl<N>_<M>`` kernels, else the layer name."""
+    if not layer:
+        return None
+    first = layer.split(" | ")[0]
+    m = _MYL_RE.search(first)
+    return f"myl{m.group(1)}" if m else first
 
 
 def _tensor_list(entries) -> list[TensorInfo]:

@@ -105,7 +105,9 @@ class NodeObservation:
     ``observed_dtypes``), or None. ``layer`` names the carrying layer(s); ``detail`` says
     why when the status is not plainly ``ok``. ``evidence``: how the precision is known,
     ``observed`` | ``inferred`` | ``unverifiable`` | ``emulated`` (None for fixed nodes);
-    see the module docstring.
+    see the module docstring. ``canonical``, ``module``, ``module_class``: the node's canonical
+    scoped name, module path and qualified module class (:mod:`pytest_trt.model.names`), what
+    the table and reports show beside the raw ``node`` name TensorRT's metadata uses.
     """
 
     node: str
@@ -119,10 +121,19 @@ class NodeObservation:
     observed_dtypes: tuple[str, ...] = ()
     layers: tuple[str, ...] = ()
     evidence: str | None = None
+    canonical: str = ""
+    module: str | None = None
+    module_class: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The node as reports name it: its canonical scoped name."""
+        return self.canonical or self.node
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "node": self.node, "op_type": self.op_type, "planned": self.planned, "observed": self.observed,
+            "node": self.node, "canonical": self.label, "module": self.module, "module_class": self.module_class,
+            "op_type": self.op_type, "planned": self.planned, "observed": self.observed,
             "observed_dtypes": list(self.observed_dtypes), "layer": self.layer, "layers": list(self.layers),
             "myelin": self.myelin, "status": self.status, "evidence": self.evidence, "detail": self.detail,
         }
@@ -149,6 +160,8 @@ class LayerReport:
     notes: list[str] = field(default_factory=list)
     schema: str = "unknown"
     io_tensors: list[dict] = field(default_factory=list)
+    #: the plan's node names (``Model.names``), for patterns over the report (not in its JSON)
+    names: Any = field(default=None, repr=False)
 
     # -- constructors -----------------------------------------------------------------
     @classmethod
@@ -161,9 +174,9 @@ class LayerReport:
         schema = inspector_schema(data)
         if isinstance(data, dict) and data.get("_pytest_trt_source"):
             source = str(data["_pytest_trt_source"])
-        nodes = _observe(plan, layers, notes, strong=typing == "strong")
+        nodes = _named(_observe(plan, layers, notes, strong=typing == "strong"), plan)
         return cls(layers=layers, nodes=nodes, source=source, typing=typing, backend=backend, notes=notes,
-                   schema=schema, io_tensors=inspector_io_tensors(data))
+                   schema=schema, io_tensors=inspector_io_tensors(data), names=_names_of(plan))
 
     @classmethod
     def from_network(cls, network_info, plan: PrecisionPlan, *, typing: str = "strong",
@@ -198,7 +211,8 @@ class LayerReport:
                     "emulated: the emulation graph rounds this node's outputs to the planned precision",
                     (d.precision,), (), "emulated",
                 )
-        return cls(layers=[], nodes=nodes, source="emulation", typing="emulated", backend="emulate",
+        return cls(layers=[], nodes=_named(nodes, plan), source="emulation", typing="emulated", backend="emulate",
+                   names=_names_of(plan),
                    notes=["EMULATED on ONNX Runtime CPU: derived from the plan's realization (emulated = planned by "
                           "construction), not observed; this says nothing about what TensorRT would run (fusion, "
                           "Myelin, tactics)"])
@@ -272,7 +286,7 @@ class LayerReport:
     def table(self, *, statuses=None, max_width: int = 60) -> str:
         """A readable text table, one row per node (optionally only some statuses)."""
         rows = [o for o in self.nodes.values() if statuses is None or o.status in statuses]
-        header = ("node", "op", "planned", "observed", "status", "evidence", "layer")
+        header = ("node", "op", "planned", "observed", "status", "evidence", "layer", "class")
         body = [_table_row(o, max_width) for o in rows]
         widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
         lines = [self.headline()]
@@ -280,15 +294,32 @@ class LayerReport:
         fmt = "  ".join(f"{{:<{w}}}" for w in widths)
         lines.append(fmt.format(*header))
         lines.append(fmt.format(*("-" * w for w in widths)))
-        lines.extend(fmt.format(*r) for r in body)
+        lines.extend(fmt.format(*r).rstrip() for r in body)
         details = [o for o in rows if o.detail and o.status != "fixed" and not self.emulated]
         if details:
             lines.append("")
-            lines.extend(f"{o.node}: {o.detail}" for o in details)
+            lines.extend(f"{o.label}: {o.detail}" for o in details)
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.table()
+
+
+def _names_of(plan: Any) -> Any:
+    """The plan's ``Model.names``, None for a plan without a model (hand-made in tests)."""
+    return getattr(getattr(plan, "model", None), "names", None)
+
+
+def _named(nodes: dict[str, NodeObservation], plan: Any) -> dict[str, NodeObservation]:
+    """Observations with their canonical name, module and class (:mod:`pytest_trt.model.names`)."""
+    names = _names_of(plan)
+    if names is None:
+        return nodes
+    for name, o in nodes.items():
+        entry = names.get(name)
+        if entry is not None:
+            o.canonical, o.module, o.module_class = entry.canonical, entry.module, entry.module_class
+    return nodes
 
 
 def _cut(text: str | None, max_width: int) -> str:
@@ -300,8 +331,9 @@ def _cut(text: str | None, max_width: int) -> str:
 def _table_row(o: NodeObservation, max_width: int) -> tuple[str, ...]:
     """One row of :meth:`LayerReport.table`."""
     layer = (o.layer or "-") + (" [myelin]" if o.myelin else "")
-    return (_cut(o.node, max_width), o.op_type, o.planned or "-", o.observed or "-", o.status, o.evidence or "-",
-            _cut(layer, max_width))
+    cls = o.module_class.rpartition(".")[2] if o.module_class else "-"
+    return (_cut(o.label, max_width), o.op_type, o.planned or "-", o.observed or "-", o.status,
+            o.evidence or "-", _cut(layer, max_width), cls)
 
 
 def evidence_text(counts: dict[str, int]) -> str:

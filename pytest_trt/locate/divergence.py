@@ -56,6 +56,7 @@ import numpy as np
 
 from ..core.dtypes import LARGEST_FINITE
 from ..core.jsonsafe import json_number
+from ..model.names import short_class
 from ..reference.baseline import fp32_intermediates
 from .masking import is_masking, sentinels
 from .scopes import scope_pattern
@@ -108,12 +109,17 @@ class TensorError:
         upstream_nonfinite: some input already had non-finite disagreements.
         jump: ``rel / max(upstream, u)`` (inf when this node introduced NaN/Inf).
         divergent: the criterion of the module docstring holds.
+        canonical, module, module_class: the node's canonical scoped name, module path and
+            (qualified) module class (:mod:`pytest_trt.model.names`): what messages show.
     """
 
     tensor: str
     node: str
     op_type: str
     index: int
+    canonical: str = ""
+    module: str | None = None
+    module_class: str | None = None
     precision: str | None = None
     compute: bool = True
     available: bool = True
@@ -132,6 +138,18 @@ class TensorError:
     jump: float = 0.0
     divergent: bool = False
     problem: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The node as messages name it: its canonical scoped name."""
+        return self.canonical or self.node
+
+    def described(self) -> str:
+        """``/model/layers.0/input_layernorm/node_pow_1 (Pow, fp16; LlamaRMSNorm)``."""
+        inner = self.op_type + (f", {self.precision}" if self.precision else "")
+        if self.module_class:
+            inner += f"; {short_class(self.module_class)}"
+        return f"{self.label} ({inner})"
 
     @property
     def new_nonfinite(self) -> bool:
@@ -156,7 +174,8 @@ class TensorError:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "tensor": self.tensor, "node": self.node, "op_type": self.op_type, "index": self.index,
+            "tensor": self.tensor, "node": self.node, "canonical": self.label, "module": self.module,
+            "module_class": self.module_class, "op_type": self.op_type, "index": self.index,
             "precision": self.precision, "compute": self.compute, "available": self.available,
             "shape": list(self.shape) if self.shape is not None else None,
             "max_abs": _json(self.max_abs), "max_ref": _json(self.max_ref), "rel": _json(self.rel),
@@ -192,6 +211,8 @@ class Divergence:
     policy: str = ""
     output_names: list[str] = field(default_factory=list)
     low_precision: str | None = None
+    #: ``class:LlamaRMSNorm`` for the first divergent node's class, when the model knows classes
+    class_pattern: str | None = None
 
     @property
     def found(self) -> bool:
@@ -239,17 +260,10 @@ class Divergence:
         ]
         f = self.first
         if f is not None:
-            what = f"max abs error {fmt_error(f.max_abs)}"
-            if f.nonfinite:
-                what += f" ({_nonfinite_text(f)} where the FP32 reference is finite)"
-            else:
-                what += f" (max |ref| {fmt_error(f.max_ref)}, rel {fmt_error(f.rel)})"
-            prec = f", {f.precision}" if f.precision else ""
-            lines.append(f"first divergent node: {f.node} ({f.op_type}{prec}), tensor {f.tensor!r}: {what}; "
-                         f"{f.upstream_text(self.threshold)}")
+            lines.extend(self._first_lines(f))
         else:
             worst = max((t for t in avail if t.compute), key=lambda t: _finite(t.rel), default=None)
-            tail = f" (largest: rel {fmt_error(worst.rel)} at {worst.node})" if worst is not None else ""
+            tail = f" (largest: rel {fmt_error(worst.rel)} at {worst.label})" if worst is not None else ""
             lines.append(f"no divergent node: no tensor's error jumps past the criterion{tail}; if the outputs "
                          f"fail, the error accumulates gradually rather than at one node")
         shown = self.top if rows is None else self.top[:rows]
@@ -258,7 +272,7 @@ class Divergence:
             lines.extend("  " + line for line in _table(shown))
         masked = self.saturated
         if masked:
-            nodes = ", ".join(t.node for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
+            nodes = ", ".join(t.label for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
             lines.append(f"masking values: {sum(t.saturated for t in masked)} element(s) where FP32 holds a masking "
                          f"constant beyond the {self.low_precision} range (such as an attention mask's -FLT_MAX) are "
                          f"+-inf in the engine at {nodes}: the mask saturating as intended, not counted as NaN/Inf")
@@ -267,10 +281,24 @@ class Divergence:
             lines.append("outputs: " + "; ".join(f"{t.tensor} max abs {fmt_error(t.max_abs)} rel {fmt_error(t.rel)}"
                                                  for t in outs))
         if f is not None:
-            pattern = shlex.quote(scope_pattern(f.node))
-            lines.append(f"next: keep it FP32 to confirm (pytest --trt-keep-fp32 {pattern}, CLI --keep-fp32 {pattern}), "
-                         f"or let `pytest-trt suggest` search the smallest FP32 islands")
+            pattern = shlex.quote(scope_pattern(f.label))
+            klass = (f"; every module of its class: {shlex.quote(self.class_pattern)}" if self.class_pattern else "")
+            lines.append(f"next: keep it FP32 to confirm (pytest --trt-keep-fp32 {pattern}, CLI --keep-fp32 {pattern}"
+                         f"{klass}), or let `pytest-trt suggest` search the smallest FP32 islands")
         return "\n".join(lines)
+
+    def _first_lines(self, f: TensorError) -> list[str]:
+        """The first divergent node, in its module's words."""
+        what = f"max abs error {fmt_error(f.max_abs)}"
+        if f.nonfinite:
+            what += f" ({_nonfinite_text(f)} where the FP32 reference is finite)"
+        else:
+            what += f" (max |ref| {fmt_error(f.max_ref)}, rel {fmt_error(f.rel)})"
+        lines = [f"first divergent node: {f.described()}, tensor {f.tensor!r}: {what}; "
+                 f"{f.upstream_text(self.threshold)}"]
+        if f.module:
+            lines.append(f"  in module {f.module}" + (f" ({f.module_class})" if f.module_class else ""))
+        return lines
 
     def __str__(self) -> str:
         return self.message()
@@ -318,10 +346,15 @@ def locate_divergence(engine: Engine, feeds: dict, *, threshold: float | None = 
     ranked = sorted((t for t in rows if t.available and t.compute
                      and (t.divergent or (t.jump >= 2.0 and t.rel > threshold / jump))),
                     key=lambda t: t.score(), reverse=True)
+    names = getattr(model, "names", None)
+    class_pattern = None
+    if first is not None and first.module_class and names is not None:
+        class_pattern = names.class_pattern(first.module_class)
     return Divergence(
         first=first, top=ranked[: max(int(top), 0)], tensors=rows, note=note, threshold=float(threshold),
         jump=float(jump), model=model.label, backend=getattr(engine, "backend_name", "?"),
         policy=plan.policy.describe(), output_names=list(model.output_names()), low_precision=low,
+        class_pattern=class_pattern,
     )
 
 
@@ -329,6 +362,7 @@ def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: fl
                     floor: float = UNIT_ROUNDOFF["fp16"]) -> list[TensorError]:
     """Per-tensor rows in topological order (the work behind :func:`locate_divergence`)."""
     decisions = plan.nodes if plan is not None else {}
+    names = getattr(model, "names", None)
     low = getattr(plan, "low_precision", None)
     limit = LARGEST_FINITE.get(low) if low else None
     masking = (limit, sentinels(model, limit)) if limit is not None else None
@@ -350,7 +384,8 @@ def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: fl
             if not out or out not in reference:
                 continue
             row = TensorError(tensor=out, node=node.name, op_type=node.op_type, index=index, precision=precision,
-                              compute=compute, upstream=up, worst_input=worst, upstream_nonfinite=up_bad)
+                              compute=compute, upstream=up, worst_input=worst, upstream_nonfinite=up_bad,
+                              **_name_fields(names, node.name))
             _fill(row, values.get(out), reference[out], masking)
             if row.available:
                 eff[out] = row.rel
@@ -363,6 +398,14 @@ def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: fl
             rows.append(row)
     _require_persistence(model, rows, eff, threshold)
     return rows
+
+
+def _name_fields(names: Any, raw: str) -> dict[str, Any]:
+    """``canonical``, ``module``, ``module_class`` of a row (:mod:`pytest_trt.model.names`)."""
+    info = names.get(raw) if names is not None else None
+    if info is None:
+        return {"canonical": raw, "module": None, "module_class": None}
+    return {"canonical": info.canonical, "module": info.module, "module_class": info.module_class}
 
 
 def _require_persistence(model, rows: list[TensorError], eff: dict, threshold: float) -> None:
@@ -462,14 +505,17 @@ def _nonfinite_text(t: TensorError) -> str:
 
 
 def _table(rows: list[TensorError]) -> list[str]:
-    width = min(max(len(t.node) for t in rows), 70)
-    head = f"{'node':<{width}}  {'op':<12} {'prec':<5} {'max abs':>9} {'rel':>9} {'jump':>9}  note"
+    width = min(max(len(t.label) for t in rows), 70)
+    cls_width = min(max(len(short_class(t.module_class or "-")) for t in rows), 24)
+    head = (f"{'node':<{width}}  {'op':<12} {'prec':<5} {'class':<{cls_width}} {'max abs':>9} {'rel':>9} "
+            f"{'jump':>9}  note")
     lines = [head]
     for t in rows:
-        name = t.node if len(t.node) <= width else "..." + t.node[-(width - 3):]
+        name = t.label if len(t.label) <= width else "..." + t.label[-(width - 3):]
+        cls = short_class(t.module_class or "-")[:cls_width]
         note = _nonfinite_text(t) if t.nonfinite and t.new_nonfinite else ""
-        lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {fmt_error(t.max_abs):>9} "
-                     f"{fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
+        lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {cls:<{cls_width}} "
+                     f"{fmt_error(t.max_abs):>9} {fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
     return lines
 
 

@@ -49,15 +49,21 @@ class RangeOverflow:
     precision: str
     max_abs: float
     masking: bool = False
+    #: the node's canonical scoped name (pytest_trt.model.names): what messages show
+    canonical: str = ""
+
+    @property
+    def label(self) -> str:
+        return self.canonical or self.node
 
     def line(self) -> str:
         """One line for the range message: the tensor, its node, its FP32 magnitude and the range."""
-        return (f"{self.tensor!r} (output of {self.node!r}, {self.op_type}) reaches {self.max_abs:.4g} in FP32, "
+        return (f"{self.tensor!r} (output of {self.label!r}, {self.op_type}) reaches {self.max_abs:.4g} in FP32, "
                 f"beyond the {self.precision} range ({RANGE[self.precision]:.6g})")
 
     def to_json(self) -> dict[str, Any]:
         """The overflow as a JSON record."""
-        return {"tensor": self.tensor, "node": self.node, "op_type": self.op_type,
+        return {"tensor": self.tensor, "node": self.node, "canonical": self.label, "op_type": self.op_type,
                 "precision": self.precision, "max_abs": self.max_abs, "masking": self.masking}
 
 
@@ -87,7 +93,8 @@ def range_overflows(plan: PrecisionPlan, feeds: dict) -> list[RangeOverflow]:
         if finite.size and finite.max() > limit:
             node = producers[name]
             masking = bool(np.all(is_masking(finite[finite > limit], sentinels(plan.model, limit))))
-            found.append(RangeOverflow(name, node.name, node.op_type, low[name], float(finite.max()), masking))
+            found.append(RangeOverflow(name, node.name, node.op_type, low[name], float(finite.max()), masking,
+                                       plan.model.names.canonical(node.name)))
     return sorted(found, key=lambda f: f.masking)  # stable: graph order within each kind
 
 
@@ -111,11 +118,11 @@ def range_message(found: list[RangeOverflow], *, keep_flag: str = "--keep-fp32",
         lines.append(f"range: the only values beyond the {precision} range in the FP32 reference are masking values, "
                      f"so the range is not what fails here:")
     if masks:
-        names = ", ".join(repr(f.node) for f in masks[:3]) + (f" and {len(masks) - 3} more" if len(masks) > 3 else "")
+        names = ", ".join(repr(f.label) for f in masks[:3]) + (f" and {len(masks) - 3} more" if len(masks) > 3 else "")
         lines.append(f"  not the cause: {len(masks)} tensor(s) exceed it only at masking values (+-{masks[0].max_abs:.4g}, "
                      f"a constant such as an attention mask's -FLT_MAX: {names}); they saturate in {precision} as "
                      f"the model intends, and keeping them FP32 changes nothing")
     if real:
-        lines.append(f"  fix: keep the first one's node FP32 ({keep_flag} {real[0].node!r}) and retry, or feed "
+        lines.append(f"  fix: keep the first one's node FP32 ({keep_flag} {real[0].label!r}) and retry, or feed "
                      f"inputs in the range the model is meant for")
     return "\n".join(lines)

@@ -17,6 +17,8 @@ import onnx
 from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_model, uses_external_data
 
 from ..errors import ModelError
+from .functions import inline_local_functions
+from .names import NodeNames
 
 
 @dataclass(eq=False)
@@ -29,12 +31,20 @@ class Model:
         sha256: hash of the serialized model: the model part of every cache key.
         renamed_nodes: ``{new_name: reason}`` for nodes that had no name or a duplicate
             name; patterns and reports use the new names.
+        names: every node's canonical scoped name, module path and module classes
+            (:class:`~pytest_trt.model.names.NodeNames`), from node names and metadata only;
+            derived from ``proto`` when not given.
     """
 
     proto: Any
     path: Path | None = None
     sha256: str = ""
     renamed_nodes: dict[str, str] = field(default_factory=dict)
+    names: NodeNames = field(default=None, repr=False)  # type: ignore[assignment]  # set in __post_init__
+
+    def __post_init__(self) -> None:
+        if self.names is None:
+            self.names = NodeNames.of(self.proto.graph)
 
     @property
     def label(self) -> str:
@@ -136,7 +146,8 @@ def load_model(source: Any, *, check: bool = True, origin: str | None = None) ->
             raise ModelError(f"{where} fails onnx.checker: {first}. Fix or re-export the model.") from exc
     digest = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
     renamed = _name_nodes(proto)
-    return Model(proto=proto, path=path, sha256=digest, renamed_nodes=renamed)
+    inline_local_functions(proto)  # local functions' nodes, named after their call (model/functions.py)
+    return Model(proto=proto, path=path, sha256=digest, renamed_nodes=renamed, names=NodeNames.of(proto.graph))
 
 
 def _read_proto(path: Path, origin: str | None = None) -> onnx.ModelProto:

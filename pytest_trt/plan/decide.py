@@ -109,10 +109,11 @@ def decide(node, rule: Rule | None, policy: PolicyView, ctx: GraphContext) -> No
         text = f"fixed: {reason}"
         if rule is not None and rule.precision in LOW_PRECISIONS:
             if has_subgraph(node):
+                shown = ctx.model.names.canonical(node.name)
                 raise ModelError(
-                    f"rule {rule.text()!r} asks for {rule.precision} on node {node.name!r} ({node.op_type}), "
+                    f"rule {rule.text()!r} asks for {rule.precision} on node {shown!r} ({node.op_type}), "
                     f"but control flow is kept as written; remove the rule or keep it fp32 (add a later "
-                    f"rule '{node.name}=fp32')"
+                    f"rule '{shown}=fp32')"
                 )
             text += f" (ignored rule {rule.text()})"
         return NodeDecision(node.name, node.op_type, None, text, FIXED)
@@ -157,7 +158,8 @@ def _unsupported(bad: dict[str, str], precision: str, ctx: GraphContext) -> Unsu
     lines = []
     for op, names in sorted(by_op.items()):
         node = next(n for n in ctx.graph.node if n.name == names[0])
-        shown = ", ".join(repr(n) for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        shown = ", ".join(repr(ctx.model.names.canonical(n)) for n in names[:3]) + (
+            f" and {len(names) - 3} more" if len(names) > 3 else "")
         lines.append(f"{op} (opset {ctx.opset_of(node)}): {shown}")
     keep = ", ".join(f"'op:{op}'" for op in sorted(by_op))
     return UnsupportedPrecisionError(

@@ -20,6 +20,7 @@ from .rules import Rule, closest, no_match_message, validate_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..model.load import Model
+    from ..model.names import NodeNames
 
 # Bump when the typing rules or a realization change what gets built: the plan
 # fingerprint is part of engine cache keys.
@@ -93,6 +94,7 @@ class ExpectationFailure:
         precision: the precision it computes in (``fp16``/``bf16``).
         pattern: the ``expect_fp32`` pattern that selected it.
         fix: what would make it FP32 (the Cast to insert, or the rule to add).
+        canonical: its canonical scoped name (:mod:`pytest_trt.model.names`), shown in the message.
     """
 
     node: str
@@ -100,13 +102,15 @@ class ExpectationFailure:
     precision: str
     pattern: str
     fix: str
+    canonical: str = ""
 
     def line(self) -> str:
-        return f"{self.node!r} ({self.op_type}) computes in {self.precision} [expect_fp32 {self.pattern!r}]: {self.fix}"
+        name = self.canonical or self.node
+        return f"{name!r} ({self.op_type}) computes in {self.precision} [expect_fp32 {self.pattern!r}]: {self.fix}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"node": self.node, "op_type": self.op_type, "precision": self.precision,
-                "pattern": self.pattern, "fix": self.fix}
+        return {"node": self.node, "canonical": self.canonical or self.node, "op_type": self.op_type,
+                "precision": self.precision, "pattern": self.pattern, "fix": self.fix}
 
 
 class UnsupportedPrecisionError(ModelError):
@@ -194,7 +198,10 @@ class PrecisionPlan:
 
     # -- queries ---------------------------------------------------------------------------
     def precision_of(self, node_name: str) -> str | None:
-        """Planned precision of a node (None for fixed nodes)."""
+        """Planned precision of a node, by raw or canonical name (None for fixed nodes)."""
+        entry = self.model.names.by_canonical(node_name) if node_name not in self.nodes else None
+        if entry is not None:
+            node_name = entry.raw
         try:
             return self.nodes[node_name].precision
         except KeyError:
@@ -204,15 +211,22 @@ class PrecisionPlan:
                 f"{', '.join(map(repr, close)) or '(the graph has no nodes)'}"
             ) from None
 
+    @property
+    def names(self) -> NodeNames:
+        """The model's node names (canonical scoped name, module, classes): ``self.model.names``."""
+        return self.model.names
+
     def match(self, pattern: str) -> list[str]:
-        """Names of the nodes ``pattern`` selects, in graph order.
+        """Raw names of the nodes ``pattern`` selects (a glob over canonical or raw names,
+        ``class:GLOB``, ``op:TYPE``), in graph order.
 
         Raises :class:`PatternError` (with the closest names) when nothing matches.
         """
         rule = Rule(validate_pattern(pattern), FP32)
-        names = [d.name for d in self.nodes.values() if rule.matches(d)]
+        known = self.model.names
+        names = [d.name for d in self.nodes.values() if rule.matches(d, known.get(d.name))]
         if not names:
-            raise PatternError(no_match_message(rule, self.model.label, list(self.nodes.values())))
+            raise PatternError(no_match_message(rule, self.model.label, list(self.nodes.values()), known))
         return names
 
     @property
@@ -273,13 +287,16 @@ class PrecisionPlan:
         return hashlib.sha256(data).hexdigest()
 
     def to_json(self) -> dict[str, Any]:
-        """``{"model", "policy", "nodes": [{"name","op_type","precision","rule"}], "counts"}``
-        (plus ``notes`` and ``expectation_failures`` when there are any); a node's ``precision`` is
-        one of the keys of ``counts`` (``"fixed"`` for fixed nodes)."""
+        """``{"model", "policy", "nodes": [{"name", "canonical", "module", "module_class", "op_type",
+        "precision", "rule"}], "counts"}`` (plus ``notes`` and ``expectation_failures`` when there are
+        any); a node's ``precision`` is one of the keys of ``counts`` (``"fixed"`` for fixed nodes).
+        ``name`` is the raw ONNX node name; ``canonical``, ``module`` (dotted path, None when
+        unknown) and ``module_class`` (qualified, innermost) come from ``Model.names``."""
+        names = self.model.names
         data = {
             "model": self.model.label,
             "policy": self.policy.to_json(),
-            "nodes": [d.to_json() for d in self.nodes.values()],
+            "nodes": [{**d.to_json(), **names.info(d.name)} for d in self.nodes.values()],
             "counts": self.counts(),
         }
         if self.notes:

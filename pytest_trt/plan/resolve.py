@@ -44,11 +44,11 @@ def resolve_plan(model: Model, policy: PolicyView) -> PrecisionPlan:
     ctx.check_types()
     check_quantization(ctx)
 
-    deciding = match_rules(policy.rules_in_order(), graph.node, model.label)
+    deciding = match_rules(policy.rules_in_order(), graph.node, model.label, model.names)
     decisions: dict[str, NodeDecision] = {}
     for node in graph.node:
         decisions[node.name] = decide(node, deciding.get(node.name), policy, ctx)
-    check_selects_compute(policy.rules_in_order(), graph.node, decisions, model.label)
+    check_selects_compute(policy.rules_in_order(), graph.node, decisions, model.label, model.names)
     check_supported(decisions, ctx)
 
     node_io = type_nodes(ctx, decisions)
@@ -95,7 +95,8 @@ def resolve_as_is(model: Model, policy: PolicyView) -> PrecisionPlan:
     return plan
 
 
-def check_selects_compute(rules: Any, nodes: Any, decisions: dict[str, NodeDecision], label: str) -> None:
+def check_selects_compute(rules: Any, nodes: Any, decisions: dict[str, NodeDecision], label: str,
+                          names: Any = None) -> None:
     """PatternError for a rule whose every matched node is fixed: it selects no float computation
     and would change nothing (``--keep-fp32 op:Shape``), which is as wrong as matching no node.
 
@@ -104,15 +105,20 @@ def check_selects_compute(rules: Any, nodes: Any, decisions: dict[str, NodeDecis
     for FP16 is an error otherwise, whose message proposes exactly this later rule).
     """
     rules = list(rules)
+
+    def info(node: Any) -> Any:
+        return names.get(node.name) if names is not None else None
+
     for index, rule in enumerate(rules):
-        matched = [n for n in nodes if rule.matches(n)]
+        matched = [n for n in nodes if rule.matches(n, info(n))]
         if not matched or any(decisions[n.name].kind != FIXED for n in matched):
             continue
         settles = rule.precision == FP32 and any(
-            earlier.precision in LOW_PRECISIONS and earlier.matches(n) for earlier in rules[:index] for n in matched)
+            earlier.precision in LOW_PRECISIONS and earlier.matches(n, info(n))
+            for earlier in rules[:index] for n in matched)
         if not settles:
             reasons = {n.name: decisions[n.name].rule for n in matched}
-            raise PatternError(fixed_only_message(rule, label, matched, reasons))
+            raise PatternError(fixed_only_message(rule, label, matched, reasons, names))
 
 
 def _assemble(policy: PolicyView, ctx: GraphContext, decisions: dict[str, NodeDecision],
@@ -192,7 +198,8 @@ def _expectations(policy: PolicyView, decisions: dict[str, NodeDecision], node_i
         else:
             fix = (f"decided by rule {decision.rule!r}; keep it FP32 with keep_fp32=[{node.name!r}] "
                    f"(or a later rule '{node.name}=fp32')")
-        failures.append(ExpectationFailure(node.name, node.op_type, precision, selected[node.name][0], fix))
+        failures.append(ExpectationFailure(node.name, node.op_type, precision, selected[node.name][0], fix,
+                                           ctx.model.names.canonical(node.name)))
     return failures
 
 
@@ -201,18 +208,20 @@ def _expect_selection(policy: PolicyView, ctx: GraphContext) -> dict[str, list[s
     rules = tuple(Rule(p, FP32, source="expect_fp32") for p in policy.expect_fp32)
     selected: dict[str, list[str]] = {}
     matched = [False] * len(rules)
+    names = ctx.model.names
     for node in ctx.graph.node:
+        info = names.get(node.name)
         for index, rule in enumerate(rules):
-            if rule.matches(node):
+            if rule.matches(node, info):
                 matched[index] = True
                 selected.setdefault(node.name, []).append(rule.pattern)
     for index, rule in enumerate(rules):
         if not matched[index]:
-            raise PatternError(no_match_message(rule, ctx.model.label, list(ctx.graph.node)))
-        hits = [n for n in ctx.graph.node if rule.matches(n)]
+            raise PatternError(no_match_message(rule, ctx.model.label, list(ctx.graph.node), names))
+        hits = [n for n in ctx.graph.node if rule.matches(n, names.get(n.name))]
         reasons = {n.name: r for n in hits if (r := fixed_reason(n, ctx)) is not None}
         if len(reasons) == len(hits):  # only fixed nodes: nothing of the model's float computation to expect
-            raise PatternError(fixed_only_message(rule, ctx.model.label, hits, reasons))
+            raise PatternError(fixed_only_message(rule, ctx.model.label, hits, reasons, names))
     return selected
 
 

@@ -129,9 +129,10 @@ def check_runtime(provider: str = "cpu", *, gpu: bool | None = None, source: str
         raise UsageError(f"{source} {provider}: ONNX Runtime's {PROVIDERS[provider]} cannot run here: {exc}") from exc
 
 
-def make_session(model_bytes: bytes, *, provider: str = "cpu", label: str = "model", ort: Any = None,
+def make_session(model_bytes: bytes | str, *, provider: str = "cpu", label: str = "model", ort: Any = None,
                  profile_dir: Path | None = None, source: str | None = None) -> Any:
-    """An ONNX Runtime session over serialized ONNX, graph optimizations disabled.
+    """An ONNX Runtime session over serialized ONNX (or the path of a model file, whose external data
+    lies beside it), graph optimizations disabled.
 
     The session runs on ``provider`` or this raises :class:`UsageError`: ONNX Runtime's own
     fallback to the CPU provider would compute a "cuda" baseline on the CPU without a word.

@@ -13,7 +13,16 @@ from __future__ import annotations
 from ..core.records import LayerwiseRecord
 from .html_figures import css_heatmap, css_histogram, esc, svg_curve, value_text
 from .plots import as_float, heatmap_png, histogram_png, layerwise_png, layerwise_points, mismatch_marks
-from .rows import BAD_STATUSES, GOOD_STATUSES, caught, parser_rows, records_of, scope_of
+from .rows import (
+    BAD_STATUSES,
+    GOOD_STATUSES,
+    caught,
+    node_label,
+    parser_rows,
+    records_of,
+    scope_of,
+    short_class_of,
+)
 from .summary import fmt_err, fmt_tol
 
 #: rows of a precision table before the rest is folded away
@@ -147,7 +156,8 @@ def _node_strip(nodes: list[dict], constrained: set, key: str, cls: str = "") ->
             klass.append("c")
         if n.get("status") in BAD_STATUSES:
             klass.append("mm")
-        tip = (f"{n['node']} ({n.get('op_type')}): planned {n.get('planned') or '-'}, observed "
+        short = short_class_of(n)
+        tip = (f"{node_label(n)} ({n.get('op_type')}{', ' + short if short else ''}): planned {n.get('planned') or '-'}, observed "
                f"{n.get('observed') or '-'}, {n.get('status')}" + (", Myelin" if n.get("myelin") else "")
                + (f", layer {n['layer']}" if n.get("layer") else ""))
         cells.append(f'<div class="{" ".join(klass)}" title="{esc(tip)}"></div>')
@@ -184,8 +194,9 @@ def _node_row(n: dict) -> str:
     elif status == "unverifiable":
         tag += '<span class="tag uv">unverifiable</span>'
     detail = n.get("detail") if status not in GOOD_STATUSES else ""
-    return (f'<tr class="{"fail" if status in BAD_STATUSES else ""}"><td class="mono">{esc(n["node"])}</td>'
-            f'<td>{esc(n.get("op_type"))}</td><td>{esc(n.get("planned") or "-")}</td>'
+    return (f'<tr class="{"fail" if status in BAD_STATUSES else ""}"><td class="mono">{esc(node_label(n))}</td>'
+            f'<td>{esc(n.get("op_type"))}</td><td>{esc(short_class_of(n) or "-")}</td>'
+            f'<td>{esc(n.get("planned") or "-")}</td>'
             f'<td>{esc(n.get("observed") or "-")}</td><td>{"" if tag and status in BAD_STATUSES else esc(status)}{tag}'
             f'{"<div class=note>" + esc(detail) + "</div>" if detail else ""}'
             f'</td><td class="mono">{esc(n.get("layer") or "-")}</td></tr>')
@@ -193,11 +204,11 @@ def _node_row(n: dict) -> str:
 
 def _node_table(rows: list[dict], opened: bool) -> str:
     """The constrained nodes' table (the first :data:`NODE_ROWS`), folded unless ``opened``."""
-    table = ['<table class="nodes"><tr><th>node</th><th>op</th><th>planned</th><th>observed</th><th>status</th>'
-             '<th>engine layer</th></tr>']
+    table = ['<table class="nodes"><tr><th>node</th><th>op</th><th>class</th><th>planned</th><th>observed</th>'
+             '<th>status</th><th>engine layer</th></tr>']
     table += [_node_row(n) for n in rows[:NODE_ROWS]]
     if len(rows) > NODE_ROWS:
-        table.append(f'<tr><td colspan="6">... {len(rows) - NODE_ROWS} more in --trt-report</td></tr>')
+        table.append(f'<tr><td colspan="7">... {len(rows) - NODE_ROWS} more in --trt-report</td></tr>')
     table.append("</table>")
     return f"<details{' open' if opened else ''}><summary>{len(rows)} constrained node(s)</summary>{''.join(table)}</details>"
 
@@ -228,8 +239,8 @@ def _network_strip(network: list[dict], constrained: list[dict]) -> str:
     """The whole planned network, one cell per scope in graph order (wraps, never scrolls sideways):
     colour = planned precision of its compute nodes (mixed when they differ), outlined = holds nodes
     the pattern constrained, red outline = holds a constrained node that failed; full scope on hover."""
-    held = {scope_of(n["node"]) for n in constrained}
-    bad = {scope_of(n["node"]) for n in constrained if n.get("status") in BAD_STATUSES}
+    held = {scope_of(node_label(n)) for n in constrained}
+    bad = {scope_of(node_label(n)) for n in constrained if n.get("status") in BAD_STATUSES}
     cells = []
     for sc in network:
         planned = {k: v for k, v in (sc.get("planned") or {}).items() if k != "fixed"}
@@ -240,7 +251,10 @@ def _network_strip(network: list[dict], constrained: list[dict]) -> str:
         if sc["scope"] in bad:
             klass.append("mm")
         counts = ", ".join(f"{n} {k}" for k, n in sorted((sc.get("planned") or {}).items()))
-        tip = f"{sc['scope']}: {sc.get('nodes')} node(s): {counts}" + (" (constrained)" if sc["scope"] in held else "")
+        cls = short_class_of(sc)
+        module = f" = {sc['module']}" + (f" ({cls})" if cls else "") if sc.get("module") else ""
+        tip = (f"{sc['scope']}{module}: {sc.get('nodes')} node(s): {counts}"
+               + (" (constrained)" if sc["scope"] in held else ""))
         cells.append(f'<div class="{" ".join(klass)}" title="{esc(tip)}"></div>')
     n_nodes = sum(int(sc.get("nodes") or 0) for sc in network)
     return (f'<div class="note">whole network: {len(network)} scopes, {n_nodes} nodes, planned precision per scope '
@@ -261,12 +275,15 @@ def _layerwise_card(res: dict, rec: LayerwiseRecord, use_png: bool) -> str:
     png = layerwise_png(rec, title=title) if use_png else None
     plot = f'<img class="plot" alt="layerwise error" src="{png}">' if png else svg_curve(rec)
     first = rec.first
-    first_text = (f"{first.get('node')} ({first.get('op_type')}, {first.get('precision') or '-'}), tensor "
-                  f"{first.get('tensor')}" if isinstance(first, dict) else "none")
+    first_cls = short_class_of(first) if isinstance(first, dict) else None
+    first_text = (f"{node_label(first)} ({first.get('op_type')}, {first.get('precision') or '-'}"
+                  f"{'; ' + first_cls if first_cls else ''}), tensor {first.get('tensor')}"
+                  if isinstance(first, dict) else "none")
     tensors = [t for t in layerwise_points(rec)[0] if t.get("available") is not False]
     key = "rel" if any("rel" in t for t in tensors) else "max_abs"
     top = sorted(tensors, key=lambda t: -(as_float(t.get(key)) or 0.0))[:5]
-    worst = "".join(f"<li><span class=mono>{esc(t.get('node') or t.get('tensor'))}</span> ({esc(t.get('op_type'))}, "
+    worst = "".join(f"<li><span class=mono>{esc(t.get('canonical') or t.get('node') or t.get('tensor'))}</span> "
+                    f"({esc(t.get('op_type'))}, "
                     f"{esc(t.get('precision') or '-')}): {key} {fmt_err(as_float(t.get(key)))}</li>" for t in top)
     return (f'<div class="card"><h3><span class="mono">{esc(res["nodeid"])}</span>: {esc(title)}</h3>'
             f'<div class="note">first divergent node: <span class="mono">{esc(first_text)}</span>'
@@ -293,7 +310,7 @@ def parser_section(results) -> str:
         c = r.get("counts") or {}
         lines = [(f, "fail", "lower than planned: a precision request not honoured") for f in r.get("failures") or ()]
         lines += [(p, "ok", "TensorRT computes this in higher precision than planned") for p in r.get("promotions") or ()]
-        table = "".join(f'<tr class="{cls}"><td class="mono">{esc(n["node"])}</td><td>{esc(n.get("op_type"))}</td>'
+        table = "".join(f'<tr class="{cls}"><td class="mono">{esc(node_label(n))}</td><td>{esc(n.get("op_type"))}</td>'
                         f'<td>{esc(n["planned"])}</td><td>{esc(n["parsed"])}</td><td>{esc(what)}</td></tr>'
                         for n, cls, what in lines)
         if table:

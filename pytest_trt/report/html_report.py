@@ -3,8 +3,9 @@
 Sections: the run (backend and why, versions, GPU), the accuracy table (the terminal
 summary's rows, all of them), one card per failing output with an error histogram and a
 heatmap of where the error sits, the per-node precision view of every
-``assert_precision`` (planned vs observed, Myelin regions marked) and layerwise error
-curves when tests recorded them.
+``assert_precision`` (planned vs observed, Myelin regions marked), layerwise error
+curves and ledgers (:mod:`~pytest_trt.report.html_ledger`: a scope strip and a sortable
+table; its small inline script is the report's only one) when tests recorded them.
 
 With matplotlib (the ``plots`` extra) the histogram, heatmap and curves are PNG images;
 without it the same data is drawn with CSS (bars, coloured cells) and inline SVG, so
@@ -31,10 +32,11 @@ from .html_cards import (
 )
 from .html_figures import css_heatmap, css_histogram, esc, svg_curve
 from .html_history import drift_by_output, drift_cell, drift_section
+from .html_ledger import LEDGER_CSS, SORT_SCRIPT, ledger_section
 from .json_report import session_metadata
 from .outcomes import tone, verdict_text
 from .plots import matplotlib_available
-from .rows import accuracy_rows, binding_text, engine_counts, precision_rows, records_of
+from .rows import accuracy_rows, binding_text, engine_counts, ledger_rows, precision_rows, records_of
 from .summary import fmt_err, fmt_ratio, fmt_tol
 
 #: failing outputs drawn with figures (worst first); later cards have the facts only
@@ -271,6 +273,7 @@ def render_html(session, results, exitstatus=None) -> str:
     rows = accuracy_rows(results)
     prec = precision_rows(results)
     counts = engine_counts(results)
+    ledgers = ledger_rows(results)
     use_png = matplotlib_available()
     failing = sorted((r for r in rows if not r["passed"]), key=lambda r: tone_of_row(r) != "bad")
     anchors = {id(r): f"out-{i}" for i, r in enumerate(failing)}
@@ -289,6 +292,7 @@ def render_html(session, results, exitstatus=None) -> str:
         precision_section(prec),
         parser_section(results),
         layerwise_section(results, use_png),
+        ledger_section(ledgers),
         _session_section(meta),
         f"<footer>pytest-trt {esc(meta['pytest_trt'])}; plots: {esc(plots)}</footer>",
         "</main>",
@@ -298,8 +302,8 @@ def render_html(session, results, exitstatus=None) -> str:
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"generator\" content=\"pytest-trt\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>pytest-trt report</title><style>{CSS}</style></head><body>"
-            + "".join(body) + "</body></html>\n")
+            f"<title>pytest-trt report</title><style>{CSS}{LEDGER_CSS if ledgers else ''}</style></head><body>"
+            + "".join(body) + (SORT_SCRIPT if ledgers else "") + "</body></html>\n")
 
 
 def write_html_report(path, session, results, exitstatus=None) -> Path:

@@ -11,6 +11,25 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
+* **6** (issue 31, saved runs): ``session.fingerprint`` (the environment a saved run records:
+  backend and versions, GPU model, compute capability, driver, CUDA, ONNX Runtime, onnx, numpy,
+  pytest-trt, default precision, typing, baseline provider, seed, git commit); each accuracy entry
+  ``fingerprint`` (``model_sha256``, ``plan``, ``feeds_sha256``) and ``outputs_file``
+  (``--trt-save-outputs``); each output ``criterion`` (precision, atol, rtol, min_cosine,
+  min_snr_db, no_check, equal_nan); ``tests[].realized`` and the top-level ``realized`` (while runs
+  are saved or compared: the precision each compute node of each engine ran in); ``history``
+  (storage, ``saved_as``, ``compared_with``, ``drift``: outputs judged against the stored run,
+  the gate, the cause line, precision changes per module, layerwise growth), null otherwise.
+* **5** (issue 30, node names): every node entry says the node in the user's words beside its
+  raw ONNX ``node`` name: ``canonical`` (the canonical scoped name,
+  ``/model/layers.0/input_layernorm/node_pow_1``; :mod:`pytest_trt.model.names`), ``module``
+  (``model.layers.0.input_layernorm``, null when unknown) and ``module_class`` (qualified, null
+  when unknown): in ``tests[].precision[].nodes``, ``tests[].parser[].failures`` and
+  ``.promotions``, and ``tests[].layerwise[].first`` (its ``tensors`` rows carry ``canonical``).
+* **4** (2026-11-26): ledgers (issue 32): ``tests[].ledgers`` (``trt.ledger()``, ``--trt-ledger``: per
+  ONNX node declared precision and rule, realized precision and evidence, engine layer or node,
+  time and share; units, roll-ups per scope and precision, the timing source or why there is no
+  time) and ``summary.ledgers``, ``summary.ledgers_timed``.
 * **3** (issue 28):
 
   - an accuracy entry says whether it was compared with ``no_check=True`` (``no_check``:
@@ -50,12 +69,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 6; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 3,
+      "schema_version": 6,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -72,6 +91,9 @@ Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
         "keep_fp32": ["*/LayerNorm/*"], "cache_dir": "/.../.trt-cache", "rebuild": false,
         "remote_cache": {"url": "https://cache.example/trt", "mode": "ro" | "rw",
                          "trusted_key_ids": ["3f2a..."]} | null       # --trt-remote-cache
+        "fingerprint": {"backend", "backend_versions", "tensorrt", "tensorrt-rtx", "gpu", "compute_capability",
+                        "driver", "cuda", "onnxruntime", "onnx", "numpy", "pytest_trt", "precision", "typing",
+                        "baseline_provider", "seed", "git_commit": "3f9a2c1b4d5e+dirty" | null}   # a saved run's
       },
       "summary": {
         "tests": 4,                                     # every trt test (trt marker or a plugin fixture)
@@ -85,6 +107,7 @@ Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
         "parser_promotions": 4,                         # distinct (model, policy, node) computed higher than planned
         "baseline_fallbacks": 1,                        # distinct (model, node list) of CUDA baselines with
         "baseline_fallback_nodes": 2,                   # float nodes on ONNX Runtime's CPU provider; their nodes
+        "ledgers": 1, "ledgers_timed": 0,               # ledgers recorded; those with measured GPU time
         # the cache, every kind (engines, baselines, emulation graphs), summed over xdist workers:
         "local_hits": 3, "cache_builds": 2,
         "remote_hits": 1, "remote_misses": 2, "remote_rejected": 0,   # rejected: failed verification, rebuilt
@@ -118,6 +141,8 @@ Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
              "gpu": null | {...},                       # the GPU the engine ran on, as in "engines"
              "passed": false, "precision": "fp16",      # the precision whose default tolerances apply
              "no_check": false,                         # true: no_check=True, figures without a tolerance verdict
+             "fingerprint": {"model_sha256", "plan", "feeds_sha256"},   # what was compared (saved runs)
+             "outputs_file": null | {"file", "sha256", "size"},     # --trt-save-outputs: feeds + outputs (.npz)
              "examples": 1,                             # checks of this model/policy in the test (Hypothesis
                                                         # examples): the worst is shown unless
                                                         # --trt-report-all-records keeps every one
@@ -132,6 +157,7 @@ Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
                 "element_ratio": 0.35 | "inf" | null,    # worst element's error / its own tolerance
                 "tolerance_ratio": 3.1 | "inf" | null,   # > 1 fails (see below)
                 "binding": "element" | "cosine" | "snr" | "nan_inf" | "structure" | null,  # which bound sets it
+                "criterion": {"precision", "atol", "rtol", "min_cosine", "min_snr_db", "no_check", "equal_nan"},
                 "figures": {                            # failing float outputs only (error_figures in report/plots.py)
                   "shape": [1, 8, 64], "atol": 0.01, "rtol": 0.02,
                   "histogram": {"log10_edges": [25 floats], "counts": [24 ints], "zero": n, "nonfinite": n,
@@ -147,7 +173,11 @@ Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
              "counts": {"pass": 9, "fail": 0, "unverifiable": 1, "not_applicable": 1},
              "evidence": {"observed": 5, "inferred": 4, "unverifiable": 1, "emulated": 0},   # compute nodes
              "nodes": [                                 # the constrained nodes: planned vs observed
-               {"node": "/encoder/layer.0/.../LayerNorm/Pow", "op_type": "Pow", "planned": "fp32",
+               {"node": "node_pow_1",                  # the raw ONNX node name
+                "canonical": "/model/layers.0/input_layernorm/node_pow_1",   # what every view shows
+                "module": "model.layers.0.input_layernorm" | null,
+                "module_class": "transformers.models.llama.modeling_llama.LlamaRMSNorm" | null,
+                "op_type": "Pow", "planned": "fp32",
                 "observed": "fp32" | "fp16" | "mixed" | null,
                 "status": "pass" | "fail" | "unverifiable" | "not_applicable",   # verify.NodeVerdict
                 "evidence": "observed" | "inferred" | "unverifiable" | "emulated" | null,  # how it is known (null: fixed)
@@ -163,18 +193,54 @@ Schema (``schema_version`` 3; the normative form is ``report.schema.json``)
              "status": "passed" | "failed" | "source_unparsable", "passed": true,
              "how": "observed: layer dtypes of the parsed, strongly typed network",
              "counts": {"nodes": 98, "ok": 94, "lower": 0, "higher": 4, "not_in_network": 0},
-             "failures": [{"node", "op_type", "planned": "fp32", "parsed": "fp16", "verdict": "lower"}],
-             "promotions": [{"node", "op_type", "planned": "bf16", "parsed": "fp32", "verdict": "higher"}],
+             "failures": [{"node", "canonical", "module", "module_class", "op_type", "planned": "fp32",
+                           "parsed": "fp16", "verdict": "lower"}],
+             "promotions": [{"node", "canonical", "module", "module_class", "op_type", "planned": "bf16",
+                             "parsed": "fp32", "verdict": "higher"}],
                                                         # "TensorRT computes this in higher precision than planned"
              "error": null | "<parser or builder message>", "cache_hit": bool, "build_seconds": float, "key": ...,
              "explicit": bool}                          # true: trt.check_parser(); false: --trt-parser-check
           ],
+          "ledgers": [                                  # trt.ledger() / --trt-ledger (auto: true): Ledger.to_json()
+            {"auto": false, "model": ..., "policy": ..., "backend": "emulate", "typing": "emulated",
+             "layer_source": "emulation" | "inspector" | "network", "low_precision": "fp16" | "bf16" | null,
+             "unit": "engine layer" | "ONNX node",
+             "time_source": "tensorrt" | "onnxruntime-cuda" | null,  # null: no time, and why:
+             "time_label": "ONNX Runtime CUDA, not TensorRT" | ..., "time_reason": "CPU emulation computes ...",
+             "timing": null | {"source", "label", "unit", "warmup", "iterations", "device", "total_ms",
+                               "end_to_end": {stats}, "overhead", "notes"},
+             "total_ms": null | 1.23, "constants": 2,     # Constant nodes: counted, no rows
+             "collapse": ["11,329 ONNX nodes in 1 engine layer ({ForeignNode[...]}), 98% of the time"],
+             "precisions": {"fp32": {"units", "nodes", "time_ms", "share"}, "fp16": ..., "mixed": ..., "fixed": ...,
+                            "other": ...},              # by declared precision; realized_precisions likewise
+             "scopes": [{"scope", "nodes", "declared": {precision: count}, "time_ms", "inclusive_ms", "share",
+                         "precision"}],
+             "units": [{"name", "nodes", "other_nodes", "layer_type", "myelin", "region", "scope", "bucket",
+                        "realized_bucket", "time_ms", "stats": {"median_ms", "mean_ms", "min_ms", "max_ms", "q1_ms",
+                        "q3_ms", "count", "spread"}, "provider", "unmatched", "origin"}],
+             "rows": [{"node", "path", "scope", "module_class", "op_type", "origin": "model" | "realization" |
+                       "runtime" | "engine", "declared", "rule", "realized", "evidence", "status", "units",
+                       "unit_nodes", "time_ms", "share", "spread", "shared", "provider", "timed_dtypes"}],
+             "notes": [...]}
+          ],
           "baseline_fallbacks": [                       # --trt-baseline-provider cuda: float nodes that ran on
             {"model": "gpt2.onnx", "provider": "cuda",  # ONNX Runtime's CPU provider (from its profile; also a
              "nodes": [["/h.0/attn/Where", "Where"]]}   # ProviderFallbackWarning). Shape/index nodes not listed
-          ]
+          ],
+          "realized": ["emulate:<plan fingerprint>"]    # the engines of "realized" below this test used
         }
-      ]
+      ],
+      "realized": {"<backend>:<plan fingerprint>": {"model", "model_sha256", "plan", "policy", "backend", "source",
+                   "nodes": {"<canonical node name>": "fp16" | "fp32" | "mixed" | null}}},   # while runs are saved
+                                                        # or compared: each engine's precision per compute node
+      "history": null | {"storage": ".../.trt-runs", "saved_as": "<run id>" | null, "compared_with": "<run id>" | null,
+                         "drift": null | {"against", "gate": ["max_abs:+25%"], "passed", "regressed", "improved",
+                                          "cause": "TensorRT 10.13.3 -> 11.4.0; model unchanged", "outputs": [
+                                            {"nodeid", "output", "status": "regressed" | "improved" | "within" |
+                                             "unchanged", "metrics": {"max_abs": {"old", "new", "status", "change",
+                                             "threshold", "note"}, ...}}],
+                                          "precision_changes": [{"module", "pattern", "old", "new", "nodes", ...}],
+                                          "layerwise_growth": [...], ...}}
     }
 
 ``tolerance_ratio`` and ``binding`` (:func:`pytest_trt.report.rows.tolerance_bound`, the one
@@ -208,9 +274,12 @@ read back with ``record_from_json``, which rejects an unknown kind, a missing or
 * ``LayerwiseRecord`` ``{"kind": "layerwise", "model", "backend", "policy", "seed", "note", "threshold", "jump",
   "found", "first": {tensor row} | null, "tensors": [{tensor row}, ...]}``: a layerwise comparison
   (:func:`pytest_trt.report.plots.layerwise_record` of a ``Divergence``). Tensor rows, in
-  topological order: ``{"tensor", "node", "op_type", "index", "precision" (planned), "compute",
-  "available", "max_abs", "rel" (max abs error / max |reference|), "jump", "divergent", "nonfinite"}``.
+  topological order: ``{"tensor", "node", "canonical", "op_type", "index", "precision" (planned), "compute",
+  "available", "max_abs", "rel" (max abs error / max |reference|), "jump", "divergent", "nonfinite"}``;
+  ``first`` also has ``"module"`` and ``"module_class"``.
 * ``ParserRecord`` ``{"kind": "parser", <ParserCheck.to_json()>, "message", "explicit": bool (optional)}``
+* ``LedgerRecord`` ``{"kind": "ledger", "model", "policy", "backend", "ledger": Ledger.to_json(), "auto": bool
+  (optional)}``
 
 Every kind may carry ``"examples": n`` when condensed (``report/condense.py``).
 """
@@ -228,7 +297,14 @@ import pytest
 from .._version import __version__
 from ..cache.remote import CacheStats
 from ..core import environment
-from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, ParserRecord, RealizedRecord
+from ..core.records import (
+    AccuracyRecord,
+    EngineRecord,
+    LayerwiseRecord,
+    LedgerRecord,
+    ParserRecord,
+    RealizedRecord,
+)
 from ..history.criterion import criterion_of
 from ..history.fingerprint import session_fingerprint
 from .files import write_atomically
@@ -238,6 +314,7 @@ from .rows import (
     baseline_fallbacks,
     caught,
     engine_counts,
+    ledger_rows,
     parser_promotions,
     parser_rows,
     precision_rows,
@@ -246,7 +323,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -339,6 +416,7 @@ def entry_of_test(res: dict) -> dict[str, Any]:
             "layerwise": [{k: v for k, v in rec.to_json().items() if k != "kind"}
                           for _, rec in records_of(single, LayerwiseRecord)],
             "parser": parser, "baseline_fallbacks": fallbacks,
+            "ledgers": [{"auto": bool(rec.auto), **rec.ledger} for _, rec in records_of(single, LedgerRecord)],
             "realized": list(dict.fromkeys(rec.engine for _, rec in records_of(single, RealizedRecord)))}
 
 
@@ -391,6 +469,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
     counts = engine_counts(results)
     parser = parser_rows(results)
     fallbacks = baseline_fallbacks(results)
+    ledgers = ledger_rows(results)
     outcomes: dict[str, int] = {}
     for res in results:
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
@@ -412,6 +491,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "parser_checks_caught": _caught(parser),
             "parser_promotions": len(parser_promotions(parser)),
             "baseline_fallbacks": len(fallbacks), "baseline_fallback_nodes": sum(len(f["nodes"]) for f in fallbacks),
+            "ledgers": len(ledgers), "ledgers_timed": sum(1 for row in ledgers if row["ledger"].get("time_source")),
             **cache_summary(session),
         },
         "tests": [_extended(session, entry_of_test(res), res) for res in results],

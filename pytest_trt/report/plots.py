@@ -370,21 +370,26 @@ def layerwise_record(divergence: Any, *, seed: int | None = None) -> LayerwiseRe
     """The compact :class:`~pytest_trt.core.records.LayerwiseRecord` of a
     :class:`~pytest_trt.locate.divergence.Divergence` (or its ``to_json()``) for the reports.
 
-    Tensor rows ``{"tensor", "node", "op_type", "index", "precision", "compute", "available",
-    "max_abs", "rel", "jump", "divergent", "nonfinite"}`` in topological order (a subset of
-    ``TensorError.to_json()``, to keep the record small on big models).
+    Tensor rows ``{"tensor", "node", "canonical", "op_type", "index", "precision", "compute",
+    "available", "max_abs", "rel", "jump", "divergent", "nonfinite"}`` in topological order (a
+    subset of ``TensorError.to_json()``, to keep the record small on big models); ``first`` also
+    keeps the node's ``module`` and ``module_class``.
     """
     data = divergence.to_json() if hasattr(divergence, "to_json") else dict(divergence)
-    keep = ("tensor", "node", "op_type", "index", "precision", "compute", "available", "max_abs", "rel", "jump",
-            "divergent", "nonfinite")
+    keep = ("tensor", "node", "canonical", "op_type", "index", "precision", "compute", "available", "max_abs", "rel",
+            "jump", "divergent", "nonfinite")
 
-    def row(t):
-        return None if t is None else {k: t.get(k) for k in keep}
+    def row(t, extra=()):
+        if t is None:
+            return None
+        out = {k: t.get(k) for k in (*keep, *extra)}
+        out["canonical"] = out.get("canonical") or out.get("node")
+        return out
 
     return LayerwiseRecord(
         model=data.get("model"), backend=data.get("backend"), policy=data.get("policy"), seed=seed,
         note=data.get("note"), threshold=data.get("threshold"), jump=data.get("jump"), found=data.get("found"),
-        first=row(data.get("first")), tensors=[row(t) for t in data.get("tensors") or ()],
+        first=row(data.get("first"), ("module", "module_class")), tensors=[row(t) for t in data.get("tensors") or ()],
     )
 
 

@@ -21,6 +21,7 @@ from ..core.records import (
     AccuracyRecord,
     BaselineFallbackRecord,
     EngineRecord,
+    LedgerRecord,
     ParserRecord,
     PrecisionRecord,
     Record,
@@ -259,9 +260,28 @@ def worst_per_test_output(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _pattern_matches(pattern: str, node: dict) -> bool:
+    """The policy's pattern semantics over a report's node entry (``class:`` sees only the entry's
+    innermost ``module_class``: a report entry does not carry the whole class chain)."""
     if pattern.startswith("op:"):
         return node.get("op_type") == pattern[3:]
-    return fnmatch.fnmatchcase(str(node.get("node") or node.get("name") or ""), pattern)
+    if pattern.startswith("class:"):
+        cls = str(node.get("module_class") or "")
+        glob = pattern[len("class:"):]
+        return bool(cls) and (fnmatch.fnmatchcase(cls, glob) or fnmatch.fnmatchcase(cls.rpartition(".")[2], glob))
+    raw = str(node.get("node") or node.get("name") or "")
+    return fnmatch.fnmatchcase(raw, pattern) or fnmatch.fnmatchcase(str(node.get("canonical") or raw), pattern)
+
+
+def node_label(node: Mapping[str, Any]) -> str:
+    """How every report names a node entry: its canonical scoped name (``canonical``, from
+    :mod:`pytest_trt.model.names`), else its raw ``node``/``name`` (records of older runs)."""
+    return str(node.get("canonical") or node.get("node") or node.get("name") or "?")
+
+
+def short_class_of(node: Mapping[str, Any]) -> str | None:
+    """The short module class of a node entry (``LlamaRMSNorm``), None when unknown."""
+    cls = node.get("module_class")
+    return str(cls).rpartition(".")[2] if cls else None
 
 
 def _node_entries(report: Any) -> list[dict]:
@@ -297,8 +317,10 @@ def precision_nodes(record: PrecisionRecord | Mapping[str, Any]) -> tuple[list[d
     report = rec.report
     everything = []
     for n in _node_entries(report):
+        raw = n.get("node") or n.get("name")
         everything.append({
-            "node": n.get("node") or n.get("name"), "op_type": n.get("op_type"), "planned": n.get("planned"),
+            "node": raw, "canonical": n.get("canonical") or raw, "module": n.get("module"),
+            "module_class": n.get("module_class"), "op_type": n.get("op_type"), "planned": n.get("planned"),
             "observed": n.get("observed"), "status": n.get("status"), "myelin": bool(n.get("myelin")),
             "myelin_region": n.get("myelin_region"), "layer": n.get("layer"), "detail": n.get("detail") or "",
             "cause": n.get("cause"), "evidence": n.get("evidence"),
@@ -322,15 +344,25 @@ def scope_of(node_name: str) -> str:
     return name.rsplit("/", 1)[0] or "/" if "/" in name else "(top)"
 
 
-def network_scopes(decisions: Iterable[Any]) -> list[dict]:
+def network_scopes(decisions: Iterable[Any], names: Any = None) -> list[dict]:
     """Plan decisions (``NodeDecision``: name, op_type, precision) grouped by scope in graph order.
 
-    ``planned`` counts nodes per planned precision (``fixed`` for nodes the plan does not
-    rewrite: shapes, indices). A few hundred scopes at most for a transformer export, so
-    the record stays small while the HTML can draw the whole network."""
+    The scope is that of the node's canonical scoped name (``names``: the model's
+    :class:`~pytest_trt.model.names.NodeNames`; without it the raw name's), so a dynamo export
+    is drawn per module too; each entry also says the scope's ``module`` path and innermost
+    ``module_class`` (of its first node; None when unknown). ``planned`` counts nodes per
+    planned precision (``fixed`` for nodes the plan does not rewrite: shapes, indices). A few
+    hundred scopes at most for a transformer export, so the record stays small while the HTML
+    can draw the whole network."""
     scopes: dict[str, dict] = {}
     for d in decisions:
-        scope = scopes.setdefault(scope_of(d.name), {"scope": scope_of(d.name), "nodes": 0, "planned": {}})
+        entry = names.get(d.name) if names is not None else None
+        where = scope_of(entry.canonical if entry is not None else d.name)
+        scope = scopes.get(where)
+        if scope is None:
+            scope = scopes[where] = {"scope": where, "module": entry.module if entry is not None else None,
+                                     "module_class": entry.module_class if entry is not None else None,
+                                     "nodes": 0, "planned": {}}
         scope["nodes"] += 1
         key = d.precision or "fixed"
         scope["planned"][key] = scope["planned"].get(key, 0) + 1
@@ -396,6 +428,12 @@ def parser_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
     return rows
 
 
+def ledger_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
+    """One row per ledger a test recorded: ``{"test", "auto", "ledger": Ledger.to_json()}``."""
+    return [{"test": res["nodeid"], "auto": bool(rec.auto), "ledger": rec.ledger}
+            for res, rec in records_of(results, LedgerRecord)]
+
+
 def parser_promotions(rows: list[dict]) -> list[dict[str, Any]]:
     """Promotions (planned FP16/BF16, parsed FP32), once per model, policy and node."""
     seen, out = set(), []
@@ -418,7 +456,8 @@ def unique(values: Iterable[Any]) -> list:
 
 
 __all__ = ["BAD_STATUSES", "BINDINGS", "EVIDENCE", "binding_text", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
-           "caught", "engine_counts", "engine_text", "evidence_counts", "metric_ratios", "network_scopes",
+           "caught", "engine_counts", "engine_text", "evidence_counts", "ledger_rows", "metric_ratios", "network_scopes",
            "parser_promotions", "parser_rows", "precision_nodes", "precision_passed", "precision_rows",
-           "records_of", "scope_of", "result_records", "tolerance_bound", "tolerance_ratio", "unique",
+           "node_label", "records_of", "scope_of", "result_records", "short_class_of", "tolerance_bound",
+           "tolerance_ratio", "unique",
            "worst_per_test_output"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..ledger.render import summary_lines as ledger_summary_lines
 from .condense import condense_records
 from .junit import junit_properties
 from .rows import (
@@ -27,8 +28,10 @@ from .rows import (
     engine_counts,
     engine_text,
     evidence_counts,
+    ledger_rows,
     metric_ratios,
     network_scopes,
+    node_label,
     parser_promotions,
     parser_rows,
     precision_nodes,
@@ -44,6 +47,8 @@ from .rows import (
 
 #: rows of the terminal table without -v (all rows with -v, and always in --trt-report)
 TERMINAL_ROWS = 30
+#: units of each ledger shown in the terminal without -v (three times as many with -v)
+LEDGER_ROWS = 10
 
 
 def fallback_lines(results, *, nodes_shown: int = 5) -> list[str]:
@@ -264,6 +269,7 @@ def _write_results(tr, session, results) -> bool:
     _write_accuracy_lines(tr, accuracy_rows(results))
     _write_precision_lines(tr, precision_rows(results))
     _write_parser_lines(tr, parser_rows(results))
+    _write_ledger_lines(tr, ledger_rows(results))
     for line in fallback_lines(results):
         tr.write_line(line, yellow=True)
     _write_history_lines(tr, session)
@@ -288,6 +294,16 @@ def _write_history_lines(tr, session) -> None:
             tr.write_line(line, red=regressed, green=improved)
     if history.run_id and history.saved:
         tr.write_line(f"run saved: {history.run_id} in {history.store.shown}")
+
+
+def _write_ledger_lines(tr, rows: list[dict]) -> None:
+    """Each ledger in a few lines: where the time went (top units, with their precision) or, without
+    time, why not and the rows whose precision is in question (:mod:`pytest_trt.ledger.render`)."""
+    for row in rows:
+        lines = ledger_summary_lines(row["ledger"], top=LEDGER_ROWS * (3 if _verbose(tr) > 0 else 1))
+        tr.write_line(f"{row['test']}: {lines[0]}")
+        for line in lines[1:]:
+            tr.write_line(line, yellow=line.lstrip().startswith("COLLAPSED"))
 
 
 def _verbose(tr) -> int:
@@ -334,7 +350,7 @@ def _write_precision_lines(tr, prec: list[dict]) -> None:
     for p in prec:
         if not p["passed"] and not caught(p):
             bad = [n for n in p["constrained"] if n["status"] not in GOOD_STATUSES | NEUTRAL_STATUSES]
-            what = ", ".join(f"{n['node']} ({_seen(n)})" for n in bad[:3])
+            what = ", ".join(f"{node_label(n)} ({_seen(n)})" for n in bad[:3])
             more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""
             tr.write_line(f"  FAIL {p['test']}: {p['pattern']} -> {p['precision']}: {what}{more}", red=True)
 
@@ -380,13 +396,13 @@ def _write_parser_lines(tr, rows: list[dict]) -> None:
                   red=bool(failed))
     for r in failed:
         bad = r.get("failures") or []
-        what = ", ".join(f"{f['node']} (planned {f['planned']}, parsed {f['parsed']})" for f in bad[:3])
+        what = ", ".join(f"{node_label(f)} (planned {f['planned']}, parsed {f['parsed']})" for f in bad[:3])
         more = f" +{len(bad) - 3} more" if len(bad) > 3 else ""
         why = what + more if bad else (r.get("error") or "").splitlines()[0][:200]
         tr.write_line(f"  FAIL {r['test']}: {r.get('model')} [{r.get('policy')}]: {why}", red=True)
     shown = promotions if _verbose(tr) > 0 else promotions[:TERMINAL_ROWS]
     for p in shown:
-        tr.write_line(f"  higher {p['model']} [{p['policy']}]: {p['node']} ({p.get('op_type')}): planned "
+        tr.write_line(f"  higher {p['model']} [{p['policy']}]: {node_label(p)} ({p.get('op_type')}): planned "
                       f"{p['planned']}, parsed {p['parsed']}: TensorRT computes this in higher precision than planned")
     if len(promotions) > len(shown):
         tr.write_line(f"  ... {len(promotions) - len(shown)} more promotion(s): run with -v, or see --trt-report")

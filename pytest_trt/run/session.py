@@ -129,7 +129,8 @@ class TrtSession:
 
         Raises :class:`~pytest_trt.errors.PytestTrtError` (a usage error) naming the fix: an
         explicit backend that cannot run, ONNX Runtime missing or broken, a baseline provider
-        that does not really run, a typing the TensorRT version lacks.
+        that does not really run, a typing the TensorRT version lacks, a ledger timing source that
+        cannot run here.
         """
         from ..reference.baseline import check_runtime  # load path: imported once in use
 
@@ -152,6 +153,11 @@ class TrtSession:
                 raise UsageError(f"{settings.sources.get('trt_typing', '--trt-typing')} {settings.typing} cannot be "
                                  f"honoured by {backend.name}: {why}")
         session = cls(settings=settings, backend=backend, backend_reason=reason)
+        if settings.ledger_timing not in ("auto", "off"):
+            from ..ledger.timing import check_available  # load path: imported once in use
+
+            check_available(settings.ledger_timing, backend,
+                            settings.sources.get("trt_ledger_timing", "--trt-ledger-timing"))
         if settings.parser_check != "off":
             require(settings.parser_check, settings.sources.get("trt_parser_check", "--trt-parser-check"))
         session.flag_prefix = flag_prefix

@@ -20,7 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..plan.rules import OP_PREFIX, closest, closest_names
+from ..model.names import short_class
+from ..plan.rules import CLASS_PREFIX, OP_PREFIX, closest, closest_names
 
 #: closest names kept per model and pattern, and shown per pattern
 CLOSEST = 3
@@ -35,16 +36,20 @@ class SessionPatterns:
     #: pattern -> {model label: closest node names (or ``op:TYPE``s)} of the models it did not match
     closest: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
-    def note(self, pattern: str, model: str, matched: bool, nodes: Iterable[Any]) -> None:
-        """Record that ``pattern`` was applied to ``model`` (its ``nodes``) and whether it matched."""
+    def note(self, pattern: str, model: str, matched: bool, nodes: Iterable[Any], names: Any = None) -> None:
+        """Record that ``pattern`` was applied to ``model`` (its ``nodes``, and its ``Model.names``
+        for canonical names and classes) and whether it matched."""
         self.matched[pattern] = self.matched.get(pattern, False) or matched
         if matched or model in self.closest.get(pattern, {}):
             return
         nodes = list(nodes)
         if pattern.startswith(OP_PREFIX):
             near = nearest(pattern, sorted({OP_PREFIX + str(n.op_type) for n in nodes}))
+        elif pattern.startswith(CLASS_PREFIX):
+            classes = names.classes() if names is not None else []
+            near = nearest(pattern, list(dict.fromkeys(CLASS_PREFIX + short_class(c) for c in classes)))
         else:
-            near = nearest(pattern, [str(n.name) for n in nodes])
+            near = nearest(pattern, [names.canonical(n.name) if names is not None else str(n.name) for n in nodes])
         self.closest.setdefault(pattern, {})[model] = near
 
     def to_json(self) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TYPING_CHOICES
+from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TIMING_CHOICES, TYPING_CHOICES
 from ..core.locations import CACHE_DIR_ENV, DEFAULT_CACHE_DIRNAME, DEFAULT_RUNS_DIRNAME, default_cache_dir  # noqa: F401  (DEFAULT_CACHE_DIRNAME: re-exported)
 from ..errors import PatternError, UsageError
 from ..history.gate import parse_gate
@@ -122,6 +122,14 @@ OPTIONS: tuple[Option, ...] = (
            "(TF32 off). Default: cpu.", "choice", "cpu", ("cpu", "cuda")),
     Option("trt-locate-on-failure", "On an accuracy failure, run a layerwise comparison and name the first "
            "divergent node in the message (default: off).", "bool", False),
+    Option("trt-ledger", "After each trt test that built an engine, make its ledger: per ONNX node the declared "
+           "precision (and rule), the realized precision (and evidence), the engine layer or node and its time; "
+           "shown in the terminal summary (top units by time), --trt-report and --trt-html (default: off).",
+           "bool", False),
+    Option("trt-ledger-timing", "Timing source of the ledgers: auto = the engine's own per-layer timing (TensorRT), "
+           "else ONNX Runtime CUDA (the strongly typed realization, not TensorRT), else none (the time column says "
+           "why); engine / onnxruntime-cuda = that source, a usage error where it cannot run; off = no time. "
+           "Default: auto.", "choice", "auto", TIMING_CHOICES),
     Option("trt-report", "Write machine-readable results (JSON) to PATH (default: none). Write it --trt-report=PATH.",
            "str", None, metavar="PATH", path=True),
     Option("trt-html", "Write a self-contained HTML report to PATH (default: none). Write it --trt-html=PATH.",
@@ -370,6 +378,8 @@ class Settings:
     seed: int = 0
     baseline_provider: str = "cpu"
     locate_on_failure: bool = False
+    ledger: bool = False
+    ledger_timing: str = "auto"
     report_json: Path | None = None
     report_html: Path | None = None
     report_all_records: bool = False
@@ -449,6 +459,8 @@ def resolve_settings(config) -> Settings:
         seed=int(values["trt_seed"] or 0),
         baseline_provider=values["trt_baseline_provider"],
         locate_on_failure=bool(values["trt_locate_on_failure"]),
+        ledger=bool(values["trt_ledger"]),
+        ledger_timing=values["trt_ledger_timing"],
         report_json=as_path(values["trt_report"]),
         report_html=as_path(values["trt_html"]),
         report_all_records=bool(values["trt_report_all_records"]),

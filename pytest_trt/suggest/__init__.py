@@ -6,13 +6,17 @@ was verified by a real build and run on the chosen backend.
 
 Search space: groups, not single nodes
 --------------------------------------
-Candidates are derived from the plan's low-precision compute nodes:
+Candidates are derived from the plan's low-precision compute nodes, by their canonical scoped
+names (:mod:`pytest_trt.model.names`: a dynamo export's ``node_pow_1`` is
+``/model/layers.0/input_layernorm/node_pow_1``):
 
-* ``scope``: a node's name scope, ``/encoder/layer.0/attention/output/LayerNorm/*``;
+* ``scope``: a node's module scope, ``/encoder/layer.0/attention/output/LayerNorm/*``;
 * ``node``: the node's exact name, for nodes at the root or directly inside a *block*
   (``/encoder/layer.0/attention/self/MatMul`` lives next to the ``query/`` sub-scope);
 * ``general``: the same last scope component across layers, ``*/LayerNorm/*``
   (only when it spans several scopes);
+* ``class``: a module class that is the innermost class of every node it selects (a leaf
+  module such as a norm), ``class:LlamaRMSNorm``, where the model records classes;
 * ``block``: a scope with sub-scopes, ``/encoder/layer.0/attention/*`` (a pattern ``S*``
   selects the sub-scopes too, so this is a whole block);
 * ``op``: an op type, ``op:Softmax``.
@@ -29,7 +33,7 @@ Algorithm
 2. Greedy, guided by layerwise errors. On the current (failing) engine run
    :func:`~pytest_trt.locate.divergence.locate_divergence` and rank the candidate groups that
    contain a divergent node (one that introduced NaN/Inf, or whose error jumped): narrow
-   kinds first (scope/node, then general, block, op), then by what the group explains
+   kinds first (scope/node, then general, class, block, op), then by what the group explains
    (introduced NaN/Inf, divergent nodes, summed log10 jumps), then the earliest, then the
    smallest. Add the top group, rebuild, re-run, re-locate; stop when the outputs pass.
    Re-locating after every build matters: once a node overflows, everything downstream is
@@ -44,7 +48,9 @@ Algorithm
 4. Pruning: try removing each chosen group, largest first; keep it out if the rest still
    passes. The result is 1-minimal: no single pattern can be dropped.
 5. Compression (no build): chosen groups whose union is exactly one candidate's node set are
-   named by that candidate (every LayerNorm scope -> ``*/LayerNorm/*``; every Softmax -> ``op:Softmax``).
+   named by that candidate (every LayerNorm scope -> ``*/LayerNorm/*``; every RMSNorm scope of a
+   dynamo export -> ``class:LlamaRMSNorm``; every Softmax -> ``op:Softmax``). A chosen scope whose
+   class covers more modules offers the class as a broader alternative (not built).
 
 Every candidate set is a real ``backend.build`` (through the artifact cache) plus a run and a
 :func:`~pytest_trt.compare.compare_outputs` against the FP32 ONNX Runtime baseline. Sets that

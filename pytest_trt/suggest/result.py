@@ -125,6 +125,8 @@ class Suggestion:
     nonfinite_nodes: list = field(default_factory=list)
     flops: int = 0
     fp32_flops: int = 0
+    #: what each proposed island costs in time (:class:`~pytest_trt.ledger.islands.IslandCosts`), when found
+    island_costs: Any = None
 
     # -- derived ---------------------------------------------------------------------------
     @property
@@ -238,13 +240,17 @@ class Suggestion:
         groups: list[Group] = self.groups
         width = max(len(g.pattern) for g in groups)
         for g in groups:
-            lines.append(f"    {g.pattern:<{width}}  {g.kind}, {len(g.nodes)} node{'s' if len(g.nodes) != 1 else ''}")
+            classes = f" ({', '.join(g.classes)})" if g.classes and g.kind != "class" else ""
+            lines.append(f"    {g.pattern:<{width}}  {g.kind}, {len(g.nodes)} node{'s' if len(g.nodes) != 1 else ''}"
+                         f"{classes}")
         lines.append(f"  accuracy: {_acc_text(self.accuracy)}")
         lines.append(f"  low precision: {share}")
         lines.append(self._checked_line())
         lines.append("  pytest:  " + " ".join(shlex.quote(a) for a in self.pytest_args))
         lines.append("  CLI:     " + " ".join(shlex.quote(a) for a in self.cli_args))
         lines.append("  marker:  " + self.marker)
+        if self.island_costs is not None:
+            lines += self.island_costs.lines()
         if self.alternatives:
             alts = ", ".join(f"{a['pattern']} ({a['scopes']} scopes)" for a in self.alternatives)
             lines.append(f"  note: minimal for THESE inputs; other scopes of the same kind stayed "
@@ -328,6 +334,7 @@ class Suggestion:
             "recheck_source": self.recheck_source, "passes_output_only": self.passes_output_only,
             "nonfinite_nodes": list(self.nonfinite_nodes), "fp32_in_effect": self.fp32_in_effect,
             "fp32_nodes": self.fp32_nodes, "fp32_share": round(self.fp32_share, 4),
+            "island_costs": self.island_costs.to_json() if self.island_costs is not None else None,
             "flops": {"total": self.flops, "fp32": self.fp32_flops,
                       "fp32_share": None if self.fp32_flops_share is None else round(self.fp32_flops_share, 4),
                       "estimate": "MatMul/Gemm/Conv: 2 x output elements x reduction size; other nodes: elements"},

@@ -22,6 +22,8 @@ from ..backends.base import BuildConfig, get_backend
 from ..compare import compare_outputs, default_tolerances
 from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
+from ..ledger.islands import island_costs
+from ..ledger.timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, check_timing
 from ..locate.divergence import Divergence, locate_divergence
 from ..model.load import load_model
 from ..plan.policy import PrecisionPolicy, Rule
@@ -54,7 +56,8 @@ _LOG_JUMP_CAP = 10.0
 def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: ArtifactCache | None = None,
                          rtol=None, atol=None, config: BuildConfig | None = None, max_builds: int | None = None,
                          threshold: float | None = None, baseline_provider: str = "cpu",
-                         recheck_seeds=None, make_feeds=None, on_engine=None) -> Suggestion:
+                         recheck_seeds=None, make_feeds=None, on_engine=None, timing: str = "auto",
+                         timing_iterations: int = DEFAULT_ITERATIONS, timing_warmup: int = DEFAULT_WARMUP) -> Suggestion:
     """Search the smallest set of FP32 islands (keep_fp32 patterns) with which ``model`` passes.
 
     Args:
@@ -79,14 +82,26 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
         on_engine: ``on_engine(plan, engine)`` after every engine the search built or loaded
             (a TensorRT layerwise probe build too: its own ``build_info``); the pytest plugin
             records them, so the run's engine counts include the search's builds.
+        timing: how the cost of each proposed FP32 island is measured (the plan with and without
+            it, same inputs, ``timing_iterations`` runs after ``timing_warmup``): ``auto`` (TensorRT's own timing, else
+            ONNX Runtime CUDA, else not measured, saying why), ``engine``, ``onnxruntime-cuda``,
+            ``off`` (:mod:`pytest_trt.ledger.islands`; ``Suggestion.island_costs``).
 
     >>> s = suggest_fp32_islands("encoder.onnx", PrecisionPolicy("fp16"), feeds, backend="emulate")  # doctest: +SKIP
     >>> s.patterns                                                                                   # doctest: +SKIP
     ['/encoder/layer.0/attention/output/LayerNorm/*']
     """
-    return _Search(model, policy, feeds, backend=backend, cache=cache, rtol=rtol, atol=atol, config=config,
-                   max_builds=max_builds, threshold=threshold, provider=baseline_provider,
-                   recheck_seeds=recheck_seeds, make_feeds=make_feeds, on_engine=on_engine).run()
+    check_timing(timing)
+    search = _Search(model, policy, feeds, backend=backend, cache=cache, rtol=rtol, atol=atol, config=config,
+                     max_builds=max_builds, threshold=threshold, provider=baseline_provider,
+                     recheck_seeds=recheck_seeds, make_feeds=make_feeds, on_engine=on_engine)
+    found = search.run()
+    if found.passed and found.patterns:
+        found.island_costs = island_costs(
+            search.model, search.policy, found.patterns, feeds, backend=search.backend, cache=cache,
+            config=search.config, timing=timing, warmup=timing_warmup, iterations=timing_iterations, on_engine=on_engine,
+            nodes={g.pattern: len(g.nodes) for g in found.groups})
+    return found
 
 
 class _Search:
@@ -205,7 +220,7 @@ class _Search:
         if outputs_ok:
             for index, entry in enumerate(attempt.inputs):
                 div = self.locate(attempt, index, engine=engine)
-                bad = [t.node for t in div.tensors if t.available and t.new_nonfinite and (t.nan or t.inf)]
+                bad = [t.label for t in div.tensors if t.available and t.new_nonfinite and (t.nan or t.inf)]
                 entry["nonfinite_nodes"] = bad
                 entry["masking_nodes"] = [t.node for t in div.saturated]  # said, never counted as NaN/Inf
                 if bad and attempt.failing_set is None:
@@ -237,7 +252,7 @@ class _Search:
         self.layerwise_note = div.note
         self.evidence.update(t.node for t in div.divergent)
         if attempt.first_divergence is None and div.first is not None and index == (attempt.failing_set or 0):
-            attempt.first_divergence = div.first.node
+            attempt.first_divergence = div.first.label
         if len(self.divergences) > 64:
             self.divergences.clear()
         self.divergences[key] = div
@@ -310,7 +325,7 @@ class _Search:
             ranked = self.rank(div, low_now, chosen, ineffective)
             if not ranked:
                 held = sorted(self.evidence & low_now, key=lambda n: self.order[n])
-                self.blocked = [f"{n} ({current_plan.nodes[n].rule})" for n in held]
+                self.blocked = [f"{self.model.names.canonical(n)} ({current_plan.nodes[n].rule})" for n in held]
                 return chosen, "exhausted"
             if self.budget_left() <= (0 if self.fp32_attempt is not None else 1):  # keep one for the FP32 check
                 return chosen, "budget"
@@ -396,7 +411,8 @@ class _Search:
             seen = []
             for scope in general.scopes:
                 rule = Rule(scope, "fp32")
-                if any(rule.matches(_Named(n)) for n in self.evidence) and scope in self.by_pattern:
+                names = self.model.names
+                if any(rule.matches(_Named(n), names.get(n)) for n in self.evidence) and scope in self.by_pattern:
                     seen.append(self.by_pattern[scope])
             if not seen or len(seen) == len(general.scopes):
                 continue
@@ -457,6 +473,14 @@ class _Search:
                     and not any(general.pattern == a["pattern"] for a in alternatives)):
                 alternatives.append({"pattern": general.pattern, "scopes": len(general.scopes),
                                      "nodes": len(general.nodes), "built": False})
+            # every module of the scope's class (class:LlamaRMSNorm), when that is a candidate
+            for cand in self.candidates:
+                if (cand.kind == "class" and g.nodes < cand.nodes and g.classes == cand.classes
+                        and not any(cand.pattern == a["pattern"] for a in alternatives)):
+                    names = self.model.names
+                    scopes = {names[n].scope for n in cand.nodes if n in names}
+                    alternatives.append({"pattern": cand.pattern, "scopes": len(scopes), "nodes": len(cand.nodes),
+                                         "built": False})
         return alternatives
 
     def outcome(self, final: Attempt | None) -> dict[str, Any]:

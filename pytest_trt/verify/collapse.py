@@ -11,12 +11,12 @@ every per-node precision verdict weaker.
 from __future__ import annotations
 
 import math
-import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import PrecisionError, UsageError
+from ..layers.inspector import myelin_region
 from ..layers.report import LayerReport
 
 __all__ = ["DEFAULT_MAX_MYELIN_SHARE", "DEFAULT_NODES_PER_LAYER", "CollapseCheck", "NotObservableWarning",
@@ -24,20 +24,10 @@ __all__ = ["DEFAULT_MAX_MYELIN_SHARE", "DEFAULT_NODES_PER_LAYER", "CollapseCheck
 
 DEFAULT_NODES_PER_LAYER = 50
 DEFAULT_MAX_MYELIN_SHARE = 0.5
-_MYL_RE = re.compile(r"_myl(\d+)_\d+$")
 
 
 class NotObservableWarning(UserWarning):
     """A verification could not observe what it checks on this backend (e.g. fusion on ``emulate``)."""
-
-
-def myelin_region(layer: str | None) -> str | None:
-    """The Myelin region a layer belongs to: ``myl<N>`` for ``..._myl<N>_<M>`` kernels, else the layer name."""
-    if not layer:
-        return None
-    first = layer.split(" | ")[0]
-    m = _MYL_RE.search(first)
-    return f"myl{m.group(1)}" if m else first
 
 
 def shorten(text: str, width: int = 90) -> str:

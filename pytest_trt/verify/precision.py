@@ -167,9 +167,19 @@ class NodeVerdict:
     probe: str | None = None
     cause: str | None = None
     evidence: str | None = None
+    #: canonical scoped name, module path and qualified module class (pytest_trt.model.names)
+    canonical: str = ""
+    module: str | None = None
+    module_class: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The node as messages name it: its canonical scoped name."""
+        return self.canonical or self.node
 
     def to_json(self) -> dict[str, Any]:
-        return {"node": self.node, "op_type": self.op_type, "planned": self.planned, "observed": self.observed,
+        return {"node": self.node, "canonical": self.label, "module": self.module, "module_class": self.module_class,
+                "op_type": self.op_type, "planned": self.planned, "observed": self.observed,
                 "status": self.status, "evidence": self.evidence, "layer": self.layer, "myelin": self.myelin,
                 "myelin_region": myelin_region(self.layer) if self.myelin else None, "detail": self.detail,
                 "rule": self.rule, "inspector_status": self.inspector_status, "probe": self.probe,
@@ -220,7 +230,7 @@ class PrecisionCheck:
         """Unverifiable nodes accepted with ``allow_unverifiable=True``."""
         if not self.allow_unverifiable:
             return []
-        return [f"{v.node} ({v.op_type}): unverifiable: {v.detail}" for v in self.unverifiable]
+        return [f"{v.label} ({v.op_type}): unverifiable: {v.detail}" for v in self.unverifiable]
 
     def counts(self) -> dict[str, int]:
         c = Counter(v.status for v in self.nodes)
@@ -379,8 +389,8 @@ def _offender_line(v: NodeVerdict) -> str:
     else:
         seen = f"observed {v.observed}"
     if v.status == UNVERIFIABLE:
-        return f"{v.node} ({v.op_type}): planned {v.planned}, {seen}{where}"
-    head = f"{v.node} ({v.op_type}): {seen}, planned {v.planned}"
+        return f"{v.label} ({v.op_type}): planned {v.planned}, {seen}{where}"
+    head = f"{v.label} ({v.op_type}): {seen}, planned {v.planned}"
     if v.rule:
         head += f" [{v.rule}]"
     return f"{head}{where}"
@@ -413,7 +423,9 @@ def _match(report: LayerReport | None, plan: PrecisionPlan | None, pattern: str)
         def __init__(self, name, op_type):
             self.name, self.op_type = name, op_type
 
-    names = [n for n, o in report.nodes.items() if rule.matches(_N(n, o.op_type))]
+    known = report.names
+    names = [n for n, o in report.nodes.items()
+             if rule.matches(_N(n, o.op_type), known.get(n) if known is not None else None)]
     if not names:
         pool = sorted({f"op:{o.op_type}" for o in report.nodes.values()}) if rule.op_type else list(report.nodes)
         close = difflib.get_close_matches(pattern, pool, n=3, cutoff=0.3)
@@ -575,7 +587,7 @@ def assert_precision(engine_or_report, pattern: str, precision: str, *, allow_un
     verdicts = _verdicts(names, report, plan, precision)
     if all(v.status == NOT_APPLICABLE for v in verdicts):
         raise PatternError(
-            f"pattern {pattern!r} selects only fixed nodes ({', '.join(v.node for v in verdicts[:3])}"
+            f"pattern {pattern!r} selects only fixed nodes ({', '.join(v.label for v in verdicts[:3])}"
             f"{', ...' if len(verdicts) > 3 else ''}): there is no float compute to verify"
         )
 
@@ -612,4 +624,10 @@ def _verdicts(names: list[str], report: LayerReport | None, plan: PrecisionPlan 
                                         detail="fixed node (no float compute): not applicable"))
         else:
             verdicts.append(NodeVerdict(name, d.op_type, d.precision, None, UNVERIFIABLE, rule=d.rule, detail=""))
+    names_of = plan.model.names if plan is not None else (report.names if report is not None else None)
+    if names_of is not None:
+        for v in verdicts:
+            entry = names_of.get(v.node)
+            if entry is not None:
+                v.canonical, v.module, v.module_class = entry.canonical, entry.module, entry.module_class
     return verdicts

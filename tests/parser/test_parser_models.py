@@ -106,3 +106,44 @@ def test_gpt2_bf16_opset14_every_pow_as_planned(rtx):
     pows = {n: v for n, v in check.nodes.items() if v["op_type"] == "Pow"}
     assert len(pows) == 7
     assert all(v["verdict"] == "ok" for v in pows.values()), {n: v["parsed"] for n, v in pows.items()}
+
+
+# --------------------------------------------------------------------------------------
+# today's exports (issue 30): both torch exporters, norms kept FP32 by scope or class
+# --------------------------------------------------------------------------------------
+EXPORTS = DATA / "exports"
+#: the norms of each export, as a user keeps them FP32: classes on the dynamo exports (they
+#: have them), scopes or the fused op on the TorchScript ones (no class information)
+NORMS = {"dynamo": {"llama": "class:*RMSNorm", "qwen3": "class:*RMSNorm", "mistral": "class:*RMSNorm",
+                    "gemma": "class:*RMSNorm", "bert": "class:*LayerNorm", "vit": "class:*LayerNorm",
+                    "wav2vec2": "class:*LayerNorm"},
+         "torchscript": {"llama": "*norm/*", "qwen3": "*norm/*", "mistral": "*norm/*", "gemma": "*norm/*",
+                         "bert": "op:LayerNormalization", "vit": "op:LayerNormalization",
+                         "wav2vec2": "op:LayerNormalization"}}
+EXPORT_CASES = [pytest.param(EXPORTS / f"{arch}_{exporter}_opset{17 if exporter == 'torchscript' else 18}.onnx",
+                             NORMS[exporter][arch], precision, id=f"{arch}-{exporter}-{precision}")
+                for exporter in NORMS for arch in NORMS[exporter] for precision in ("fp16", "bf16")]
+#: wav2vec2's conv feature encoder needs at least 400 samples (the default profile's 1 is too short)
+PROFILES = {"wav2vec2": ({"input_values": ((1, 400), (2, 640), (2, 1600))},)}
+EXPORT_CASES += [pytest.param(EXPORTS / "functions" / "llama_torchscript_opset17_functions.onnx", "class:*RMSNorm",
+                              precision, id=f"llama-functions-{precision}") for precision in ("fp16", "bf16")]
+
+
+@pytest.mark.parametrize("source, keep, precision", EXPORT_CASES)
+def test_todays_exports_parse_and_build_with_norms_fp32(rtx, cache, source, keep, precision):
+    """Every export of tests/data/exports (and the local-functions one, inlined at load), lowered to
+    FP16/BF16 with its norms kept FP32, parses and builds with TensorRT-RTX with no node parsed lower
+    than planned; the kept norms are parsed FP32, and the check names them by module path."""
+    from pytest_trt.backends.base import BuildConfig
+    from pytest_trt.backends.tensorrt.parser_check import check_parser
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
+
+    model = load_model(source)
+    plan = PrecisionPolicy(default=precision, keep_fp32=[keep]).resolve(model)
+    check = check_parser(plan, BuildConfig(profiles=PROFILES.get(source.name.split("_")[0], ())), cache=cache)
+    assert check.status == "passed", check.message()
+    assert check.counts()["lower"] == 0 and check.counts()["ok"] > 0, check.counts()
+    kept = [n for n in plan.match(keep) if plan.nodes[n].kind == "compute"]
+    assert kept and all(check.nodes[n]["parsed"] in ("fp32", None) for n in kept)
+    assert all(check.nodes[n]["canonical"] == model.names.canonical(n) for n in kept)

@@ -18,6 +18,8 @@ import pytest
 from encoder_suite import ENCODER, ENCODER_PREAMBLE
 from report_schema import assert_valid_report
 
+from pytest_trt.report.json_report import SCHEMA_VERSION
+
 pytestmark = pytest.mark.trt_parser
 
 REPO = Path(__file__).resolve().parents[2]
@@ -157,9 +159,10 @@ def test_rms(trt):
         "higher precision than planned",
     ])
     data = assert_valid_report(json.loads((pytester.path / "r.json").read_text()))
-    assert data["schema_version"] == 4 and data["summary"]["parser_promotions"] == 1
+    assert data["schema_version"] == SCHEMA_VERSION and data["summary"]["parser_promotions"] == 1
     (promotion,) = data["tests"][0]["parser"][0]["promotions"]
     assert (promotion["op_type"], promotion["planned"], promotion["parsed"]) == ("RMSNormalization", "fp16", "fp32")
+    assert promotion["canonical"] == promotion["node"]  # a hand-made model: no scope in the name
     html = (pytester.path / "r.html").read_text()
     assert "Parser check: planned vs parsed network dtypes" in html
     assert "TensorRT computes this in higher precision than planned" in html and "RMSNormalization" in html

@@ -124,3 +124,67 @@ def test_html_report_is_a_dashboard_at_1280px(pytester):
     taken = _headless(browser, pytester.path / "profile", f"--screenshot={shot}", report.as_uri())
     assert shot.exists(), taken.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+#: clicks the ledger table's "median ms" header twice and records the column after each click
+SORT_PROBE = """<script>
+(function () {
+  const table = document.querySelector("table.sortable.ledger");
+  const col = [...table.querySelectorAll("th")].findIndex(th => th.textContent === "median ms");
+  const read = () => [...table.tBodies[0].rows].map(r => parseFloat(r.cells[col].dataset.v));
+  const before = read();
+  table.querySelectorAll("th")[col].click();
+  const ascending = read();
+  table.querySelectorAll("th")[col].click();
+  const descending = read();
+  const strip = document.querySelector(".lstrip").getBoundingClientRect();
+  const overflowing = [...table.querySelectorAll("td")].filter(c => c.scrollWidth > c.clientWidth + 1)
+    .map(c => c.textContent.slice(0, 60));
+  const pre = document.createElement("pre");
+  pre.id = "sort-probe";
+  pre.textContent = JSON.stringify({before, ascending, descending, strip_right: strip.right,
+                                    table_right: table.getBoundingClientRect().right, overflowing,
+                                    cells: document.querySelectorAll(".lstrip div").length,
+                                    doc_scroll_width: document.documentElement.scrollWidth});
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def test_ledger_table_sorts_in_a_real_browser(tmp_path):
+    """The ledger card of a timed ledger (the kgen inspector fixture with SYNTHETIC TensorRT layer times):
+    a click on a header sorts the table (the report's one inline script), the scope strip and the table
+    stay inside the page at 1280 px."""
+    from types import SimpleNamespace
+
+    from pytest_trt.layers.report import LayerReport
+    from pytest_trt.layers.timing import LayerProfile
+    from pytest_trt.ledger import build_ledger
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
+    from pytest_trt.report import html_report
+    from pytest_trt.run.settings import Settings
+
+    browser = _chromium()
+    data = Path(__file__).resolve().parents[1] / "data"
+    plan = PrecisionPolicy(default="fp16", keep_fp32=("*/LayerNorm/*",)).resolve(load_model(data / "bert_tiny_opset14.onnx"))
+    inspector = json.loads((data / "inspector" / "bert_tiny_kgen_trt10.json").read_text())
+    samples = {layer["Name"]: [0.002 * ((7 * i) % 13 + 1)] * 3 for i, layer in enumerate(inspector["Layers"])}
+    profile = LayerProfile(source="tensorrt", unit="engine layer", warmup=1, iterations=3, samples=samples,
+                           end_to_end_ms=[0.4] * 3)
+    ledger = build_ledger(plan, LayerReport.from_inspector_json(inspector, plan, typing="strong"), profile)
+    res = [{"nodeid": "test_bert.py::test_ledger", "outcome": "passed", "records": [
+        {"kind": "ledger", "model": "bert", "policy": "fp16", "backend": "tensorrt", "ledger": ledger.to_json()}]}]
+    session = SimpleNamespace(settings=Settings(), backend=SimpleNamespace(name="tensorrt"), backend_reason="test")
+    text = html_report.render_html(session, res, 0)
+    assert text.count("<script>") == 1 and "<script src" not in text
+    probe = tmp_path / "probe.html"
+    probe.write_text(text.replace("</body>", SORT_PROBE + "</body>"))
+    dumped = _headless(browser, tmp_path / "profile", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
+    match = re.search(r'<pre id="sort-probe">(.*?)</pre>', dumped.stdout, re.S)
+    assert match, f"no sort probe in the dumped DOM; chromium said:\n{dumped.stderr[-2000:]}"
+    got = json.loads(html_lib.unescape(match.group(1)))
+    assert got["before"] == sorted(got["before"], reverse=True)  # slowest first as rendered
+    assert got["ascending"] == sorted(got["before"]) and got["descending"] == sorted(got["before"], reverse=True)
+    assert got["cells"] > 5 and got["strip_right"] <= WIDTH and got["table_right"] <= WIDTH
+    assert got["doc_scroll_width"] <= WIDTH and got["overflowing"] == [], got

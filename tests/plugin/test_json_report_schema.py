@@ -2,7 +2,7 @@
 
 One pytester run over a small real project (the example suite's encoder on the emulate
 backend): a passing FP16 check with LayerNorm and Softmax kept FP32 plus a precision
-check, an all-FP16 check that fails (LayerNorm fed outliers) after locating the node that
+check and a ledger, an all-FP16 check that fails (LayerNorm fed outliers) after locating the node that
 broke it (a layerwise record), and the same as a negative control (``xfail(strict=True, raises=AccuracyError)``),
 compared with a run saved before (``--trt-compare-run``) and saved itself with its outputs
 (``--trt-autosave --trt-save-outputs``), so the history keys are filled. The report it writes must
@@ -45,6 +45,7 @@ from pytest_trt import AccuracyError
 def test_layernorm_fp32(trt):
     trt.assert_precision("*/LayerNorm/*", "fp32")
     trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+    trt.ledger()  # a ledger record (no time on emulate: its reason)
 
 @pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
 def test_all_fp16(trt):
@@ -178,6 +179,35 @@ def test_parser_entries_validate_against_the_schema():
     assert not [e.message for e in validator.iter_errors(entry)]
     assert entry["parser"][0]["counts"] == {"nodes": 3, "ok": 0, "lower": 1, "higher": 1, "not_in_network": 1}
     entry["parser"][0]["status"] = "mostly fine"
+    assert any("is not one of" in e.message for e in validator.iter_errors(entry))
+
+
+def test_timed_ledger_entries_validate_against_the_schema():
+    """A timed ledger needs a GPU, which the golden run lacks: the entry of a ledger built from the kgen
+    inspector fixture and SYNTHETIC TensorRT layer times (as tests/unit/test_ledger_tensorrt.py makes
+    them) is validated alone, and the schema refuses a time source it does not know."""
+    from pytest_trt.layers.report import LayerReport
+    from pytest_trt.layers.timing import LayerProfile
+    from pytest_trt.ledger import build_ledger
+    from pytest_trt.model.load import load_model
+    from pytest_trt.plan.policy import PrecisionPolicy
+    from pytest_trt.report.json_report import _clean, entry_of_test
+
+    plan = PrecisionPolicy(default="fp16", keep_fp32=("*/LayerNorm/*",)).resolve(
+        load_model(REPO / "tests" / "data" / "bert_tiny_opset14.onnx"))
+    inspector = json.loads((REPO / "tests" / "data" / "inspector" / "bert_tiny_kgen_trt10.json").read_text())
+    samples = {layer["Name"]: [0.01, 0.02, 0.03] for layer in inspector["Layers"]}
+    profile = LayerProfile(source="tensorrt", unit="engine layer", warmup=1, iterations=3, samples=samples,
+                           end_to_end_ms=[0.5, 0.5, 0.6])
+    ledger = build_ledger(plan, LayerReport.from_inspector_json(inspector, plan, typing="strong"), profile)
+    res = {"nodeid": "t.py::test_l", "outcome": "passed", "records": [
+        {"kind": "ledger", "model": "bert", "policy": "fp16", "backend": "tensorrt", "ledger": ledger.to_json()}]}
+    entry = _clean(entry_of_test(res))
+    test_schema = schema()["properties"]["tests"]["items"]
+    validator = jsonschema.Draft202012Validator({**test_schema, "$defs": schema()["$defs"]})
+    assert not [e.message for e in validator.iter_errors(entry)]
+    assert entry["ledgers"][0]["timing"]["source"] == "tensorrt" and entry["ledgers"][0]["total_ms"] > 0
+    entry["ledgers"][0]["time_source"] = "cpu"
     assert any("is not one of" in e.message for e in validator.iter_errors(entry))
 
 

@@ -14,6 +14,8 @@ import pytest
 from encoder_suite import ENCODER_PREAMBLE
 from report_schema import assert_valid_report
 
+from pytest_trt.report.json_report import SCHEMA_VERSION
+
 try:  # keep hypothesis in pytester's sys.modules snapshot (see tests/plugin/test_reports.py)
     import hypothesis  # noqa: F401
 except ImportError:  # pragma: no cover
@@ -88,7 +90,7 @@ def test_every_trt_test_reaches_every_report_with_its_pytest_outcome(pytester):
     result.assert_outcomes(passed=2, failed=3, errors=1, skipped=1, xfailed=3, xpassed=1)  # + test_not_trt
 
     data = assert_valid_report(json.loads((pytester.path / "out" / "r.json").read_text()))
-    assert data["schema_version"] == 4
+    assert data["schema_version"] == SCHEMA_VERSION
     tests = {t["nodeid"].split("::")[-1]: t for t in data["tests"]}
     assert "test_not_trt" not in tests
     assert data["summary"]["tests"] == 10

@@ -17,6 +17,8 @@ import pytest
 from encoder_suite import ENCODER_PREAMBLE
 from report_schema import assert_valid_report
 
+from pytest_trt.report.json_report import SCHEMA_VERSION
+
 try:  # imported before any inner run, so pytester's sys.modules snapshot keeps it (see tests/conftest.py)
     import matplotlib  # noqa: F401
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
@@ -180,7 +182,7 @@ def check_junit(path: Path, *, cache_hit: bool):
 
 def check_json(path: Path, *, cache_hit: bool, gpu_assignment=None) -> dict:
     data = assert_valid_report(json.loads(path.read_text()))
-    assert data["schema_version"] == 4
+    assert data["schema_version"] == SCHEMA_VERSION
     assert data["exitstatus"] == 1
     meta = data["session"]
     assert meta["backend"] == "emulate" and meta["backend_reason"].startswith("auto:")

@@ -75,15 +75,17 @@ def static(surfaces) -> inventory.Inventory:
 
 @pytest.fixture(scope="session")
 def recorded(surfaces, tmp_path_factory) -> set[str]:
-    """The dynamic inventory: the glue tests (every matrix version) run against the fake, which
-    takes its enums from the real surfaces and records every access made by pytest_trt code."""
+    """The dynamic inventory: the glue tests and the ledger's TensorRT tests (every matrix version) run
+    against the fake, which takes its enums from the real surfaces and records every access made by
+    pytest_trt code."""
     out = tmp_path_factory.mktemp("record") / "accesses.json"
     env = dict(os.environ)
     env[fake_tensorrt.RECORD_ENV] = str(out)
     env[fake_tensorrt.SURFACES_ENV] = str(support.cache_dir() / "surfaces")
     env.pop("PYTEST_ADDOPTS", None)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-                           str(REPO / "tests" / "unit" / "test_tensorrt_glue.py")],
+                           str(REPO / "tests" / "unit" / "test_tensorrt_glue.py"),
+                           str(REPO / "tests" / "unit" / "test_ledger_tensorrt.py")],
                           cwd=REPO, env=env, capture_output=True, text=True, check=False, timeout=900)
     assert proc.returncode == 0, f"glue tests failed against the fake with real enums:\n{proc.stdout[-4000:]}"
     return set(json.loads(out.read_text()))

@@ -198,6 +198,14 @@ class FakeState:
     #: ONNX tensors whose debug tensors are not emitted ("There is no guarantee that all unfused
     #: tensors are marked", same docstring)
     unemitted_debug: tuple = ()
+    #: the engine inspector's JSON (a dict or text) returned instead of the built layers' (fixtures of
+    #: tests/data/inspector); the profiler then reports the layers named there
+    inspector_json: object = None
+    #: SYNTHETIC layer times reported to an IProfiler (layer name -> ms, or a list of ms cycled per
+    #: iteration); layers not named take 0.01 ms; names here that no layer has are reported too
+    layer_times: dict = field(default_factory=dict)
+    #: report_to_profiler() calls
+    profiler_reports: int = 0
     builds: int = 0
     deserializations: int = 0
     last_network: object = None
@@ -265,6 +273,14 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
         def __init__(self):
             pass
 
+    class IProfiler(_Fake):
+        _trt_name = "IProfiler"
+        def __init__(self):
+            pass
+
+        def report_layer_time(self, layer_name, ms):  # pragma: no cover - a pure virtual, overridden
+            raise NotImplementedError
+
     class IOutputAllocator(_Fake):
         _trt_name = "IOutputAllocator"
 
@@ -272,6 +288,7 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             pass
 
     mod.ILogger, mod.Logger, mod.IDebugListener, mod.IOutputAllocator = ILogger, Logger, IDebugListener, IOutputAllocator
+    mod.IProfiler = IProfiler
 
     # -- network ----------------------------------------------------------------------
     class ITensor(_Fake):
@@ -714,6 +731,9 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
 
         def get_engine_information(self, format):  # noqa: A002 - the real parameter name
             assert format == LayerInformationFormat.JSON
+            if state.inspector_json is not None:
+                given = state.inspector_json
+                return given if isinstance(given, str) else json.dumps(given)
             eleven = not rtx and major_minor[0] >= 11
 
             def entry(name, dt):
@@ -752,6 +772,49 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
             self._unfused_state = False
             self.allocators = {}
             self._profile = 0
+            self._profiler = None
+            self._emits_profile = True
+            self._enqueued = False
+            self._reports = 0
+
+        @property
+        def profiler(self):
+            return self._profiler
+
+        @profiler.setter
+        def profiler(self, value):
+            self._profiler = value
+
+        @property
+        def enqueue_emits_profile(self):
+            return self._emits_profile
+
+        @enqueue_emits_profile.setter
+        def enqueue_emits_profile(self, value):
+            self._emits_profile = bool(value)
+
+        def _report_layers(self):
+            """The SYNTHETIC layer times (state.layer_times) of the previous enqueue, to the profiler."""
+            if state.inspector_json is not None:
+                info = state.inspector_json if isinstance(state.inspector_json, dict) else json.loads(
+                    state.inspector_json)
+                names = [lay["Name"] if isinstance(lay, dict) else lay for lay in info.get("Layers", [])]
+            else:
+                names = [lay["name"] for lay in self.engine.desc["layers"]]
+            names += [n for n in state.layer_times if n not in names]
+            for name in names:
+                ms = state.layer_times.get(name, 0.01)
+                if isinstance(ms, (list, tuple)):
+                    ms = ms[self._reports % len(ms)]
+                self._profiler.report_layer_time(name, float(ms))
+            self._reports += 1
+
+        def report_to_profiler(self):
+            state.profiler_reports += 1
+            if self._profiler is None or not self._enqueued:
+                return False
+            self._report_layers()
+            return True
 
         def set_input_shape(self, name, shape):
             static = self.engine._find(name)[3]
@@ -861,6 +924,9 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
                 arr = np.ascontiguousarray(values[internal.get(n, n)])
                 dt = DataType.HALF if arr.dtype == np.float16 else DataType.FLOAT
                 self.listener.process_debug_tensor(arr.ctypes.data, TensorLocation.HOST, dt, arr.shape, n, stream)
+            self._enqueued = True
+            if self._profiler is not None and self._emits_profile:
+                self._report_layers()  # enqueue_emits_profile (the default): reported by the enqueue itself
             return True
 
     mod.Runtime, mod.ICudaEngine, mod.IExecutionContext = Runtime, ICudaEngine, IExecutionContext

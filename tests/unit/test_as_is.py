@@ -139,7 +139,8 @@ def test_mixed_plan_reads_node_precisions_from_the_graph(mixed, mixed_plan):
     assert plan.expectation_failures == []
     assert any("mixed precision" in n for n in plan.notes)
     assert plan.to_json()["nodes"][5] == {"name": "/norm/Pow", "op_type": "Pow", "precision": "fp32",
-                                          "rule": "as written"}
+                                          "rule": "as written", "canonical": "/norm/Pow", "module": "norm",
+                                          "module_class": None}
 
 
 def test_strong_realization_of_an_as_is_plan_is_the_model(mixed, mixed_plan):

@@ -328,8 +328,12 @@ def test_to_json_form_and_counts(ln_model):
     assert data["model"] == "decomposed_layernorm_block"
     assert data["policy"] == plan.policy.to_json()
     assert data["nodes"][0] == {"name": "/encoder/layer.0/attention/output/dense/MatMul", "op_type": "MatMul",
-                                "precision": "fp16", "rule": "default"}
-    assert all(set(n) == {"name", "op_type", "precision", "rule"} for n in data["nodes"])
+                                "precision": "fp16", "rule": "default",
+                                # the scope of a TorchScript-style name; no class information in such a name
+                                "canonical": "/encoder/layer.0/attention/output/dense/MatMul",
+                                "module": "encoder.layer.0.attention.output.dense", "module_class": None}
+    assert all(set(n) == {"name", "op_type", "precision", "rule", "canonical", "module", "module_class"}
+               for n in data["nodes"])
     assert data["counts"] == {"fp32": 9, "fp16": 3, "bf16": 0, "fixed": 2}
     # issue 28: fixed nodes said "precision": null while counts said "fixed"; now each node's precision is a
     # key of counts, and the counts are those of the nodes

@@ -26,7 +26,17 @@ ENGINE = EngineRecord(model="m.onnx", policy="fp16", backend="emulate", cache_hi
 
 def test_every_kind_the_reports_read_has_a_type():
     assert set(RECORD_TYPES) == {"engine", "parser", "accuracy", "precision", "layerwise", "baseline_fallback",
-                                 "realized"}
+                                 "ledger", "realized"}
+
+
+def test_ledger_record_round_trips_and_is_never_condensed():
+    from pytest_trt.core.records import LedgerRecord
+
+    rec = LedgerRecord(model="m.onnx", policy="fp16", backend="emulate", ledger={"rows": [], "time_reason": "why"})
+    assert "auto" not in rec.to_json() and record_from_json(json.loads(json.dumps(rec.to_json()))) == rec
+    auto = LedgerRecord(**{**rec.__dict__, "auto": True})
+    assert record_from_json(auto.to_json()).auto is True
+    assert condense_records([rec, auto]) == [rec, auto]  # two ledgers of a test are two ledgers
 
 
 def test_json_form_round_trips_and_leaves_unset_optional_keys_out():

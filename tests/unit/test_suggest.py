@@ -358,3 +358,57 @@ def test_permuted_feeds_keep_values_and_shapes():
         assert a[name].shape == arr.shape and a[name].dtype == arr.dtype
         assert sorted(a[name].ravel()) == sorted(arr.ravel())
     assert not np.array_equal(a["x"], b["x"]) and np.array_equal(permuted_feeds(feeds, 1)["x"], a["x"])
+
+
+# --------------------------------------------------------------------------------------
+# what an island costs (issue 32)
+# --------------------------------------------------------------------------------------
+def test_island_cost_cannot_be_measured_on_emulate_and_says_why(found):
+    assert found.passed and found.patterns
+    costs = found.island_costs
+    assert not costs.measured and costs.source is None and costs.islands == []
+    assert costs.reason.startswith("CPU emulation computes everything in FP32: no GPU time")
+    assert "  cost of the FP32 islands: cannot be measured on this backend (CPU emulation computes" in found.message()
+    assert found.to_json()["island_costs"]["reason"] == costs.reason
+
+
+def test_island_cost_is_the_time_with_minus_without_each_island(encoder, outlier_feeds, monkeypatch):
+    """ONNX Runtime CUDA stood in for by SYNTHETIC latencies (declared here): 1 ms plus 0.01 ms per FP32
+    compute node of the plan timed. Each island then costs 0.01 ms per node it keeps FP32."""
+    from pytest_trt.layers.timing import LayerProfile
+    from pytest_trt.ledger import islands
+
+    timed = []
+
+    def synthetic(plan, feeds, *, warmup, iterations, per_node):
+        fp32 = sum(1 for d in plan.nodes.values() if d.kind == "compute" and d.precision == "fp32")
+        timed.append((plan.policy.describe(), iterations, per_node, feeds is outlier_feeds))
+        return LayerProfile(source="onnxruntime-cuda", unit="ONNX node", warmup=warmup, iterations=iterations,
+                            samples={}, end_to_end_ms=[1.0 + 0.01 * fp32] * iterations)
+
+    monkeypatch.setattr(islands, "ort_cuda_reason", lambda: None)
+    monkeypatch.setattr(islands, "time_plan", synthetic)
+    s = suggest_fp32_islands(encoder, PrecisionPolicy("fp16"), outlier_feeds, backend="emulate", atol=1e-2,
+                             timing_iterations=7)
+    costs = s.island_costs
+    assert costs.measured and costs.source == "onnxruntime-cuda" and costs.iterations == 7
+    assert len(timed) == 1 + len(s.patterns)  # with every island, then without each one
+    assert all(it == 7 and not per_node and same for _, it, per_node, same in timed)  # same inputs, same runs
+    by_pattern = {i["pattern"]: i for i in costs.islands}
+    assert list(by_pattern) == s.patterns
+    for g in s.groups:
+        assert by_pattern[g.pattern]["nodes"] == len(g.nodes)
+        assert by_pattern[g.pattern]["delta_ms"] == pytest.approx(0.01 * len(g.nodes))
+    text = s.message()
+    assert "what each FP32 island costs (ONNX Runtime CUDA, not TensorRT; end-to-end median of 7 runs" in text
+    first = s.groups[0]
+    assert f"{first.pattern}" in text and f"{0.01 * len(first.nodes):+.4g} ms" in text
+    assert s.to_json()["island_costs"]["islands"][0]["without"]["count"] == 7
+
+
+def test_island_cost_timing_off_and_explicit_sources(encoder, outlier_feeds):
+    s = suggest_fp32_islands(encoder, PrecisionPolicy("fp16"), outlier_feeds, backend="emulate", atol=1e-2,
+                             timing="off")
+    assert s.island_costs.reason == "not timed (timing off)"
+    with pytest.raises(pytest_trt.UsageError, match="unknown timing source 'fast'"):
+        suggest_fp32_islands(encoder, PrecisionPolicy("fp16"), outlier_feeds, backend="emulate", timing="fast")

@@ -63,6 +63,7 @@ from ...core.environment import gpus, tensorrt_unavailable_reason
 from ...errors import BackendUnavailable, BuildError, UnsupportedGpu
 from ...layers.network_rule import weak_typing_failures
 from ...layers.report import LayerReport
+from ...layers.timing import LayerProfile
 from ..base import Backend, BuildConfig, BuildInfo, Engine
 from .build import ENGINE_FILE, EXTERNAL_DATA_THRESHOLD, RECORD_FILE, build_into
 from .compat import (
@@ -86,7 +87,7 @@ from .network import (
     network_node_dtypes,
     node_from_log,
 )
-from .runner import CudaMemory, DebugCollector, execute, to_float32
+from .runner import CudaMemory, DebugCollector, execute, time_runs, to_float32
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...cache import ArtifactCache
@@ -313,6 +314,29 @@ class TensorRTEngine(Engine):
             report.notes.append(note)
         return report
 
+    def layer_timing_reason(self) -> str | None:
+        """None: TensorRT times its engine layers (``IProfiler``); loading the engine may still fail
+        (no GPU, an unsupported one), which :meth:`time_layers` raises."""
+        return None
+
+    def time_layers(self, feeds: dict, *, warmup: int = 10, iterations: int = 50,
+                    per_layer: bool = True) -> LayerProfile:
+        """Per engine layer, TensorRT's own times (:func:`~pytest_trt.backends.tensorrt.runner.time_runs`),
+        on an execution context created for the timing and dropped after it (the profiler leaves with it)."""
+        engine = self.load()
+        compat = self._loaded_compat()
+        context = engine.create_execution_context()
+        if context is None:
+            raise BuildError(f"{self._label()}: create_execution_context() failed for the timing (out of GPU memory?)")
+        end_to_end, samples = time_runs(compat, engine, context, feeds, self._mem(), label=self._label(),
+                                        warmup=warmup, iterations=iterations, per_layer=per_layer)
+        return LayerProfile(
+            source="tensorrt", unit="engine layer", warmup=warmup, iterations=iterations, samples=samples,
+            end_to_end_ms=end_to_end, device=str(device_info().get("gpu") or ""),
+            notes=[f"{compat.label}: IProfiler.report_layer_time per engine layer, enqueue_emits_profile = False "
+                   f"and report_to_profiler() after each of {iterations} runs, on an execution context of its own; "
+                   f"end-to-end = execute_async_v3 + stream synchronize, measured before the profiler was attached"])
+
     def run_layerwise(self, feeds: dict):
         """Intermediate float tensors by ONNX name.
 
@@ -423,6 +447,10 @@ class TensorRTBackend(Backend):
 
     def device(self) -> dict[str, Any]:
         return device_info()
+
+    def layer_timing_reason(self) -> str | None:
+        """None: TensorRT engines time their layers (``IProfiler``), on a GPU that can load them."""
+        return None
 
     def resolved_typing(self, config: BuildConfig) -> str:
         return version_resolve_typing(self.name, installed_version(self.name), config.typing)

@@ -513,6 +513,29 @@ class TrtCompat:
 
         return _Listener()
 
+    def make_profiler(self, on_layer):
+        """An ``IProfiler`` calling ``on_layer(layer_name, ms)`` for each ``report_layer_time``.
+
+        ``IProfiler`` is a trampoline class with one pure virtual, ``report_layer_time(layer_name,
+        ms)`` (pyCore.cpp ``PyProfiler``, 10.0 ... main; the trt_api tier checks the names in every
+        version). TensorRT calls it once per engine layer, named like the engine inspector's layers,
+        after ``IExecutionContext.report_to_profiler()`` (or during the enqueue while
+        ``enqueue_emits_profile`` is on).
+        """
+        trt = self.trt
+
+        class _Profiler(trt.IProfiler):  # type: ignore[name-defined]  # as _Listener above
+            def __init__(self):
+                trt.IProfiler.__init__(self)
+
+            def report_layer_time(self, layer_name, ms):
+                try:
+                    on_layer(str(layer_name), float(ms))
+                except Exception as exc:  # never let an exception cross into TensorRT
+                    log.warning("layer time of %s not recorded: %s", layer_name, exc)
+
+        return _Profiler()
+
     def has_device_memory_size_v2(self) -> bool:
         """``ICudaEngine.device_memory_size_v2``: 10.8.0.43 ... 11.4 and RTX; absent in 10.0.1 (trt_api tier)."""
         return hasattr(getattr(self.trt, "ICudaEngine", None), "device_memory_size_v2")

@@ -63,6 +63,8 @@ class DtypeMismatch:
     planned: str
     actual: str
     op_type: str = ""
+    #: the node's canonical scoped name (pytest_trt.model.names): what the message shows
+    canonical: str = ""
 
     @property
     def verdict(self) -> str:
@@ -70,14 +72,15 @@ class DtypeMismatch:
 
     def describe(self) -> str:
         """One line naming the node, both dtypes and the layer output."""
-        text = (f"{self.node}{f' ({self.op_type})' if self.op_type else ''}: planned {self.planned}, parsed "
+        text = (f"{self.canonical or self.node}{f' ({self.op_type})' if self.op_type else ''}: planned {self.planned}, parsed "
                 f"{self.actual} (layer {self.layer!r}, output {self.tensor!r})")
         if self.verdict == HIGHER:
             text += ": TensorRT computes this in higher precision than planned"
         return text
 
     def to_json(self) -> dict[str, str]:
-        return {"node": self.node, "op_type": self.op_type, "layer": self.layer, "tensor": self.tensor,
+        return {"node": self.node, "canonical": self.canonical or self.node, "op_type": self.op_type,
+                "layer": self.layer, "tensor": self.tensor,
                 "planned": self.planned, "actual": self.actual, "verdict": self.verdict}
 
 
@@ -112,7 +115,8 @@ def check_network_dtypes(network, plan: PrecisionPlan, compat: TrtCompat | None 
                 continue
             planned = tensor_precision.get(str(t.name), decision.precision)
             if planned != actual:
-                out.append(DtypeMismatch(node, str(layer.name), str(t.name), planned, actual, decision.op_type))
+                out.append(DtypeMismatch(node, str(layer.name), str(t.name), planned, actual, decision.op_type,
+                                         plan.model.names.canonical(node)))
     return out
 
 

@@ -84,7 +84,8 @@ class ParserCheck:
     policy: str
     library: str
     status: str
-    #: planned compute node -> {"op_type", "planned", "parsed", "verdict"}; parsed None = folded away
+    #: planned compute node -> {"canonical", "module", "module_class", "op_type", "planned", "parsed", "verdict"};
+    #: parsed None = folded away
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     error: str | None = None
     cache_hit: bool = False
@@ -96,7 +97,9 @@ class ParserCheck:
         return self.status == PASSED
 
     def _with(self, verdict: str) -> list[dict[str, Any]]:
-        return [{"node": n, **v} for n, v in self.nodes.items() if v["verdict"] == verdict]
+        # canonical/module/module_class default for node tables made without a plan (tests, older caches)
+        return [{"node": n, "canonical": n, "module": None, "module_class": None, **v}
+                for n, v in self.nodes.items() if v["verdict"] == verdict]
 
     @property
     def failures(self) -> list[dict[str, Any]]:
@@ -129,10 +132,12 @@ class ParserCheck:
         if self.error:
             lines.append(self.error)
         for f in self.failures[:20]:
-            lines.append(f"  FAIL {f['node']} ({f['op_type']}): planned {f['planned']}, parsed {f['parsed']}: "
+            lines.append(f"  FAIL {f.get('canonical') or f['node']} ({f['op_type']}): planned {f['planned']}, "
+                         f"parsed {f['parsed']}: "
                          f"{MEANING[LOWER]}")
         for p in self.promotions[:20]:
-            lines.append(f"  note {p['node']} ({p['op_type']}): planned {p['planned']}, parsed {p['parsed']}: "
+            lines.append(f"  note {p.get('canonical') or p['node']} ({p['op_type']}): planned {p['planned']}, "
+                         f"parsed {p['parsed']}: "
                          f"{MEANING[HIGHER]}")
         if len(self.promotions) > 20:
             lines.append(f"  ... {len(self.promotions) - 20} more promotion(s)")
@@ -163,7 +168,8 @@ def _node_table(plan: PrecisionPlan, parsed: dict[str, str], mismatches) -> dict
         verdict = worst(verdicts.get(name, ()))
         # a node with several outputs: show the type that decided the verdict
         shown = parsed_of.get(name, got) if verdict != "ok" else got
-        out[name] = {"op_type": d.op_type, "planned": d.precision, "parsed": shown, "verdict": verdict}
+        out[name] = {**plan.model.names.info(name), "op_type": d.op_type, "planned": d.precision, "parsed": shown,
+                     "verdict": verdict}
     return out
 
 

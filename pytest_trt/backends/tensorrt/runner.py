@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +29,7 @@ else:
     cuda = lazy_import("polygraphy.cuda")
 
 __all__ = ["NUMPY_DTYPES", "CudaMemory", "DebugCollector", "bf16_to_f32", "execute", "f32_to_bf16",
-           "np_dtype", "select_profile", "to_float32"]
+           "np_dtype", "select_profile", "time_runs", "to_float32"]
 
 
 class CudaMemory:
@@ -277,6 +278,66 @@ def execute(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: s
         return run.collect()
     finally:
         run.close(debug_was_on=listener is not None)
+
+
+def time_runs(compat: TrtCompat, engine, context, feeds: dict, memory, *, label: str, warmup: int, iterations: int,
+              per_layer: bool = True) -> tuple[list[float], dict[str, list[float]]]:
+    """Time ``iterations`` runs after ``warmup`` ones: ``(end-to-end ms per run, {layer: ms per run})``.
+
+    Inputs are bound and copied once; each run is ``execute_async_v3`` plus a stream synchronize.
+    The end-to-end runs come first, without a profiler. Then, with ``per_layer``, an ``IProfiler``
+    (:meth:`TrtCompat.make_profiler`) is attached, ``enqueue_emits_profile`` is set to False (the
+    enqueue stays asynchronous and only records its CUDA events) and ``report_to_profiler()`` is
+    called after each run, which computes the layer times of that run and reports them
+    (pyCoreDoc.h ``report_to_profiler``: "needs to be called explicitly to calculate layer timing
+    for the previous inference launch"). ``context`` should be one of its own: the profiler stays
+    attached to it.
+    """
+    names = [engine.get_tensor_name(i) for i in range(int(engine.num_io_tensors))]
+    inputs = [n for n in names if engine.get_tensor_mode(n) == compat.trt.TensorIOMode.INPUT]
+    missing = [n for n in inputs if n not in feeds]
+    if missing:
+        raise InputError(f"{label}: no feed for engine input(s) {', '.join(missing)}")
+    run = _Execution(compat, engine, context, memory, label)
+    per_run: list[dict[str, float]] = []
+    try:
+        select_profile(engine, context, inputs, feeds, run.stream, label, {})
+        for n in inputs:
+            run.bind_input(n, np.asarray(feeds[n]))
+        for n in names:
+            if n not in inputs:
+                run.bind_output(n)
+        for _ in range(warmup):
+            run.run()
+        end_to_end = []
+        for _ in range(iterations):
+            start = time.perf_counter()
+            run.run()
+            end_to_end.append((time.perf_counter() - start) * 1000.0)
+        if per_layer:
+            current: dict[str, float] = {}
+
+            def on_layer(name: str, ms: float) -> None:
+                current[name] = current.get(name, 0.0) + ms
+
+            profiler = compat.make_profiler(on_layer)
+            context.profiler = profiler
+            context.enqueue_emits_profile = False
+            for _ in range(iterations):
+                current.clear()
+                run.run()
+                if context.report_to_profiler() is False:
+                    raise BuildError(f"{label}: report_to_profiler() failed")
+                per_run.append(dict(current))
+    finally:
+        run.close(debug_was_on=False)
+    samples: dict[str, list[float]] = {}
+    for times in per_run:
+        for name in times:
+            samples.setdefault(name, [])
+    for name in samples:  # a layer not reported in a run (a branch not taken) took no time in it
+        samples[name] = [times.get(name, 0.0) for times in per_run]
+    return end_to_end, samples
 
 
 class DebugCollector:
