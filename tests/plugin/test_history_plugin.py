@@ -178,3 +178,27 @@ def test_the_readme_recipe_is_valid_yaml_and_uses_only_options_that_exist():
     from pytest_trt.history.gate import parse_gate
 
     assert all(parse_gate([g]) for g in gates)
+
+
+def test_precision_changes_of_a_dynamo_export_are_named_by_canonical_module(pytester):
+    """Today's exporter names nodes ``node_pow_1``; the module is in the node metadata (issue 30). The
+    realized maps are keyed by canonical names, so a change is placed in its module, not at the root."""
+    pytester.makeini("[pytest]\n")
+    decoder = SUITE / "models" / "decoder_dynamo.onnx"
+    pytester.makepyfile(test_decoder=f"""
+import pytest
+
+@pytest.mark.trt(model={str(decoder)!r}, dims={{"batch": 1, "sequence": 8}},
+                 val_range={{"input_ids": (0, 247), "attention_mask": (1, 1)}})
+def test_decoder(trt):
+    trt.check(atol=0.05, rtol=0.1)
+""")
+    common = ["--trt-fp16", "--trt-report=r.json"]
+    assert run(pytester, *common, "--trt-keep-fp32=class:*RMSNorm", "--trt-save=kept").ret == 0
+    result = run(pytester, *common, "--trt-compare-run=kept")
+    assert result.ret == 0
+    changes = json.loads((pytester.path / "r.json").read_text())["history"]["drift"]["precision_changes"]
+    assert {(c["old"], c["new"]) for c in changes} == {("fp32", "fp16")}
+    assert sum(c["nodes"] for c in changes) == 35  # 5 RMSNorms of 7 nodes each
+    assert {c["pattern"] for c in changes} >= {"/model/layers.0/input_layernorm/*", "/model/norm/*"}, changes
+    result.stdout.fnmatch_lines(["    35 node(s) fp32 -> fp16 in decoder_dynamo.onnx under /model/*"])
