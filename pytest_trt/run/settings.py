@@ -469,13 +469,21 @@ def resolve_settings(config) -> Settings:
         require_run=bool(values["trt_require_run"]),
         save_name=check_name(values["trt_save"], sources["trt_save"]) if values["trt_save"] else None,
         autosave=bool(values["trt_autosave"]),
-        storage=values["trt_storage"] or None,
+        storage=_storage(values["trt_storage"], Path(str(config.invocation_params.dir))),
         save_outputs=bool(values["trt_save_outputs"]),
         compare_run=values["trt_compare_run"] or None,
         compare_fail=parse_gate(values["trt_compare_fail"], sources["trt_compare_fail"]),
         rootdir=rootdir,
         sources=sources,
     )
+
+
+def _storage(value: str | None, invoked_in: Path) -> str | None:
+    """``--trt-storage``: a URL as given; a directory relative to where pytest was invoked, like the cache's."""
+    if not value or "://" in value:
+        return value or None
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else invoked_in / path)
 
 
 def _default_precision(values: dict, sources: dict) -> tuple[str, str]:

@@ -148,8 +148,6 @@ def test_two_concurrent_sessions_save_without_loss(project):
            if not k.startswith(("PYTEST_XDIST_", "PYTEST_TRT_", "PYTEST_ADDOPTS"))}
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--trt-cache-dir={project.path / 'cache'}",
            "--trt-fp16", "-k", "opset17"]
-    # the cache first, so both sessions spend their time in the same place: saving
-    assert subprocess.run(cmd, cwd=project.path, env=env, capture_output=True, timeout=300).returncode == 0
     procs = [subprocess.Popen([*cmd, f"--trt-save=s{i}"], cwd=project.path, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True) for i in range(2)]
     outs = [p.communicate(timeout=300)[0] for p in procs]
