@@ -208,3 +208,20 @@ def test_node_names_and_modules_come_from_one_function():
     assert node_key({"canonical": "/model/layers.0/node_rsqrt", "node": "node_rsqrt", "scope": "/model/layers.0/"}) \
         == ("/model/layers.0/node_rsqrt", "/model/layers.0/")
     assert module_pattern("/encoder/") == "/encoder/*"
+
+
+def test_layerwise_growth_lists_the_tensors_whose_error_grew_most():
+    from pytest_trt.history.changes import layerwise_growth
+
+    def report(rels):
+        return {"tests": [{"nodeid": "t::a", "layerwise": [{"tensors": [
+            {"tensor": f"/ln/{k}_output_0", "node": f"/ln/{k}", "canonical": f"/enc/ln/{k}", "rel": v}
+            for k, v in rels.items()]}]}]}
+
+    old = report({"Pow": 1e-3, "Sqrt": 0.0, "Div": 2e-3, "Mul": 5e-3})
+    new = report({"Pow": 4e-2, "Sqrt": 1e-4, "Div": 2e-3, "Mul": 1e-3})
+    grown = layerwise_growth(old, new)
+    assert [(g["tensor"], g["node"]) for g in grown] == [("/ln/Sqrt_output_0", "/enc/ln/Sqrt"),
+                                                         ("/ln/Pow_output_0", "/enc/ln/Pow")]
+    assert grown[0]["growth"] == math.inf and grown[1]["growth"] == pytest.approx(40.0)
+    assert layerwise_growth({"tests": []}, new) == []
