@@ -32,10 +32,11 @@ that ``x - mean`` does not inherit; without this rule it would be blamed on heal
 Only compute nodes of the plan can be divergent (a ``Constant`` rounded by FP16, such as
 LayerNorm's epsilon 1e-12 becoming 0, is reported but never blamed).
 
-An engine's ``+-inf`` where the FP32 reference holds a *masking value* of the same sign (an
-attention mask's ``-FLT_MAX``, beyond the plan's low-precision range: see
-:mod:`pytest_trt.locate.masking`) is what the mask means in that precision: such elements are counted
-in ``saturated``, not as NaN/Inf, and leave the node's error alone.
+An engine's ``+-inf``, or the low precision's largest finite value (65504 in FP16), of the same
+sign where the FP32 reference holds a *masking value* (an attention mask's ``-FLT_MAX``, beyond
+the plan's low-precision range: see :func:`pytest_trt.locate.masking.saturation`) is what the
+mask means in that precision: such elements are counted in ``saturated``, not as NaN/Inf, and
+leave the node's error alone (neither ``max_abs`` nor ``max_ref`` includes them).
 
 Tensors the engine does not expose (TensorRT fuses them away) are ``available=False``;
 their consumers are judged against the worst error further upstream.
@@ -58,7 +59,7 @@ from ..core.dtypes import LARGEST_FINITE
 from ..core.jsonsafe import json_number
 from ..model.names import short_class
 from ..reference.baseline import fp32_intermediates
-from .masking import is_masking, sentinels
+from .masking import saturation, sentinels
 from .scopes import scope_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,8 +103,9 @@ class TensorError:
         nan, inf: NaN / Inf elements of the engine where the reference is finite.
         nonfinite: elements where engine and reference disagree and one is NaN/Inf.
         saturated: elements where the reference holds a masking value beyond the plan's low
-            precision and the engine the infinity of the same sign (a mask saturating as
-            intended); not counted in ``nan``, ``inf``, ``nonfinite`` or the errors.
+            precision and the engine the infinity or the largest finite value of the same sign
+            (a mask saturating as intended); not counted in ``nan``, ``inf``, ``nonfinite``,
+            the errors or ``max_ref``.
         upstream: worst ``rel`` of the node's inputs (graph inputs and weights count 0).
         worst_input: the input tensor with that error (None when all are exact).
         upstream_nonfinite: some input already had non-finite disagreements.
@@ -275,7 +277,9 @@ class Divergence:
             nodes = ", ".join(t.label for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
             lines.append(f"masking values: {sum(t.saturated for t in masked)} element(s) where FP32 holds a masking "
                          f"constant beyond the {self.low_precision} range (such as an attention mask's -FLT_MAX) are "
-                         f"+-inf in the engine at {nodes}: the mask saturating as intended, not counted as NaN/Inf")
+                         f"+-inf or +-{LARGEST_FINITE.get(self.low_precision or '', math.inf):.5g} (the largest "
+                         f"finite {self.low_precision} value) in the engine at {nodes}: the mask saturating as "
+                         f"intended, not counted as NaN/Inf or as an error")
         outs = self.outputs
         if outs:
             lines.append("outputs: " + "; ".join(f"{t.tensor} max abs {fmt_error(t.max_abs)} rel {fmt_error(t.rel)}"
@@ -458,14 +462,14 @@ def _fill(row: TensorError, actual, expected, masking: tuple | None = None) -> N
         equal = a == r
     disagree = ~(both | equal)  # one side non-finite and not identical (inf == inf is fine)
     inf_here = np.isinf(a) & r_fin
-    if masking is not None and np.any(inf_here):
-        limit, marks = masking
-        candidates = inf_here & (np.abs(r) > limit) & (np.sign(a) == np.sign(r))
-        saturated = np.zeros_like(candidates)
-        saturated[candidates] = is_masking(np.abs(r[candidates]), marks)
+    if masking is not None:
+        # a mask's -FLT_MAX as -inf or clamped to -65504: counted apart, neither NaN/Inf nor error
+        saturated = saturation(a, r, *masking)
         row.saturated = int(np.count_nonzero(saturated))
         disagree &= ~saturated
         inf_here &= ~saturated
+        both &= ~saturated
+        r_fin = r_fin & ~saturated
     row.nonfinite = int(np.count_nonzero(disagree))
     row.nan = int(np.count_nonzero(np.isnan(a) & r_fin))
     row.inf = int(np.count_nonzero(inf_here))

@@ -298,8 +298,8 @@ class Suggestion:
         masking = list(dict.fromkeys(n for i in self.inputs for n in i.get("masking_nodes", ())))
         if masking:
             shown = ", ".join(masking[:3]) + (f" and {len(masking) - 3} more" if len(masking) > 3 else "")
-            verdict += (f" (masking values such as an attention mask's -FLT_MAX become +-inf at {shown}, as the "
-                        f"mask intends: not counted)")
+            verdict += (f" (masking values such as an attention mask's -FLT_MAX become +-inf or the largest finite "
+                        f"value at {shown}, as the mask intends: not counted)")
         source = f" ({self.recheck_source})" if self.recheck_source else ""
         return f"  checked on: {labels}{source}: {verdict}"
 
