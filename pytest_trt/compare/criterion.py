@@ -238,6 +238,24 @@ class Criterion:
         parts = [f"{', '.join(items)} ({source})" for source, items in groups.items()] + per_output
         return "; ".join(parts)
 
+    def changes(self, other: Criterion, name: str) -> list[str]:
+        """How ``other`` judges output ``name`` differently from this criterion, each change with the
+        new value's source: ``["atol 0.01 -> 0.05 (--trt-atol)"]`` (a saved run's criterion against
+        today's). A value that kept its number but came from another level is no change, except a
+        cosine floor that became or stopped being the default (the default one applies only where
+        the reference is not within ``atol`` of zero)."""
+        found = [f"{key} {getattr(self, key)} -> {getattr(other, key)}"
+                 for key in ("precision", "no_check", "equal_nan") if getattr(self, key) != getattr(other, key)]
+        old, new = self.output(name), other.output(name)
+        for what in FIELDS:
+            a, b = getattr(old, what), getattr(new, what)
+            default_changed = what == "min_cosine" and old.default_cosine != new.default_cosine
+            if a.value != b.value or default_changed:
+                words = ["none" if s.value is None else fmt_tol(s.value) for s in (a, b)]
+                found.append(f"{what} {words[0]} -> {words[1]} ({b.source})" if a.value != b.value
+                             else f"{what} {words[1]} from {a.source} -> {b.source}")
+        return found
+
     # -- JSON --------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         """Plain JSON (non-finite numbers as ``"inf"``): every value with its level and source."""

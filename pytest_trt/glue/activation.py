@@ -26,6 +26,7 @@ from ..errors import PytestTrtError, UsageError
 from ..report.files import check_report_paths, refuse_report_path
 from ..run import settings as _settings
 from ..run.session import TrtSession
+from . import runs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.records import Record
@@ -74,6 +75,7 @@ def activate(config: pytest.Config) -> TrtSession:
                                                          source=source)
         _check_selected(selected)
         session = TrtSession.create(session_settings, started_at=started_at, selected=selected)
+        runs.prepare(config, session)  # saved runs: the storage, the run to compare with (usage errors now)
     except PytestTrtError as exc:
         forget_backends(plugin_backends)
         runstate.restore(previous_state)

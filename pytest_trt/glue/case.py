@@ -30,15 +30,24 @@ from ..compare.criterion import PRECISION_KEYS, Criterion, Level
 from ..compare.figures import DETAILS_MAX_ELEMENTS
 from ..core.choices import PARSER_CHECK_LIBRARY
 from ..core.dtypes import normalize_precision
-from ..core.records import AccuracyRecord, EngineRecord, LedgerRecord, ParserRecord, PrecisionRecord, Record
+from ..core.records import (
+    AccuracyRecord,
+    EngineRecord,
+    LedgerRecord,
+    ParserRecord,
+    PrecisionRecord,
+    RealizedRecord,
+    Record,
+)
 from ..errors import AccuracyError, ParserCheckError, PrecisionError, UsageError
+from ..history.outputs import save_check_outputs
 from ..inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
 from ..inputs.files import comment_text, write_replay_script
 from ..ledger import ledger_of
 from ..locate.divergence import locate_divergence
 from ..plan.policy import PrecisionPolicy
 from ..plan.rules import Rule
-from ..reference.baseline import normalize_baseline, reference_label, reference_model
+from ..reference.baseline import feeds_digest, normalize_baseline, reference_label, reference_model
 from ..report.files import refuse_report_path
 from ..report.plots import failing_output_figures, layerwise_record
 from ..report.rows import network_scopes
@@ -290,11 +299,37 @@ class TrtCase:
             engine, event = self.session.engine(self.plan, self.build_config)
             self._engine = engine
             self.records.append(event.to_record())
+            if self.session.settings.saves or self.session.settings.compare_run:
+                self._record_realized(engine)
             if self.session.settings.parser_check != "off":
                 # --trt-parser-check: a verdict beside the backend's; a failure fails the test after
                 # its body ran (plugin.pytest_runtest_makereport), so no accuracy verdict is lost
                 self._parser_check(self.session.settings.parser_check)
         return self._engine
+
+    def _record_realized(self, engine) -> None:
+        """Runs are saved or compared: which precision each compute node of the engine ran in (its layer
+        report), the map once per engine and process (:class:`~pytest_trt.core.records.RealizedRecord`)."""
+        key = f"{engine.backend_name}:{self.plan.fingerprint()}"
+        first = key not in self.session.realized_engines
+        nodes = None
+        if first:
+            try:
+                report = engine.layers()
+            except Exception as exc:  # the history's view; never the test's verdict
+                warnings.warn(f"pytest-trt: no layer report of {self.model.label} for the saved run: {exc}",
+                              stacklevel=2)
+                return
+            self.session.realized_engines.add(key)
+            # as the ledger reads it (NodeObservation.realized), keyed by the report's canonical names
+            # (issue 30, Model.names): what two runs are matched by
+            nodes = {o.label: o.realized for o in report.nodes.values() if o.status != "fixed"}
+            source = report.source
+        else:
+            source = "see the first test of this engine"
+        self.records.append(RealizedRecord(model=self.model.label, model_sha256=self.model.sha256,
+                                           plan=self.plan.fingerprint(), policy=self.plan.policy.describe(),
+                                           backend=engine.backend_name, source=source, nodes=nodes))
 
     def _parser_check(self, which: str, *, explicit: bool = False):
         check = self.session.parser_check(self.plan, self.build_config, which)
@@ -409,8 +444,12 @@ class TrtCase:
         result = compare_outputs(actual, expected, criterion=criterion,
                                  details=sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS)
         record = AccuracyRecord(model=self.model.label, backend=engine.backend_name,
-                                policy=self.plan.policy.describe(), seed=self.seed, baseline=which,
-                                gpu=self.session.record_gpu(), result=result.to_json())
+                                policy=self.plan.policy.describe(), seed=self.seed,
+                                baseline=which, gpu=self.session.record_gpu(), result=result.to_json(),
+                                fingerprint={"model_sha256": self.model.sha256, "plan": self.plan.fingerprint(),
+                                             "feeds_sha256": feeds_digest(feeds)})
+        if self.session.outputs_dir is not None:  # --trt-save-outputs: re-checkable elsewhere (pytest-trt runs recheck)
+            record.outputs_file = save_check_outputs(self.session.outputs_dir, dict(feeds), actual)
         if not result.passed:
             # small, JSON-able: error histogram + max-pooled error grid per failing output (HTML report)
             record.figures = failing_output_figures(actual, expected, result)

@@ -130,6 +130,18 @@ class NodeObservation:
         """The node as reports name it: its canonical scoped name."""
         return self.canonical or self.node
 
+    @property
+    def realized(self) -> str | None:
+        """The precision the node ran in, as far as the report can tell: None for a fixed node,
+        ``unknown`` where the report cannot show it (an unverifiable node's kernel boundary says
+        nothing about the node: its dtype is not its precision), ``mixed`` for anything but one
+        float precision. The one rule the ledger (issue 32) and saved runs (issue 31) both read."""
+        if self.status == "fixed":
+            return None
+        if self.status == "unverifiable" or not self.observed:
+            return "unknown"
+        return self.observed if self.observed in ("fp32", "fp16", "bf16") else "mixed"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "node": self.node, "canonical": self.label, "module": self.module, "module_class": self.module_class,

@@ -250,11 +250,28 @@ def _write_results(tr, session, results) -> bool:
     _write_ledger_lines(tr, ledger_rows(results))
     for line in fallback_lines(results):
         tr.write_line(line, yellow=True)
+    _write_history_lines(tr, session)
     s = session.settings
     wanted = [str(p) for p in (s.report_json, s.report_html) if p]
     if wanted:
         tr.write_line("reports: " + ", ".join(wanted))
     return True
+
+
+def _write_history_lines(tr, session) -> None:
+    """Saved runs: the drift against the stored run (table worst first, cause, precision changes) and
+    where this run was saved. The gate's failure line comes last with the session's failures."""
+    history = getattr(session, "history", None)
+    if history is None:
+        return
+    if history.drift is not None:
+        from ..history.text import drift_lines  # load path: imported once in use
+
+        for line in drift_lines(history.drift, failure=False):
+            regressed, improved = line.lstrip().startswith("REGRESSED"), line.lstrip().startswith("improved")
+            tr.write_line(line, red=regressed, green=improved)
+    if history.run_id and history.saved:
+        tr.write_line(f"run saved: {history.run_id} in {history.store.shown}")
 
 
 def _write_ledger_lines(tr, rows: list[dict]) -> None:

@@ -112,6 +112,14 @@ class TrtSession:
     extend_test_entry: Any = None
     _gpu_record: Any = None
     _gpu_known: bool = False
+    #: --trt-save-outputs: where checks write their feeds and outputs (the controller's staging folder,
+    #: shared with its xdist workers); None when outputs are not saved
+    outputs_dir: Path | None = None
+    #: engines (``<backend>:<plan fingerprint>``) whose realized-precision map this process recorded
+    realized_engines: set = field(default_factory=set)
+    #: the saved-runs state of the controller (pytest_trt.glue.runs.History), None when runs are neither
+    #: saved nor compared
+    history: Any = None
 
     @classmethod
     def create(cls, settings: Settings, *, started_at: float | None = None, flag_prefix: str = "--trt-",

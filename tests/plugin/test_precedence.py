@@ -25,6 +25,7 @@ _VALUES = {
     "trt-engine-memory": ("1G", "2G", "3G"),
     "trt-gpus": ("1", "2", "3"),
     "trt-remote-cache": ("file:///ini-store", "file:///env-store", "file:///cli-store"),
+    "trt-compare-fail": ("max_abs:+1%", "max_abs:+2%", "cosine:-1e-5"),
 }
 
 

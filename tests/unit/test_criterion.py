@@ -91,6 +91,18 @@ def test_compare_outputs_records_the_criterion_and_refuses_both_forms():
         compare_outputs(a, a, atol=0.5, criterion=result.criterion)
 
 
+def test_changes_name_what_judges_differently_and_where_the_new_value_came_from():
+    """A saved run's criterion against today's (the drift's cause line): a value that moved level but kept
+    its number is no change; a cosine floor that stopped being the default is (it applies more widely)."""
+    old = Criterion.resolve(NAMES, "fp16", _levels(marker={"atol": 1e-2}))
+    assert old.changes(Criterion.resolve(NAMES, "fp16", _levels(ini={"atol": 1e-2})), "logits") == []
+    new = Criterion.resolve(NAMES, "bf16", _levels(**{"command line": {"atol": 5e-2}}, argument={"min_cosine": 0.9999}))
+    assert old.changes(new, "logits") == ["precision fp16 -> bf16", "rtol 0.02 -> 0.1 (bf16 default)",
+                                          "atol 0.01 -> 0.05 (--trt-atol)",
+                                          "min_cosine 0.9999 from fp16 default -> trt.check()"]
+    assert old.changes(Criterion.from_json(old.to_json()), "hidden") == []
+
+
 def test_describe_says_where_each_value_came_from():
     c = Criterion.resolve(NAMES, "fp16", _levels(marker={"atol": {"logits": 1e-3}}, argument={"min_cosine": 0.99999999}))
     assert c.describe() == ("rtol=0.02 (fp16 default); min_cosine=0.99999999 (trt.check()); "
