@@ -164,11 +164,13 @@ def _worst(x: float, direction: int) -> float:
 
 
 def change_text(old: float, new: float) -> str:
-    """``+329%`` when ``old`` scales, else the absolute difference ``+8.1e-03``."""
+    """``+329%`` when ``old`` scales (``x21.9`` from ten times on), else the absolute difference ``+0.0081``."""
     if old == new:
         return "unchanged"
     sign = "+" if new > old else "-"
     if math.isfinite(old) and old != 0 and math.isfinite(new):
+        if new / old >= 10:  # a factor reads better than a four-digit percentage
+            return "x" + fmt_ratio(new / old)
         return sign + fmt_pct(abs(new - old) / abs(old) * 100)
     if math.isinf(old) or math.isinf(new):
         return "from inf" if math.isinf(old) else "to inf" if new > 0 else "to -inf"

@@ -13,7 +13,7 @@ from pytest_trt.compare.criterion import Criterion, Level
 from pytest_trt.errors import UsageError
 from pytest_trt.history.changes import precision_change_lines, precision_changes
 from pytest_trt.history.drift import compare_reports, failure_line
-from pytest_trt.history.gate import judge, parse_gate
+from pytest_trt.history.gate import change_text, figure_text, judge, parse_gate
 from pytest_trt.history.names import module_pattern, node_key
 from pytest_trt.history.runid import RUN_ID_RE, check_name, make_run_id, run_time
 
@@ -206,6 +206,15 @@ def test_nodes_of_one_run_only_are_summarised_too():
     lines = precision_change_lines(precision_changes(old, new))
     assert any("only in this run" in line and "/b/*" in line for line in lines), lines
     assert any("only in the stored run" in line and "/a/*" in line for line in lines), lines
+
+
+# ----------------------------------------------------------------------------- figures in words
+def test_figures_and_changes_are_written_in_core_formattings_formats():
+    assert [figure_text(m, x) for m, x in (("max_abs", 2.1e-3), ("x_tol", 0.4321), ("cosine", 0.99999981),
+                                           ("snr_db", 41.26), ("max_rel", None))] == [
+        "0.0021", "0.432", "0.99999981", "41.3 dB", "n/a"]
+    assert [change_text(*c) for c in ((2e-3, 9e-3), (0.619, 13.6), (1.0, 0.5), (0.0, 8.1e-3), (1e-3, 1e-3))] == [
+        "+350%", "x22", "-50%", "+0.0081", "unchanged"]
 
 
 # ----------------------------------------------------------------------------- node names
