@@ -1,4 +1,17 @@
-"""pytest-trt's pytest plugin (entry point ``pytest11: trt``). Hooks in the order pytest calls them.
+"""pytest-trt's pytest plugin (entry point ``pytest11: trt``).
+
+The hooks, in the order pytest calls them (not the order of this file): ``pytest_addhooks``,
+``pytest_addoption``, ``pytest_configure`` (puts the plugin in use when options say so);
+pytest-xdist's ``pytest_xdist_auto_num_workers`` (``-n auto``); at session start
+``pytest_report_header`` and pytest-xdist's ``pytest_configure_node`` (controller, as each worker
+starts); ``pytest_collection_modifyitems`` (the first trt test puts it in use)
+and ``pytest_report_collectionfinish`` (that session's header); per test ``pytest_runtest_setup``,
+``pytest_runtest_call``, ``pytest_runtest_makereport`` (with :class:`FallbackRecorder` around the
+phases and :class:`ResultsCollector`'s ``pytest_runtest_logreport`` on the process that reports);
+``pytest_testnodedown`` (xdist controller, per finished worker); ``pytest_sessionfinish``
+(the reports are written), ``pytest_terminal_summary``, ``pytest_unconfigure``.
+``pytest_trt_select_backend`` is pytest-trt's own hook (:mod:`pytest_trt.glue.hookspec`), its
+default implementation called from :func:`~pytest_trt.glue.activation.activate`.
 
 The plugin is inert until it is *in use* (shared/CONVENTIONS.md): a ``--trt-*`` option or
 ``trt_*`` ini value is given (known in ``pytest_configure``), or a trt test is collected (a
@@ -22,7 +35,7 @@ from .backends.base import select_backend
 from .core import runstate
 from .core.records import BaselineFallbackRecord, ParserRecord, Record, record_from_json
 from .errors import AccuracyError, ParserCheckError, PrecisionError, PytestTrtError, UnsupportedGpu
-from .glue import hookspec, xdist_gpus
+from .glue import hookspec, runs, xdist_gpus
 from .glue.activation import (
     CASE_KEY,
     RECORDS_KEY,
@@ -80,9 +93,8 @@ def pytest_configure(config):
         return
     # --trt-gpus: on a worker this sets CUDA_VISIBLE_DEVICES, so it runs before the session probes any GPU
     xdist_gpus.configure(config)
-    given = _settings.given_options(config)
-    if given:
-        activate(config, "options: " + ", ".join(given))
+    if _settings.given_options(config):  # a --trt-* option or trt_* ini value puts the plugin in use
+        activate(config)
 
 
 @pytest.hookimpl(trylast=True)
@@ -106,7 +118,7 @@ def pytest_collection_modifyitems(session, config, items):
         if first is None:
             return
         try:
-            activate(config, f"trt test collected: {first.nodeid}")
+            activate(config)
         except pytest.UsageError as exc:
             if not hasattr(config, "workerinput"):
                 raise
@@ -159,6 +171,8 @@ def pytest_configure_node(node):
     session = current_session(node.config)
     if session is not None:
         node.workerinput["trt_session_start"] = session.started_at
+        if session.outputs_dir is not None:  # --trt-save-outputs: workers write into the controller's staging folder
+            node.workerinput["trt_outputs_dir"] = str(session.outputs_dir)
 
 
 def pytest_report_header(config):
@@ -202,6 +216,9 @@ def header_lines(session, config=None) -> list[str]:
             s.sources.get("trt_keep_fp32", "--trt-keep-fp32")
         remote.append(f"pytest-trt: session patterns: keep FP32 {', '.join(repr(p) for p in s.keep_fp32)} "
                       f"({where}; each must match a node in some model of the trt tests that run)")
+    saved_runs = runs.header_line(session)
+    if saved_runs:
+        remote.append(saved_runs)
     return [
         f"pytest-trt {__version__}: backend {session.backend.name} ({session.backend_reason})",
         f"pytest-trt: default precision {precision}; typing {s.typing}; baseline ONNX Runtime {s.baseline_provider}; "
@@ -439,7 +456,7 @@ class ResultsCollector:
     def pytest_runtest_logreport(self, report):
         for name, value in report.user_properties:
             if name in (TEST_PROPERTY, SKIP_PROPERTY):
-                session = activate(self.config, f"trt test reported: {report.nodeid}")
+                session = activate(self.config)
                 if name == TEST_PROPERTY:
                     session.trt_tests.add(report.nodeid)
                 else:
@@ -510,20 +527,30 @@ def pytest_sessionfinish(session, exitstatus):
         return
     if exitstatus == pytest.ExitCode.USAGE_ERROR:
         # refused before anything ran (e.g. a report path that is a model named in a marker):
-        # no report, and none written over the path that was refused
+        # no report, and none written over the path that was refused; no run saved
         if run._remote is not None:
             run._remote.close()
+        runs.close(run)
         return
     # What fails the session although its tests did not: stated in the terminal summary (which
     # pytest writes after this hook), exit 1, never a traceback that loses the summary.
     run.session_failures.extend(unmatched_message(run.patterns, _settings.describe_source(config, "trt_keep_fp32")))
     if run.session_failures and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
+    results = list(config.stash[RESULTS_KEY])
+    # --trt-compare-run: the drift against the stored run; a failed --trt-compare-fail gate fails the
+    # session (exit 1, one "pytest-trt drift gate FAILED ..." line), never a test item: see README "Did it get worse?"
+    if not runs.judge_drift(run, results, exitstatus) and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
     from .report import write_reports  # load path: imported once in use
 
-    not_written = write_reports(run, list(config.stash[RESULTS_KEY]), exitstatus)
+    not_written = write_reports(run, results, exitstatus)
     run.session_failures.extend(not_written)
     if not_written and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
+    # --trt-save / --trt-autosave: the run with its final exit status (a run is "latest" only if it is 0)
+    if not runs.save_run(run, results, int(session.exitstatus)) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    runs.close(run)
     if run._remote is not None:
         run._remote.close()

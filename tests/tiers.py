@@ -35,10 +35,12 @@ NO_SKIP_TIERS = {
     "onnx_corpus": "ONNX's own backend conformance corpus, generated from the installed onnx package",
     "browser": "the HTML report rendered in headless Chromium (needs the system `chromium` package)",
     "remote_cache": "the remote engine cache against a real nginx WebDAV server on loopback (needs nginx)",
+    "big_model": "a model over the 2 GiB protobuf limit through every path, generated on the fly "
+    "(needs about 6 GB of free disk under pytest's base temporary directory)",
 }
 
 #: tiers that a plain `pytest` run leaves out unless `-m` selects them
-HEAVY_TIERS = ("trt_api", "trt_parser", "onnx_corpus")
+HEAVY_TIERS = ("trt_api", "trt_parser", "onnx_corpus", "big_model")
 
 #: GPU tiers (markers of tests/gpu; .github/workflows/gpu.yml): they skip with the reason on a machine
 #: without a GPU (CPU CI included); on the GPU runner (GPU_NO_SKIP_ENV and NO_SKIP_ENV set) a skip fails,

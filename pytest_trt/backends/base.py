@@ -4,6 +4,28 @@ A backend builds an :class:`Engine` from a :class:`~pytest_trt.plan.PrecisionPla
 and a :class:`BuildConfig`, through the artifact cache, so a build happens once per
 content key. Engines run feeds, report their layers, and give per-tensor values for
 layerwise comparison.
+
+Backends answer what callers need to know about them; no module outside ``backends/``
+compares a backend's name:
+
+=============================  ==========================================================
+``Backend.disclaimer``         the line every report shows beside the backend's name when
+                               its results are not TensorRT's (``emulate``: "CPU precision
+                               emulation on ONNX Runtime, not TensorRT"); None only for a
+                               backend that runs TensorRT itself. A plugin backend that does
+                               not set it gets :data:`PLUGIN_DISCLAIMER`: a backend has to
+                               claim to be TensorRT, it is never assumed
+``Backend.uses_gpu``           whether its engines run on a CUDA GPU (the GPU recorded beside
+                               every engine and accuracy record; the ONNX Runtime package the
+                               baseline needs)
+``Backend.shape_specific``     whether an engine is built for the input shapes (TensorRT's
+                               optimization profiles); False: one build serves every shape
+``Backend.typing_reason(t)``   why ``--trt-typing t`` cannot be honoured here (None: it can)
+``Engine.layer_evidence``      how :meth:`Engine.layers` knows what ran: ``"observed"`` (read
+                               from the built engine) or ``"emulated"`` (derived from the plan)
+``Engine.layerwise_engine``    the separate engine a layerwise comparison built (every float
+                               tensor an output), or None when it used the engine under test
+=============================  ==========================================================
 """
 
 from __future__ import annotations
@@ -26,6 +48,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..layers.report import LayerReport
     from ..layers.timing import LayerProfile
     from ..plan import PrecisionPlan
+
+#: the disclaimer of a backend that states none (see the module docstring): the reports never present
+#: a plugin's results as TensorRT's unless the plugin says they are (``disclaimer = None``)
+PLUGIN_DISCLAIMER = "{name} is a plugin backend that does not state that it runs TensorRT"
 
 # the built-in choices of ``--trt-backend`` (plugins add more: :func:`backend_names`) and of
 # ``--trt-typing`` are in pytest_trt.core.choices (read by --help without importing this module)
@@ -80,6 +106,9 @@ class BuildInfo:
     key: str = ""
     path: str = ""
     waited_seconds: float = 0.0
+    #: bytes this build added to the cache: the entry, plus any weight set it was the first to need
+    #: (a big model's second policy adds only its graph; not in :meth:`to_json`)
+    bytes_written: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +126,17 @@ class Engine(ABC):
     backend_name: str = "?"
     #: "strong", "weak" or "emulated": how the plan was realized.
     typing: str = "?"
+    #: how :meth:`layers` knows what ran: ``"observed"`` (read from the built engine, e.g.
+    #: TensorRT's engine inspector) or ``"emulated"`` (derived from the plan's realization). An
+    #: engine that does not say is taken as ``"emulated"``: nothing is called observed unless it is.
+    layer_evidence: str = "emulated"
+
+    @property
+    def layerwise_engine(self) -> Engine | None:
+        """The separate engine :meth:`run_layerwise` built or loaded (every float tensor marked as an
+        output: a different engine from the one under test), None while it used none. Callers count
+        it as an engine of the run (it has its own ``build_info``)."""
+        return None
 
     def __init__(self, plan: PrecisionPlan, config: BuildConfig, build_info: BuildInfo):
         self.plan = plan
@@ -149,8 +189,16 @@ class Engine(ABC):
         """Values of intermediate float tensors, keyed by ONNX tensor name, as float32.
 
         Returns ``(values, note)``; ``note`` says how they were obtained, e.g. that a
-        separate probe build was used and so the engine differs from the one under test.
+        separate layerwise build was used and so the engine differs from the one under test.
         """
+
+    def run_layerwise_subset(self, feeds: dict[str, np.ndarray], names) -> tuple[dict[str, np.ndarray], str]:
+        """:meth:`run_layerwise` restricted to ``names`` (``locate`` asks for a big model's tensors segment
+        by segment, so that it never holds every activation at once). This default runs everything
+        and keeps ``names``; a backend that can compute a subset overrides it."""
+        values, note = self.run_layerwise(feeds)
+        wanted = set(names)
+        return {k: v for k, v in values.items() if k in wanted}, note
 
     def describe(self) -> str:
         hit = "cache hit" if self.build_info.cache_hit else f"built in {self.build_info.build_seconds:.2f}s"
@@ -161,9 +209,29 @@ class Engine(ABC):
 
 
 class Backend(ABC):
-    """A way to build engines. Subclasses register themselves under ``name``."""
+    """A way to build engines, selected by ``name`` (:func:`register_backend`, the
+    ``pytest_trt_backends`` hook). Besides building, a backend answers the questions callers
+    would otherwise answer by testing its name (the module docstring lists them)."""
 
     name: str = "?"
+    #: whether its engines run on a CUDA GPU
+    uses_gpu: bool = False
+    #: whether an engine is built for the input shapes (optimization profiles); False: one build
+    #: serves every shape, so a command that only builds needs no input shapes
+    shape_specific: bool = True
+
+    @property
+    def disclaimer(self) -> str | None:
+        """The line the reports show beside this backend's name when its results are not TensorRT's
+        (terminal header and failure messages, ``session.backend_disclaimer`` of the JSON report,
+        the HTML header), None for a backend that runs TensorRT itself. Subclasses set a class
+        attribute; one that does not is a plugin backend: :data:`PLUGIN_DISCLAIMER`."""
+        return PLUGIN_DISCLAIMER.format(name=self.name)
+
+    def typing_reason(self, typing: str) -> str | None:
+        """Why ``typing`` (``--trt-typing``: auto, strong, weak) cannot be honoured by this backend
+        here, None when it can: a usage error at session start."""
+        return None
 
     @abstractmethod
     def unavailable_reason(self) -> str | None:
@@ -219,7 +287,7 @@ BUILTIN_BACKENDS: dict[str, tuple[str, str]] = {
 }
 #: The backend registry: process configuration, like pytest's own plugin registrations. A
 #: pytest run registers its plugins' backends (the ``pytest_trt_backends`` hook, in
-#: ``plugin.activate``) and unregisters them at ``pytest_unconfigure``, so a registration made
+#: ``glue.activation.activate``) and unregisters them at ``pytest_unconfigure``, so a registration made
 #: for a session ends with it; outside pytest, :func:`register_backend` is the API and lasts
 #: until :func:`unregister_backend`. A registered name replaces a built-in one of the same
 #: name. Backend *instances* are memos of the run (:func:`get_backend`, in
@@ -287,7 +355,8 @@ def get_backend(name: str) -> Backend:
 def select_backend(requested: str, source: str = "--trt-backend") -> tuple[Backend, str]:
     """Resolve ``--trt-backend``: returns the backend and why it was chosen.
 
-    ``auto`` is TensorRT when importable with a usable GPU, else ``emulate``. An
+    ``auto`` is TensorRT when importable with a usable GPU, else ``emulate`` (the two backends
+    ``auto`` knows by name: choosing between them is this module's job). An
     explicit backend that cannot run here raises :class:`BackendUnavailable` (a usage
     error: a runner that asks for TensorRT must not silently test something else).
     """

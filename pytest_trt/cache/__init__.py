@@ -21,6 +21,8 @@ On-disk layout (``<root>`` is the directory given, e.g. ``--trt-cache-dir``)::
       .pytest-trt-tmp/build-<key>-<pid>-<rnd>/  a build in progress (or one that was killed)
       .pytest-trt-tmp/trash-<key>-<pid>-<rnd>/  an entry being deleted
       timing-cache/                TensorRT timing caches (backends/tensorrt/)
+      memo/<dev>-<ino>.json        digest memo: sha256 of model data files and weight sets, with the
+                                   file's stat (pytest_trt.model.weights.identity); local, never uploaded
       events.jsonl                 one JSON line per build/hit/corrupt/evict event (hits in batches)
       events.1.jsonl               the previous events file, once events.jsonl passed 16 MiB
 
@@ -46,7 +48,9 @@ Guarantees:
 * Writers of an entry (build, rebuild, corrupt-entry removal, eviction, clear) hold the
   key's lock, so N processes asking for one key build it once; the others wait and then
   load it (``CacheResult.waited_seconds``).
-* A hit is validated in full: manifest parses, ``format_version``/``kind``/``key``/``parts``
+* A hit is validated in full (entries of :data:`~pytest_trt.cache.entry.MEMO_KINDS`, multi-gigabyte
+  weight sets that are data, never code: size, and the digest memo instead of a re-read when it
+  vouches for an unchanged file): manifest parses, ``format_version``/``kind``/``key``/``parts``
   equal the request, the entry holds exactly the files the manifest lists (no more, no
   symlinks), each with the recorded size and sha256. So only files the cache wrote
   itself are returned (an engine plan is code-like). Anything else warns

@@ -23,19 +23,27 @@ from typing import Any
 from .._version import __version__
 from ..core.jsonsafe import loads_bounded
 from ..errors import UsageError
+from ..model.weights import DigestMemo
 from .files import fsync_dir, hash_file, parent_dirs, scan_tree, why, write_new
 from .key import KEY_RE, canonical_json, parts_diff, safe_relative_path, same_parts
 
 __all__ = [
     "FORMAT_VERSION",
     "MANIFEST",
+    "MEMO_KINDS",
     "CacheEntry",
     "CacheResult",
     "InvalidEntry",
     "read_manifest_quietly",
     "seal_entry",
     "validate_entry",
+    "well_formed_file_record",
 ]
+
+#: Entry kinds validated with the digest memo on a hit (size + an unchanged stat, not a full re-read):
+#: multi-gigabyte weight sets, data fed to ONNX Runtime and TensorRT, never deserialized as code.
+#: Engines, graphs and everything else are hashed in full on every hit.
+MEMO_KINDS = frozenset({"weights"})
 
 #: Version of the entry layout and manifest. Entries of another version are rebuilt.
 FORMAT_VERSION = 1
@@ -122,11 +130,18 @@ def seal_entry(
     label: str,
     build_seconds: float,
     origin: dict | None = None,
+    uses: list[dict] | None = None,
+    digests: dict | None = None,
 ) -> dict:
     """Hash and fsync what a build wrote into ``tmp``, then write the manifest (last); return it.
 
     Raises :class:`~pytest_trt.errors.UsageError` when the build left symlinks or special
     files, wrote ``manifest.json`` itself, or wrote nothing.
+
+    ``digests``: ``{name: sha256}`` a build of a :data:`MEMO_KINDS` entry computed while writing
+    the file (a multi-gigabyte weight set is then not read back just to be hashed); used when
+    the file is there, fsynced like the others. The entry's first validation re-reads it anyway
+    (its digest memo record is not yet trusted), so a wrong digest is caught on the next hit.
     """
     found, dirs, odd = scan_tree(tmp)
     where = f"the build of {kind} entry {key[:12]}"
@@ -142,7 +157,13 @@ def seal_entry(
             f"{where} wrote no files into {tmp}; build(tmp_dir) must write the artifact there"
         )
     files = {}
+    known = digests if kind in MEMO_KINDS and isinstance(digests, dict) else {}
     for rel in sorted(found):
+        if isinstance(known.get(rel), str) and KEY_RE.match(known[rel]):
+            with open(found[rel], "rb") as f:
+                os.fsync(f.fileno())
+            files[rel] = {"sha256": known[rel], "size": os.lstat(found[rel]).st_size}
+            continue
         digest, size = hash_file(found[rel], sync=True)
         files[rel] = {"sha256": digest, "size": size}
     manifest = {
@@ -159,6 +180,8 @@ def seal_entry(
     }
     if origin is not None:
         manifest["origin"] = origin  # fetched from the remote tier: where, and which upload
+    if uses:
+        manifest["uses"] = uses  # entries this one needs at use time (pruned together: cache/prune.py)
     write_new(
         tmp / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode(), sync=True
     )
@@ -171,13 +194,18 @@ def seal_entry(
 # ---------------------------------------------------------------------- validation
 
 
-def validate_entry(entry: Path, kind: str, key: str, parts: dict) -> dict | None:
+def validate_entry(entry: Path, kind: str, key: str, parts: dict, memo: DigestMemo | None = None) -> dict | None:
     """The manifest of a valid entry; None when there is no entry; raises :class:`InvalidEntry` (reason).
 
     Checks, in order: the entry is a directory with a regular ``manifest.json`` that parses;
     its format version, kind, key and parts equal the request; its file records are well
     formed; the directory holds exactly those files (no symlinks, nothing foreign); each
     has the recorded size, then the recorded sha256.
+
+    ``memo`` (only for kinds whose files are data, never deserialized: :data:`MEMO_KINDS`): a
+    file whose digest the memo vouches for (same stat since a record taken long enough after its
+    last change, see :mod:`pytest_trt.model.weights.identity`) and equals the manifest's is not re-read;
+    a file that is read is recorded there.
     """
     try:
         st = os.lstat(entry)
@@ -191,7 +219,7 @@ def validate_entry(entry: Path, kind: str, key: str, parts: dict) -> dict | None
     _check_identity(manifest, kind, key, parts)
     files = _check_file_records(manifest.get("files"))
     found = _check_listing(entry, files)
-    _check_contents(found, files)
+    _check_contents(found, files, memo)
     return manifest
 
 
@@ -234,12 +262,15 @@ def _check_identity(manifest: dict, kind: str, key: str, parts: dict) -> None:
         )
 
 
-def _well_formed(name: Any, meta: Any) -> bool:
+def well_formed_file_record(name: Any, meta: Any) -> bool:
+    """A manifest's file record ``name: {"size", "sha256"}``, local or signed remote (one check for
+    both, :mod:`pytest_trt.cache.remote.tier` uses it): a safe relative name other than the
+    manifest's own, a size that is an integer >= 0 (not a bool), a sha256 in hex."""
+    size = meta.get("size") if isinstance(meta, dict) else None
     return (
         safe_relative_path(name)
         and name != MANIFEST
-        and isinstance(meta, dict)
-        and isinstance(meta.get("size"), int)
+        and isinstance(size, int) and not isinstance(size, bool) and size >= 0
         and isinstance(meta.get("sha256"), str)
         and bool(KEY_RE.match(meta["sha256"]))
     )
@@ -249,7 +280,7 @@ def _check_file_records(files: Any) -> dict:
     if not isinstance(files, dict) or not files:
         raise InvalidEntry(f"{MANIFEST} lists no files")
     for name, meta in files.items():
-        if not _well_formed(name, meta):
+        if not well_formed_file_record(name, meta):
             raise InvalidEntry(f"{MANIFEST} has a malformed file record {name!r}")
     return files
 
@@ -278,7 +309,7 @@ def _check_listing(entry: Path, files: dict) -> dict[str, Path]:
     return found
 
 
-def _check_contents(found: dict[str, Path], files: dict) -> None:
+def _check_contents(found: dict[str, Path], files: dict, memo: DigestMemo | None = None) -> None:
     """Every file has its recorded size (all checked first: cheap), then its recorded sha256."""
     for name in sorted(files):
         try:
@@ -290,10 +321,16 @@ def _check_contents(found: dict[str, Path], files: dict) -> None:
                 f"{name!r} has {size} bytes, {MANIFEST} says {files[name]['size']} (truncated?)"
             )
     for name in sorted(files):
+        size = files[name]["size"]
+        if memo is not None and memo.lookup(found[name], [(0, size)]).get((0, size)) == files[name]["sha256"]:
+            continue  # unchanged since a trusted record of this very digest
         try:
+            before, started = os.stat(found[name]), time.time_ns()
             digest, _ = hash_file(found[name])
         except OSError as exc:
             raise InvalidEntry(f"cannot read {name!r}: {why(exc)}") from None
+        if memo is not None and digest == files[name]["sha256"]:
+            memo.record(found[name], before, started, {(0, size): digest})
         if digest != files[name]["sha256"]:
             raise InvalidEntry(
                 f"checksum mismatch in {name!r} (sha256 {digest[:16]}..., {MANIFEST} says "

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 #: directories of the cache root that are not entry kinds
-RESERVED_KINDS = frozenset({"locks", "tmp"})
+RESERVED_KINDS = frozenset({"locks", "tmp", "memo"})
 #: an entry kind: a short lowercase name (``engine``, ``baseline``, ...)
 KIND_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 #: a content key, and a sha256 in a manifest: 64 lowercase hex digits

@@ -24,8 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.locations import default_cache_dir
 from ..errors import CacheError, CacheWarning, UsageError
+from ..model.weights import MEMO_DIR, DigestMemo
 from .entry import (
     MANIFEST,
+    MEMO_KINDS,
     CacheEntry,
     CacheResult,
     InvalidEntry,
@@ -48,6 +50,7 @@ from .ownership import (
     is_real_dir,
     scratch_dir,
 )
+from .prune import groups, uses_of
 from .stats import CacheStats
 
 if TYPE_CHECKING:  # the remote tier imports this package, not the other way round
@@ -163,6 +166,18 @@ class ArtifactCache:
         check_kind(kind)
         return self.root / kind / self.key(parts)
 
+    @property
+    def memo_dir(self) -> Path:
+        """The digest memo of this cache (``<root>/memo/``): local only, never uploaded."""
+        return self.root / MEMO_DIR
+
+    def memo(self) -> DigestMemo:
+        """The cache's :class:`~pytest_trt.model.weights.DigestMemo` (read-only for a read-only cache)."""
+        return DigestMemo(self.memo_dir, read_only=self.read_only)
+
+    def _memo(self, kind: str) -> DigestMemo | None:
+        return self.memo() if kind in MEMO_KINDS else None
+
     def _lock_path(self, key: str) -> Path:
         return self.root / "locks" / f"{key}.lock"
 
@@ -181,7 +196,9 @@ class ArtifactCache:
         """Return the valid entry for ``(kind, parts)``, building it with ``build(tmp_dir)`` if needed.
 
         ``build`` writes the artifact files (regular files, subdirectories allowed, not
-        ``manifest.json``) into ``tmp_dir``; its return value is ignored. An exception from
+        ``manifest.json``) into ``tmp_dir``. It may return ``{"uses": [{"kind": k, "key": key}, ...]}``:
+        other entries this one needs when used (an emulation graph: its model's weight set); they are
+        recorded in the manifest (``uses``) and pruned together with it. Other return values are ignored. An exception from
         ``build`` propagates unchanged and leaves nothing behind, except that a full disk
         (``ENOSPC``/``EDQUOT``) becomes :class:`CacheError` naming the entry.
 
@@ -211,7 +228,7 @@ class ArtifactCache:
         if check:
             t0 = time.monotonic()
             with contextlib.suppress(InvalidEntry):  # a failure is re-checked under the lock
-                manifest = validate_entry(entry, kind, key, parts)
+                manifest = validate_entry(entry, kind, key, parts, self._memo(kind))
                 if usable(manifest):
                     return self._hit(kind, key, parts, entry, manifest, label, 0.0, time.monotonic() - t0)
 
@@ -219,7 +236,7 @@ class ArtifactCache:
             if check:
                 t0 = time.monotonic()
                 try:
-                    manifest = validate_entry(entry, kind, key, parts)
+                    manifest = validate_entry(entry, kind, key, parts, self._memo(kind))
                 except InvalidEntry as exc:
                     manifest = None
                     if not rebuild:  # (a rebuild replaces it anyway)
@@ -256,7 +273,7 @@ class ArtifactCache:
         try:
             if not locked and read_manifest_quietly(entry)[1] != manifest:
                 return  # replaced since it was validated (a rebuild elsewhere): that one is its own builder's
-            remote.ensure_published(kind, key, parts, entry, manifest, label=label)
+            remote.ensure_published(kind, key, entry, manifest, label=label)
         except OSError:
             return  # vanished meanwhile: nothing to publish
         finally:
@@ -277,14 +294,15 @@ class ArtifactCache:
         except OSError as exc:
             raise CacheError(f"cannot remove the unusable cache entry {entry}: {why(exc)}") from exc
 
-    def _fetch_or_build(self, remote, kind, key, parts, build, tmp, label, what) -> dict | None:
-        """Fill ``tmp``: the remote tier's verified entry (returns its signed payload), else ``build(tmp)``."""
+    def _fetch_or_build(self, remote, kind, key, parts, build, tmp, label, what) -> tuple[dict | None, Any]:
+        """Fill ``tmp``: the remote tier's verified entry (returns its signed payload), else ``build(tmp)``
+        (returns what it returned)."""
         try:
             # verified into tmp, or tmp left empty (a miss or a rejected entry: never loaded)
             fetched = remote.fetch(kind, key, parts, tmp, label=label) if remote is not None else None
             if fetched is None:
-                build(tmp)
-            return fetched
+                return None, build(tmp)
+            return fetched, None
         except OSError as exc:
             if exc.errno in NO_SPACE:
                 raise CacheError(
@@ -304,15 +322,18 @@ class ArtifactCache:
             ) from exc
         try:
             t0 = time.monotonic()
-            fetched = self._fetch_or_build(remote, kind, key, parts, build, tmp, label, what)
+            fetched, returned = self._fetch_or_build(remote, kind, key, parts, build, tmp, label, what)
             build_seconds = time.monotonic() - t0
+            uses = [{"kind": k, "key": key_} for k, key_ in uses_of(returned if fetched is None else fetched)] or None
+            digests = returned.get("digests") if fetched is None and isinstance(returned, dict) else None
             try:
                 origin = None
                 if fetched is not None and remote is not None:  # (only the remote tier fetches)
                     origin = {"remote": remote.url, "upload_id": fetched.get("upload_id"),
                               "build_seconds": fetched.get("build_seconds"), "fetch_seconds": round(build_seconds, 6)}
                     build_seconds = float(fetched.get("build_seconds") or 0.0)
-                manifest = seal_entry(tmp, kind, key, parts, label, build_seconds, origin=origin)
+                manifest = seal_entry(tmp, kind, key, parts, label, build_seconds, origin=origin, uses=uses,
+                                      digests=digests)
                 manifest = self._install(tmp, entry, kind, key, parts, manifest)
             except OSError as exc:
                 raise CacheError(
@@ -334,7 +355,7 @@ class ArtifactCache:
         self.stats.builds += 1
         self.stats.build_seconds += build_seconds
         if self.remote is not None:
-            self.remote.publish(kind, key, parts, entry, manifest, label=label)
+            self.remote.publish(kind, key, entry, manifest, label=label)
         return CacheResult(entry, key, False, build_seconds, waited, kind, manifest, "built")
 
     def _install(self, tmp: Path, entry: Path, kind, key, parts, manifest) -> dict:
@@ -369,7 +390,7 @@ class ArtifactCache:
                 f"Drop --trt-rebuild, or use a writable --trt-cache-dir."
             )
         try:
-            manifest = validate_entry(entry, kind, key, parts)
+            manifest = validate_entry(entry, kind, key, parts, self._memo(kind))
         except InvalidEntry as exc:
             raise CacheError(
                 f"{what} is unusable ({exc}) and the cache {self.root} is read-only, so it cannot be "
@@ -389,7 +410,7 @@ class ArtifactCache:
         """None when the entry for ``parts`` is present and valid, else what is wrong ("missing", ...)."""
         key = self.key(parts)
         try:
-            return None if validate_entry(self.root / kind / key, kind, key, parts) is not None else "missing"
+            return None if validate_entry(self.root / kind / key, kind, key, parts, self._memo(kind)) is not None else "missing"
         except InvalidEntry as exc:
             return str(exc)
 
@@ -497,43 +518,58 @@ class ArtifactCache:
         """Bytes in all entries (what ``max_bytes`` limits; locks, scratch and events are not counted)."""
         return sum(e.size_bytes for e in self.entries())
 
-    def prune(self, max_bytes: int | None = None, *, protect: Iterable[Path | str] = ()) -> list[CacheEntry]:
-        """Evict least-recently-used entries until the entries total at most ``max_bytes``.
+    def prune(self, max_bytes: int | None = None, *, protect: Iterable[Path | str] = (),
+              older_than: float | None = None) -> list[CacheEntry]:
+        """Evict entries last used before ``older_than`` (a ``time.time()`` value), then least-recently-used
+        ones until the entries total at most ``max_bytes``.
 
-        ``max_bytes`` defaults to the cache's limit (nothing happens without one). Entries in
-        ``protect`` and entries whose lock another process (or thread) holds are skipped.
-        Returns the evicted entries.
+        ``max_bytes`` defaults to the cache's limit (no size limit without one). Entries that use one
+        another (an emulation graph and its model's weight set: the manifest's ``uses``) are evicted
+        together, as one group (:mod:`pytest_trt.cache.prune`). A group holding an entry in ``protect``,
+        or one whose lock another process (or thread) holds, is skipped. Returns the evicted entries.
         """
         self._require_writable("prune")
         limit = self.max_bytes if max_bytes is None else max_bytes
-        if limit is None:
+        if limit is None and older_than is None:
             return []
         protected = {Path(p) for p in protect}
-        entries = self.entries()
-        total = sum(e.size_bytes for e in entries)
-        evicted = []
-        for e in entries:
-            if total <= limit:
-                break
-            if e.path in protected:
+        all_groups = groups(self.entries())
+        total = sum(g.size_bytes for g in all_groups)
+        evicted: list[CacheEntry] = []
+        for group in all_groups:
+            old = older_than is not None and group.last_used < older_than
+            if not old and (limit is None or total <= limit):
                 continue
-            ctx = self._try_lock(e.key, what=f"{e.kind} entry {e.path}")
-            if ctx is None:
+            if any(m.path in protected for m in group.members):
                 continue
-            try:
-                if not os.path.lexists(e.path):
-                    total -= e.size_bytes
-                    continue
-                size = tree_size(e.path)
-                self._discard(e.path, e.key)
-            except OSError:
-                continue
-            finally:
-                ctx.__exit__(None, None, None)
-            total -= size
-            evicted.append(e)
-            self._record_quietly("evict", e.kind, e.key, e.label, 0.0, bytes=size, path=str(e.path))
+            removed = self._evict_group(group.members)
+            if removed is not None:
+                total -= group.size_bytes
+                evicted.extend(removed)
         return evicted
+
+    def _evict_group(self, members: list[CacheEntry]) -> list[CacheEntry] | None:
+        """Remove every member under its lock; None (nothing removed) when one of them is locked."""
+        held = []
+        try:
+            for e in members:
+                ctx = self._try_lock(e.key, what=f"{e.kind} entry {e.path}")
+                if ctx is None:
+                    return None
+                held.append(ctx)
+            removed = []
+            for e in members:
+                try:
+                    size = tree_size(e.path) if os.path.lexists(e.path) else 0
+                    self._discard(e.path, e.key)
+                except OSError:
+                    continue
+                removed.append(e)
+                self._record_quietly("evict", e.kind, e.key, e.label, 0.0, bytes=size, path=str(e.path))
+            return removed
+        finally:
+            for ctx in reversed(held):
+                ctx.__exit__(None, None, None)
 
     def clear(self, kind: str | None = None) -> int:
         """Delete every entry (of ``kind``) not locked by a build in progress; returns how many."""

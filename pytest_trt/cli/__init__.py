@@ -1,8 +1,8 @@
 """The ``pytest-trt`` console script: the plugin's pipeline outside a test.
 
 Subcommands share the compare flags (spelled like Polygraphy's where they overlap):
-``plan``, ``compare``, ``layers``, ``locate``, ``suggest``; ``remote-cache keygen`` makes the
-signing keys of a remote engine cache. Exit status: 0 pass,
+``plan``, ``compare``, ``layers``, ``locate``, ``suggest``; ``cache list|prune`` shows and trims
+the artifact cache; ``remote-cache keygen`` makes the signing keys of a remote engine cache. Exit status: 0 pass,
 1 accuracy or precision failure, 2 usage or input error, 3 internal error.
 
 The parser is built from light modules only (:mod:`~pytest_trt.cli.args`,

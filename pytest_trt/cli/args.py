@@ -111,11 +111,17 @@ def add_input_flags(p: Any) -> None:
 
 
 def add_tolerance_flags(p: Any, *, no_check: bool = True) -> None:
-    """``--atol``, ``--rtol`` and (with ``no_check``) ``--no-check``."""
+    """``--atol``, ``--rtol``, ``--criterion`` and (with ``no_check``) ``--no-check``."""
     p.add_argument("--atol", type=number(minimum=0, allow_inf=no_check), default=None,
-                   help="absolute tolerance, finite and >= 0 (default: per precision)")
+                   help="absolute tolerance for every output, finite and >= 0 (default: the --criterion file's, "
+                   "else per precision)")
     p.add_argument("--rtol", type=number(minimum=0, allow_inf=no_check), default=None,
-                   help="relative tolerance, finite and >= 0 (default: per precision)")
+                   help="relative tolerance for every output, finite and >= 0 (default: the --criterion file's, "
+                   "else per precision)")
+    p.add_argument("--criterion", metavar="FILE.json", default=None,
+                   help="judge by this criterion: per output, the tolerances and the cosine/SNR floors with where "
+                   "each came from, as a failing test saved it beside its inputs (<test>.criterion.json, used by "
+                   "the replay command); --atol/--rtol given too replace its tolerances")
     if no_check:
         p.add_argument("--no-check", action="store_true",
                        help="show the figures without a tolerance verdict: atol and rtol become inf unless given "
@@ -136,10 +142,7 @@ def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Non
         return
     infinite = [f"--{k} {getattr(args, k)}" for k in ("atol", "rtol")
                 if getattr(args, k) is not None and math.isinf(getattr(args, k))]
-    if getattr(args, "no_check", False):
-        args.atol = math.inf if args.atol is None else args.atol
-        args.rtol = math.inf if args.rtol is None else args.rtol
-    elif infinite:
+    if infinite and not getattr(args, "no_check", False):  # --no-check: the criterion's defaults are inf
         parser.error(f"{' and '.join(infinite)} switches the accuracy check off; pass --no-check to compare "
                      f"without a tolerance verdict, or give a finite tolerance")
 

@@ -28,7 +28,7 @@ from .args import (
 )
 
 if TYPE_CHECKING:
-    from . import compare, layers, locate, plan, remote_cache, suggest
+    from . import cache, compare, layers, locate, plan, remote_cache, runs, suggest
 else:
     plan = lazy_import("pytest_trt.cli.plan")
     compare = lazy_import("pytest_trt.cli.compare")
@@ -36,11 +36,13 @@ else:
     locate = lazy_import("pytest_trt.cli.locate")
     suggest = lazy_import("pytest_trt.cli.suggest")
     remote_cache = lazy_import("pytest_trt.cli.remote_cache")
+    cache = lazy_import("pytest_trt.cli.cache")
+    runs = lazy_import("pytest_trt.cli.runs")
 
 __all__ = ["SUBCOMMANDS", "add_subcommands"]
 
 #: The subcommand modules, in ``--help`` order (module remote_cache is the subcommand remote-cache).
-SUBCOMMANDS = ("plan", "compare", "layers", "locate", "suggest", "remote_cache")
+SUBCOMMANDS = ("plan", "compare", "layers", "locate", "suggest", "cache", "remote_cache", "runs")
 
 
 def _later(module: Any, name: str) -> Callable[[Any], int]:
@@ -158,6 +160,30 @@ def add_suggest(sub: Any) -> None:
     p.set_defaults(run=_later(suggest, "run"))
 
 
+def add_cache(sub: Any) -> None:
+    """The ``cache`` subcommand: ``list`` and ``prune`` (issue 29)."""
+    p = sub.add_parser("cache", help="list or prune the artifact cache",
+                       description="The artifact cache (engines, emulation graphs, FP32 baselines, a big model's "
+                       "weight sets): list its entries by model and kind, or prune them by age or total size. "
+                       "Entries sharing a weight set are pruned together.")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
+    for name, text in (("list", "entries by model and kind, with sizes and last use"),
+                       ("prune", "remove entries by age (--max-age) and/or total size (--max-size)")):
+        a = actions.add_parser(name, help=text, description=text)
+        a.add_argument("--cache-dir", default=None, metavar="DIR",
+                       help="the cache (default: $PYTEST_TRT_CACHE_DIR, else <project root>/.trt-cache)")
+        a.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        if name == "prune":
+            a.add_argument("--max-age", metavar="AGE", default=None,
+                           help="remove what was last used longer ago than AGE: 30m, 12h, 7d, 2w (or seconds)")
+            a.add_argument("--max-size", metavar="SIZE", default=None,
+                           help="then remove least recently used entries until at most SIZE remain: 500M, 20G")
+            a.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+            a.set_defaults(run=_later(cache, "run_prune"))
+        else:
+            a.set_defaults(run=_later(cache, "run_list"))
+
+
 def add_remote_cache(sub: Any) -> None:
     p = sub.add_parser("remote-cache", help="manage the signing keys of a remote engine cache",
                        description="Keys of the remote engine cache (--trt-remote-cache). Builders hold the "
@@ -175,9 +201,82 @@ def add_remote_cache(sub: Any) -> None:
     keygen.set_defaults(run=_later(remote_cache, "run_keygen"))
 
 
+def _storage_flags(p: Any) -> None:
+    """Where the runs are, and the keys that verify runs stored at a URL."""
+    p.add_argument("--storage", metavar="URI", default=None,
+                   help="the saved runs: a directory, or a URL the remote cache takes (file:///dir, https://host/path, "
+                   "s3://...; runs there are signed, verified with --remote-cache-trust) (default: <rootdir>/.trt-runs, "
+                   "the directory pytest --trt-save uses here)")
+    p.add_argument("--remote-cache-trust", action="append", default=[], metavar="KEY",
+                   help="public key (.pub file or 'ed25519:...') whose signatures are accepted on a URL; repeatable "
+                   "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def add_runs(sub: Any) -> None:
+    """The ``runs`` subcommand: list, show, diff, recheck and prune saved runs."""
+    p = sub.add_parser("runs", help="saved runs (pytest --trt-save): list, show, diff, recheck, prune",
+                       description="Runs saved by pytest --trt-save=NAME / --trt-autosave: a session's JSON report and "
+                       "its environment fingerprint. RUN is a run id (or a unique prefix of one), NUM (the position in "
+                       "`runs list`, oldest first), NAME (the latest run saved so) or latest (the latest run whose "
+                       "session exited 0, its drift gate included). Exit status: 0 pass, 1 a regression (diff --fail) "
+                       "or a failing re-check, 2 usage error (a missing or damaged run), 3 internal error.")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True, parser_class=type(p))
+    listing = actions.add_parser("list", help="every saved run, oldest first, with NUM, name, exit status and gate",
+                                 description="Every run of the storage, oldest first: NUM, id, name, the session's "
+                                 "exit status and drift gate, backend and precision. A run whose manifest fails "
+                                 "verification (forged, damaged) is listed as rejected and never used.")
+    _storage_flags(listing)
+    listing.set_defaults(run=_later(runs, "run_list"))
+    show = actions.add_parser("show", help="one run: fingerprint and figures per output",
+                              description="One run: its fingerprint (versions, GPU, git commit) and every output's "
+                              "figures (x tol, max abs/rel error, cosine).")
+    show.add_argument("run_spec", metavar="RUN", help="id, NUM, NAME or latest")
+    _storage_flags(show)
+    show.set_defaults(run=_later(runs, "run_show"))
+    diff = actions.add_parser("diff", help="the drift of run B against run A; --fail gates it",
+                              description="The drift of run B against run A, output by output (worst first), the "
+                              "fingerprint's changes as one cause line, the nodes whose realized precision changed "
+                              "(when both runs carry layer reports) and where layerwise errors grew most. Exit 1 "
+                              "when --fail is given and an output regressed past it; improvements never fail.")
+    diff.add_argument("run_a", metavar="A", help="the stored (older) run: id, NUM, NAME or latest")
+    diff.add_argument("run_b", metavar="B", help="the run judged against A")
+    diff.add_argument("--fail", action="append", default=[], metavar="EXPR",
+                      help="METRIC:THRESHOLD, relative (max_abs:+25%%) or absolute (cosine:-1e-5); errors (max_abs, "
+                      "max_rel, mismatch, x_tol) fail when they grow, floors (cosine, snr_db) when they fall; "
+                      "comma-separated or repeatable")
+    _storage_flags(diff)
+    diff.set_defaults(run=_later(runs, "run_diff"))
+    recheck = actions.add_parser("recheck", help="judge a run's saved outputs again against a fresh FP32 baseline",
+                                 description="Re-judge a run saved with --trt-save-outputs: each check's saved engine "
+                                 "outputs against the FP32 ONNX Runtime reference computed here, under the criterion "
+                                 "the run recorded. MODEL must be the file the run tested (its sha256 is checked). Exit "
+                                 "0 when every re-checked output passes, 1 otherwise; the output says whether each "
+                                 "verdict agrees with the recorded one.")
+    recheck.add_argument("run_spec", metavar="RUN", help="id, NUM, NAME or latest")
+    recheck.add_argument("--model", action="append", default=[], required=True, metavar="PATH",
+                         help="the ONNX model the run tested (repeatable, one per model of the run)")
+    recheck.add_argument("--cache-dir", default=None,
+                         help="artifact cache for the FP32 baselines (default: $PYTEST_TRT_CACHE_DIR, else "
+                         "<rootdir>/.trt-cache)")
+    _storage_flags(recheck)
+    recheck.set_defaults(run=_later(runs, "run_recheck"))
+    prune = actions.add_parser("prune", help="delete old runs: by age, count or size",
+                               description="Delete runs older than --older-than, beyond the newest --keep, then the "
+                               "oldest while the storage holds more than --max-size. Only run folders are touched; an "
+                               "incomplete run younger than an hour (being written) is left.")
+    prune.add_argument("--older-than", metavar="AGE", default=None, help="e.g. 30d, 12h, 2w (days, hours, weeks)")
+    prune.add_argument("--keep", type=number(minimum=0, integer=True), default=None, metavar="N",
+                       help="keep the newest N runs")
+    prune.add_argument("--max-size", metavar="SIZE", default=None, help="e.g. 2G, 500M")
+    prune.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    _storage_flags(prune)
+    prune.set_defaults(run=_later(runs, "run_prune"))
+
+
 def add_subcommands(sub: Any) -> None:
     """Every subcommand's parser, in ``--help`` order, each with ``subparser`` set to itself."""
-    adders = (add_plan, add_compare, add_layers, add_locate, add_suggest, add_remote_cache)
+    adders = (add_plan, add_compare, add_layers, add_locate, add_suggest, add_cache, add_remote_cache, add_runs)
     for name, add in zip(SUBCOMMANDS, adders, strict=True):
         add(sub)
         command = name.replace("_", "-")  # module remote_cache is the subcommand remote-cache

@@ -12,6 +12,7 @@ from typing import Any
 from ..backends.base import BuildConfig
 from ..backends.tensorrt.parser_check import check_parser
 from ..backends.tensorrt.parser_check import require as require_parser_check
+from ..compare.criterion import Criterion, Level
 from ..core.locations import CACHE_DIR_ENV, default_cache_dir
 from ..errors import UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
@@ -29,6 +30,24 @@ def parser_check_from_args(args, plan, config=None, cache=None):
 
     require_parser_check(which, "--parser-check")
     return check_parser(plan, config, cache=cache, rebuild=bool(getattr(args, "rebuild", False)), which=which)
+
+
+def criterion_from_args(args, plan) -> Criterion:
+    """The criterion of ``compare``/``locate``/``suggest``: ``--atol``/``--rtol`` > the ``--criterion`` file
+    (a failing test's, with its sources) > the per-precision defaults of the plan's precision;
+    ``--no-check`` (else the file's) for no tolerance verdict."""
+    names = plan.model.output_names()
+    flags = [Level("command line", {"rtol": "--rtol", "atol": "--atol"}, {"rtol": args.rtol, "atol": args.atol})]
+    no_check = bool(getattr(args, "no_check", False))
+    path = getattr(args, "criterion", None)
+    if path is None:
+        return Criterion.resolve(names, plan.low_precision or "fp32", flags, no_check=no_check,
+                                 no_check_source="--no-check" if no_check else "default")
+    saved = Criterion.load(path).with_outputs(names)
+    return Criterion.resolve(names, saved.precision, flags + saved.as_levels(f", from {Path(path).name}"),
+                             no_check=no_check or saved.no_check,
+                             no_check_source="--no-check" if no_check else saved.no_check_source,
+                             equal_nan=saved.equal_nan, where="--criterion: ")
 
 
 def policy_from_args(args):
@@ -79,7 +98,7 @@ def feeds_from_args(args, model) -> dict:
     return make_feeds(model, shapes=shapes or None, val_range=val_range or None, seed=args.seed)
 
 
-def build_config_from_args(args, model, feeds):
+def build_config_from_args(args, feeds):
 
     profile = {name: (tuple(a.shape),) * 3 for name, a in feeds.items()}
     return BuildConfig(typing=args.typing, profiles=(profile,))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends.tensorrt.parser_check import require
-from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..compare import CompareResult, compare_outputs
 from ..compare.figures import DETAILS_MAX_ELEMENTS
 from ..core.jsonsafe import json_number
 from ..errors import BackendUnavailable
@@ -14,6 +14,7 @@ from ..reference.baseline import reference_label, reference_model
 from ..report.rows import binding_text, tolerance_bound
 from .common import (
     build_config_from_args,
+    criterion_from_args,
     emit_json,
     feeds_from_args,
     parser_check_from_args,
@@ -31,7 +32,7 @@ def prepare(args: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
     feeds = feeds_from_args(args, model)
-    config = build_config_from_args(args, model, feeds)
+    config = build_config_from_args(args, feeds)
     reason = session.backend.supports(plan, config)  # e.g. weak typing refused for as-is models
     if reason:
         raise BackendUnavailable(
@@ -41,23 +42,19 @@ def prepare(args: Any) -> tuple[Any, Any, Any, Any, Any, Any]:
 
 
 def compare_figures(plan: Any, actual: dict, expected: dict,
-                    args: Any) -> tuple[CompareResult, Any, Any, dict[str, tuple[float | None, str | None]]]:
-    """Compare under the policy's precision (its label and default tolerances), with the figures of
+                    args: Any) -> tuple[CompareResult, dict[str, tuple[float | None, str | None]]]:
+    """Compare under the criterion of the flags (:func:`~pytest_trt.cli.common.criterion_from_args`:
+    ``--atol``/``--rtol`` > ``--criterion`` > the policy's precision defaults), with the figures of
     passing outputs too (max abs / rel error, cosine, SNR) up to the plugin's size limit.
 
-    Returns ``(result, rtol, atol, ratios)``; ``ratios`` maps each output to its x-tolerance
-    factor and the bound that sets it (the terminal summary's ``x tol`` and ``bound``:
-    :func:`~pytest_trt.report.rows.tolerance_bound`), ``(None, None)`` where not computed.
+    Returns ``(result, ratios)`` (``result.criterion`` is the criterion); ``ratios`` maps each output
+    to its x-tolerance factor and the bound that sets it (the terminal summary's ``x tol`` and
+    ``bound``: :func:`~pytest_trt.report.rows.tolerance_bound`), ``(None, None)`` where not computed.
     """
-    precision = plan.low_precision or "fp32"
-    d_rtol, d_atol = default_tolerances(precision)
-    rtol = args.rtol if args.rtol is not None else d_rtol
-    atol = args.atol if args.atol is not None else d_atol
     details = sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS
-    result = compare_outputs(actual, expected, rtol=rtol, atol=atol, precision=precision, details=details,
-                             no_check=bool(getattr(args, "no_check", False)))
+    result = compare_outputs(actual, expected, criterion=criterion_from_args(args, plan), details=details)
     ratios = {name: tolerance_bound(oc.to_json()) for name, oc in result.outputs.items()}
-    return result, rtol, atol, ratios
+    return result, ratios
 
 
 def figures_json(result: CompareResult, ratios: dict[str, tuple[float | None, str | None]]) -> dict:
@@ -87,7 +84,7 @@ def run(args: Any) -> int:
     session, model, plan, feeds, engine, event = prepare(args)
     expected = session.baseline(reference_model(model, getattr(args, "baseline", "fp32")), feeds)
     actual = engine.run(feeds)
-    result, rtol, atol, ratios = compare_figures(plan, actual, expected, args)
+    result, ratios = compare_figures(plan, actual, expected, args)
     overflows = []
     if not result.passed and plan.low_precision:
         overflows = range_overflows(plan, feeds)  # why it failed, when it is the range and not rounding
@@ -103,8 +100,8 @@ def run(args: Any) -> int:
                    "parser_check": parsed.to_json() if parsed is not None else None})
     else:
         print(f"{model.label}: {engine.describe()}")
-        if engine.backend_name == "emulate":
-            print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
+        if session.backend.disclaimer:
+            print(f"(backend {engine.backend_name}: {session.backend.disclaimer})")
         print(f"reference: {reference_label(model, args.baseline)}")
         for note in plan.notes:  # e.g. a mixed-precision model whose FP32 island --fp16 lowers (try --as-is)
             print(f"note: {cli_spelling(note)}")

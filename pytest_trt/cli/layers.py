@@ -58,14 +58,14 @@ def run(args) -> int:
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
     if args.load_inputs:
-        config = build_config_from_args(args, model, feeds_from_args(args, model))
-    elif args.input_shapes or session.backend.name != "emulate":
+        config = build_config_from_args(args, feeds_from_args(args, model))
+    elif args.input_shapes or session.backend.shape_specific:
         # only the shapes matter (the optimization profile); values, e.g. an integer input's
         # range, do not: the same profile compare builds from its feeds, so the cache entry is shared
         shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else None
         config = session.build_config(profiles=(resolve_profile(model, shapes=shapes),))
     else:
-        config = session.build_config()  # emulation ignores shapes and profiles: no inputs needed
+        config = session.build_config()  # a backend not building for shapes (emulate) needs no inputs
     engine, event = session.engine(plan, config)
     if args.ledger or args.export_profile or args.export_trace:
         return _ledger(args, session, model, engine, event, plan)

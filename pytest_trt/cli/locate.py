@@ -23,7 +23,7 @@ def run(args: Any) -> int:
     session, model, plan, feeds, engine, event = prepare(args)
     expected = session.baseline(model, feeds)
     actual = engine.run(feeds)
-    result, rtol, atol, ratios = compare_figures(plan, actual, expected, args)
+    result, ratios = compare_figures(plan, actual, expected, args)
     found = locate_divergence(engine, feeds, threshold=args.threshold, jump=args.jump, top=args.top)
     if args.json:
         emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
@@ -31,10 +31,11 @@ def run(args: Any) -> int:
                    "compare": figures_json(result, ratios), "divergence": found.to_json()})
     else:
         print(f"{model.label}: {engine.describe()}")
-        if engine.backend_name == "emulate":
-            print("(backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
+        if session.backend.disclaimer:
+            print(f"(backend {engine.backend_name}: {session.backend.disclaimer})")
         verdict = "within tolerance" if result.passed else "OUTSIDE tolerance"
-        print(f"outputs {verdict} [precision {result.precision}; rtol {rtol:g}, atol {atol:g}]: "
+        assert result.criterion is not None  # compare_outputs records the criterion it judged by
+        print(f"outputs {verdict} [precision {result.precision}; {result.criterion.describe()}]: "
               + "; ".join(oc.summary_line() for oc in result.outputs.values()))
         print(ratio_line(ratios))
         print(found.message())

@@ -12,6 +12,7 @@ from ..errors import UsageError
 from ..model.load import load_model
 from ..plan import PrecisionPlan
 from ..realize import realize_strong
+from ..realize.weight_sets import save_with_weights
 from .common import (
     emit_json,
     parser_check_from_args,
@@ -40,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
     plan = policy_from_args(args).resolve(model)
     if args.export_onnx:
         try:
-            onnx.save(realize_strong(plan), args.export_onnx)
+            if model.has_external_weights:  # its weights converted and copied into <export>.data beside it
+                save_with_weights(realize_strong(plan), model, Path(args.export_onnx))
+            else:
+                onnx.save(realize_strong(plan), args.export_onnx)
         except OSError as exc:
             raise UsageError(f"--export-onnx {args.export_onnx}: cannot write it: {exc.strerror or exc}; "
                              f"give a path in an existing, writable directory") from exc
@@ -54,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
         return status
     _print_plan(plan)
     if args.export_onnx:
-        print(f"strongly typed model written to {args.export_onnx}")
+        print(f"strongly typed model written to {args.export_onnx}"
+              + (f" (weights in {Path(args.export_onnx).name}.data beside it)" if model.has_external_weights else ""))
     if parsed is not None:
         print(parsed.message())
     return status

@@ -23,6 +23,7 @@ from ..ledger.timing import check_available
 from ..suggest import MIN_RECHECK_SEEDS, suggest_fp32_islands
 from .common import (
     build_config_from_args,
+    criterion_from_args,
     emit_json,
     feeds_from_args,
     policy_from_args,
@@ -40,9 +41,9 @@ def run(args: Any) -> int:
     check_available(args.timing, session.backend, "--timing")
     model = session.model(args.model)
     policy = policy_from_args(args)
-    session.plan(model, policy)  # pattern and model errors surface here, before any build
+    criterion = criterion_from_args(args, session.plan(model, policy))  # errors here, before any build
     feeds = feeds_from_args(args, model)
-    config = build_config_from_args(args, model, feeds)
+    config = build_config_from_args(args, feeds)
     seeds = list(range(args.seed + 1, args.seed + 1 + args.recheck_seeds))
     make = None
     if not args.load_inputs:  # generated feeds: the re-check seeds are generated the same way
@@ -53,7 +54,7 @@ def run(args: Any) -> int:
         feeds = Feeds(feeds)
         feeds.seed = feeds_seed
     found = suggest_fp32_islands(model, policy, feeds, backend=session.backend, cache=session.cache,
-                                 rtol=args.rtol, atol=args.atol, config=config, max_builds=args.max_builds,
+                                 criterion=criterion, config=config, max_builds=args.max_builds,
                                  threshold=args.threshold, recheck_seeds=seeds, make_feeds=make, timing=args.timing,
                                  timing_iterations=args.iterations, timing_warmup=args.warmup)
     if args.json:

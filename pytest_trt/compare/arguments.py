@@ -1,16 +1,14 @@
-"""What the caller asked to compare: outputs paired by name, settings per output.
+"""What the caller asked to compare: outputs paired by name.
 
-Turns the arguments of :func:`~pytest_trt.compare.compare_outputs` into the work of the
-verdict: ``(name, actual, expected)`` triples in the order to compare (:func:`pair_up`),
-arrays of a comparable dtype (:func:`as_array`), and one tolerance or metric floor per
-output (:func:`per_output`). Invalid arguments are :class:`~pytest_trt.errors.UsageError`\\ s
-that name the output and what was given.
+Turns the arrays given to :func:`~pytest_trt.compare.compare_outputs` into the work of the
+verdict: ``(name, actual, expected)`` triples in the order to compare (:func:`pair_up`) and
+arrays of a comparable dtype (:func:`as_array`). Invalid arguments are
+:class:`~pytest_trt.errors.UsageError`\\ s that name the output and what was given. The
+settings per output (tolerances, floors) are the criterion's (:mod:`pytest_trt.compare.criterion`).
 """
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,7 +17,7 @@ import numpy as np
 from ..errors import UsageError
 from .scan import category
 
-__all__ = ["Pair", "as_array", "pair_up", "per_output"]
+__all__ = ["Pair", "as_array", "pair_up"]
 
 #: ``(name, actual, expected)``: None on the side that lacks the output.
 Pair = tuple[str, np.ndarray | None, np.ndarray | None]
@@ -108,36 +106,3 @@ def as_array(x: Any, side: str, name: str) -> np.ndarray:
 
 def _names(names: Iterable[str]) -> str:
     return ", ".join(repr(n) for n in names) or "(none)"
-
-
-def per_output(what: str, value: Any, default: Any, names: list[str], *, tolerance: bool = False) -> dict[str, Any]:
-    """``{output: value}`` of the setting ``what`` (``rtol``, ``min_cosine``, ...): a number for
-    every output, or a mapping naming some of them (the others get ``default``). A tolerance is
-    a non-negative number; a metric floor may be None (no check)."""
-    if isinstance(value, Mapping):
-        unknown = [k for k in value if k not in names]
-        if unknown:
-            raise UsageError(
-                f"{what} names {_names(unknown)}, which {'is' if len(unknown) == 1 else 'are'} not "
-                f"compared; outputs compared: {_names(names)}"
-            )
-        # None for a name means "the default", like leaving the name out
-        out = {n: (default if value.get(n) is None else value[n]) for n in names}
-    else:
-        out = {n: (default if value is None else value) for n in names}
-    for n, v in out.items():
-        if v is None:
-            if tolerance:  # a tolerance always has a value: None here would compare against NaN
-                raise UsageError(f"{what} for output {n!r} is missing (None): give a number")
-            continue
-        if isinstance(v, bool) or not isinstance(v, numbers.Real):
-            raise UsageError(f"{what} for output {n!r} must be a number, got {v!r}")
-        v = float(v)
-        if math.isnan(v) or (tolerance and v < 0):
-            raise UsageError(
-                f"{what} for output {n!r} must be a {'non-negative ' if tolerance else ''}number, "
-                f"not {v!r}"
-            )
-        out[n] = v
-    return out
-

@@ -1,7 +1,7 @@
 """The failure message of a comparison: how its figures are written for a person.
 
-Number formatting (errors to 3 significant digits, tolerances rounded up so that they
-surely suffice, values in the shortest form that round-trips in the output's own dtype),
+Values in the shortest form that round-trips in the output's own dtype (:func:`fmt_val`;
+every other number, shape and tolerance format is :mod:`pytest_trt.core.formatting`'s),
 the multi-line section of a failing output (:func:`output_report`), the one line of a
 passing one (:func:`summary_line`), the tolerance that would have passed
 (:func:`would_pass`), the mismatch table, and the head of the whole message
@@ -13,22 +13,18 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.formatting import fmt_cos, fmt_db, fmt_err, fmt_index, fmt_pct, fmt_shape, fmt_tol, fmt_up
 from .figures import Element, OutputFigures
 from .tolerances import DEFAULT_TOLERANCES, SEMANTICS
 
+if TYPE_CHECKING:  # pragma: no cover
+    from .criterion import Criterion
+
 __all__ = [
-    "fmt_cos",
-    "fmt_db",
-    "fmt_err",
-    "fmt_index",
-    "fmt_pct",
-    "fmt_shape",
-    "fmt_tol",
-    "fmt_up",
     "fmt_val",
     "output_report",
     "result_message",
@@ -43,68 +39,6 @@ _IND = "  "
 # --------------------------------------------------------------------------------------
 # Numbers
 # --------------------------------------------------------------------------------------
-
-
-def fmt_shape(shape: Sequence[Any]) -> str:
-    """``(2, 3)``, ``(4,)``, ``()``: a shape written as Python writes a tuple."""
-    return "(" + ", ".join(str(int(s)) for s in shape) + ("," if len(shape) == 1 else "") + ")"
-
-
-def fmt_index(index: Sequence[Any]) -> str:
-    """An element's index, written like a shape."""
-    return fmt_shape(index)
-
-
-def fmt_pct(p: float) -> str:
-    """A percentage to 3 significant digits."""
-    return f"{p:.3g}%"
-
-
-def fmt_tol(x: float) -> str:
-    """A tolerance as the user would write it."""
-    return f"{x:g}"
-
-
-def fmt_err(x: Any) -> str:
-    """An error to 3 significant digits (``n/a`` for None, ``nan``, ``inf``)."""
-    if x is None:
-        return "n/a"
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return f"{x:.3g}"
-
-
-def fmt_up(x: float) -> str:
-    """3 significant digits, rounded up: a tolerance that surely suffices."""
-    if x == 0 or not math.isfinite(x):
-        return fmt_err(x)
-    q = 10.0 ** (math.floor(math.log10(x)) - 2)
-    if q == 0.0:  # x is subnormal (5e-324): the rounding step underflows; repr is exact
-        return repr(x)
-    for digits in (3, 4, 6, 9, 17):
-        txt = f"{math.ceil(x / q) * q:.{digits}g}"
-        if float(txt) >= x:
-            return txt
-    return repr(x)
-
-
-def fmt_cos(x: float | None) -> str:
-    """A cosine similarity to 8 significant digits."""
-    if x is None or math.isnan(x):
-        return "nan"
-    return f"{x:.8g}"
-
-
-def fmt_db(x: float | None) -> str:
-    """A signal-to-noise ratio in dB to one decimal."""
-    if x is None or math.isnan(x):
-        return "nan dB"
-    if math.isinf(x):
-        return ("inf" if x > 0 else "-inf") + " dB"
-    return f"{x:.1f} dB"
 
 
 def fmt_val(value: Any, dtype_name: str | None) -> str:
@@ -304,8 +238,11 @@ def table_rows(oc: OutputFigures) -> list[str]:
 # --------------------------------------------------------------------------------------
 
 
-def _tolerance_text(outs: Sequence[OutputFigures], precision: str) -> str:
-    tols = {(o.rtol, o.atol) for o in outs if o.kind == "float" or o.kind is None}
+def _tolerance_text(outs: Sequence[OutputFigures], precision: str, criterion: Criterion | None) -> str:
+    floats = [o.name for o in outs if o.kind == "float" or o.kind is None]
+    if criterion is not None:  # every value with where it came from
+        return criterion.describe(floats)
+    tols = {(o.rtol, o.atol) for o in outs if o.name in floats}
     if len(tols) == 1:
         rtol, atol = next(iter(tols))
         dflt = " (defaults)" if (rtol, atol) == DEFAULT_TOLERANCES[precision] else ""
@@ -315,10 +252,12 @@ def _tolerance_text(outs: Sequence[OutputFigures], precision: str) -> str:
     return "exact comparison"
 
 
-def result_message(outs: Sequence[OutputFigures], precision: str, equal_nan: bool, no_check: bool = False) -> str:
-    """The failure message of a comparison of ``outs`` (or a summary when everything passed)."""
+def result_message(outs: Sequence[OutputFigures], precision: str, equal_nan: bool, no_check: bool = False,
+                   criterion: Criterion | None = None) -> str:
+    """The failure message of a comparison of ``outs`` (or a summary when everything passed); with the
+    ``criterion`` it was judged by, its head names where each tolerance and floor came from."""
     failed = [o for o in outs if not o.passed]
-    tol_txt = _tolerance_text(outs, precision)
+    tol_txt = _tolerance_text(outs, precision, criterion)
     if no_check:
         tol_txt += "; no_check: no tolerance verdict (NaN/Inf mismatches, missing outputs and explicit floors still fail)"
     nan_txt = "NaN equals NaN (equal_nan=True)" if equal_nan else "NaN never equals NaN"

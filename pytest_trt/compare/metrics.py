@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from ..core.formatting import fmt_shape
 from ..errors import UsageError
 from .arguments import as_array
 from .blas import single_threaded_dot
-from .messages import fmt_shape
 from .scan import block_elems, iter_blocks, working_dtype
 
 __all__ = ["MetricSums", "cosine_similarity", "exact_metric_sums", "metric_sums", "snr_db"]

@@ -10,24 +10,25 @@ first, then the blocked scan, then the detailed pass when the scan cannot prove 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..core.dtypes import FP32, normalize_precision
+from ..core.dtypes import FP32
+from ..core.formatting import fmt_cos, fmt_db, fmt_shape, fmt_tol
 from ..core.jsonsafe import json_number
 from ..errors import AccuracyError, UsageError
-from .arguments import pair_up, per_output
+from .arguments import pair_up
+from .criterion import Criterion, Level, refuse_infinite
 from .detail import detail_exact, detail_float
 from .figures import Element, OutputFigures
-from .messages import fmt_cos, fmt_db, fmt_shape, output_report, result_message, summary_line, would_pass
+from .messages import output_report, result_message, summary_line, would_pass
 from .metrics import MetricSums, exact_metric_sums
 from .scan import beyond_atol, category, passes_exact, passes_float, working_dtype
-from .tolerances import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES, SEMANTICS
+from .tolerances import SEMANTICS
 
-__all__ = ["CompareResult", "OutputComparison", "assert_close", "compare_outputs"]
+__all__ = ["CompareResult", "OutputComparison", "assert_close", "compare_outputs", "refuse_infinite"]
 
 
 class OutputComparison(OutputFigures):
@@ -116,6 +117,8 @@ class CompareResult:
     equal_nan: bool = False
     #: compared with ``no_check=True``: figures without a tolerance verdict
     no_check: bool = False
+    #: the criterion the outputs were judged by (per output: tolerances, floors and their sources)
+    criterion: Criterion | None = None
 
     @property
     def passed(self) -> bool:
@@ -131,7 +134,8 @@ class CompareResult:
 
     def message(self) -> str:
         """The failure message (or a summary when everything passed)."""
-        return result_message(list(self.outputs.values()), self.precision, self.equal_nan, self.no_check)
+        return result_message(list(self.outputs.values()), self.precision, self.equal_nan, self.no_check,
+                              self.criterion)
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types (``json.dumps`` works with ``allow_nan=False``)."""
@@ -145,6 +149,7 @@ class CompareResult:
             "outputs_failed": len(self.failed_outputs),
             "failed_outputs": self.failed_outputs,
             "outputs": {n: o.to_json() for n, o in self.outputs.items()},
+            "criterion": None if self.criterion is None else self.criterion.to_json(),
         }
 
     def __str__(self) -> str:
@@ -164,6 +169,7 @@ def assert_close(
     names: Any = None,
     details: bool = False,
     no_check: bool = False,
+    criterion: Criterion | None = None,
 ) -> CompareResult:
     """Assert that ``actual`` matches the reference ``expected``; return the CompareResult.
 
@@ -172,7 +178,8 @@ def assert_close(
     compare). ``rtol`` / ``atol`` / ``min_cosine`` / ``min_snr_db``: a number, or a dict
     ``{output name: value}`` (outputs not named get the precision defaults / no check).
     ``details=True`` computes the figures (max errors, metrics) of passing outputs too.
-    ``no_check=True``: no tolerance verdict (see :func:`compare_outputs`).
+    ``no_check=True``: no tolerance verdict; ``criterion``: a resolved criterion instead of these
+    (see :func:`compare_outputs`).
 
     Raises :class:`~pytest_trt.errors.AccuracyError` (an ``AssertionError``) carrying the
     result when any output fails, :class:`~pytest_trt.errors.UsageError` for invalid
@@ -182,6 +189,7 @@ def assert_close(
     result = compare_outputs(
         actual, expected, rtol=rtol, atol=atol, precision=precision, equal_nan=equal_nan,
         min_cosine=min_cosine, min_snr_db=min_snr_db, names=names, details=details, no_check=no_check,
+        criterion=criterion,
     )
     if not result.passed:
         raise AccuracyError(result.message(), result)
@@ -201,6 +209,7 @@ def compare_outputs(
     names: Any = None,
     details: bool = False,
     no_check: bool = False,
+    criterion: Criterion | None = None,
 ) -> CompareResult:
     """Like :func:`assert_close` but never raises on a mismatch: returns the result.
 
@@ -211,41 +220,37 @@ def compare_outputs(
     ``min_snr_db`` floors still fail. It is the only way to pass an infinite tolerance: without
     it ``atol=inf`` (or ``rtol=inf``) is a :class:`~pytest_trt.errors.UsageError`, since it
     switches the element check off and would pass a real overflow.
+
+    ``criterion``: a resolved :class:`~pytest_trt.compare.criterion.Criterion` (tolerances, floors,
+    ``no_check``, ``equal_nan`` and the precision, with where each came from) instead of the
+    keyword arguments, which it excludes. Without it the arguments are resolved into one (level
+    ``argument`` over the precision's defaults); either way ``result.criterion`` is the one used.
     """
-    precision = normalize_precision(precision)
-    d_rtol, d_atol = (math.inf, math.inf) if no_check else DEFAULT_TOLERANCES[precision]
     pairs = pair_up(actual, expected, names)
     all_names = [p[0] for p in pairs]
-    rtols = per_output("rtol", rtol, d_rtol, all_names, tolerance=True)
-    atols = per_output("atol", atol, d_atol, all_names, tolerance=True)
-    if not no_check:
-        refuse_infinite({"atol": atols, "rtol": rtols})
-    cosines = per_output("min_cosine", min_cosine, None, all_names)
-    snrs = per_output("min_snr_db", min_snr_db, None, all_names)
-    d_cosine = DEFAULT_MIN_COSINE[precision]
+    if criterion is None:
+        criterion = Criterion.resolve(
+            all_names, precision,
+            [Level("argument", "argument", {"rtol": rtol, "atol": atol, "min_cosine": min_cosine,
+                                            "min_snr_db": min_snr_db})],
+            no_check=bool(no_check), no_check_source="argument" if no_check else "default",
+            equal_nan=bool(equal_nan))
+    else:
+        given = [k for k, v in (("rtol", rtol), ("atol", atol), ("min_cosine", min_cosine), ("min_snr_db", min_snr_db),
+                                ("equal_nan", equal_nan), ("no_check", no_check)) if v not in (None, False)]
+        if given or precision != FP32:
+            raise UsageError(f"compare_outputs: pass criterion= or {', '.join(given) or 'precision'}=, not both: "
+                             f"the criterion holds them")
     outputs: dict[str, OutputComparison] = {}
     for name, a, e in pairs:
-        given = cosines[name]
+        c = criterion.output(name)
         outputs[name] = _compare_one(
-            name, a, e, rtol=rtols[name], atol=atols[name], equal_nan=bool(equal_nan),
-            min_cosine=given if given is not None else d_cosine, min_snr_db=snrs[name], details=details,
-            default_cosine=given is None and d_cosine is not None,
+            name, a, e, rtol=float(c.rtol.value), atol=float(c.atol.value),  # type: ignore[arg-type]
+            equal_nan=criterion.equal_nan, min_cosine=c.min_cosine.value, min_snr_db=c.min_snr_db.value,
+            details=details, default_cosine=c.default_cosine,
         )
-    return CompareResult(outputs=outputs, precision=precision, equal_nan=bool(equal_nan), no_check=bool(no_check))
-
-
-def refuse_infinite(levels: dict[str, dict[str, float]], where: str = "") -> None:
-    """UsageError for an infinite tolerance (``{"atol": {output: value}, ...}``), in the API's spelling."""
-    for what, values in levels.items():
-        infinite = [n for n, v in values.items() if isinstance(v, (int, float)) and math.isinf(v)]
-        if infinite:
-            outputs = ", ".join(repr(n) for n in infinite)
-            raise UsageError(
-                f"{where}{what}=inf (output {outputs}) switches the accuracy check off: every finite element "
-                f"passes and the precision's default cosine floor no longer applies, so a real overflow "
-                f"passes. Pass no_check=True to compare without a tolerance verdict (NaN/Inf mismatches, "
-                f"missing outputs and explicit min_cosine/min_snr_db floors still fail), or give a finite "
-                f"tolerance")
+    return CompareResult(outputs=outputs, precision=criterion.precision, equal_nan=criterion.equal_nan,
+                         no_check=criterion.no_check, criterion=criterion)
 
 
 def _compare_one(name: str, a: np.ndarray | None, e: np.ndarray | None, *, rtol: float, atol: float,
@@ -360,8 +365,8 @@ def _check_metrics(oc: OutputComparison, min_cosine: float | None, min_snr_db: f
     if oc.metric_elements:
         if min_cosine is not None and not (oc.cosine is not None and oc.cosine >= min_cosine):
             what = " (the precision's default floor)" if default_cosine else ""
-            oc.metric_failures.append(f"cosine similarity {fmt_cos(oc.cosine)} < min_cosine {min_cosine:g}{what}")
+            oc.metric_failures.append(f"cosine similarity {fmt_cos(oc.cosine)} < min_cosine {fmt_tol(min_cosine)}{what}")
         if min_snr_db is not None and not (oc.snr_db is not None and oc.snr_db >= min_snr_db):
-            oc.metric_failures.append(f"SNR {fmt_db(oc.snr_db)} < min_snr_db {min_snr_db:g} dB")
+            oc.metric_failures.append(f"SNR {fmt_db(oc.snr_db)} < min_snr_db {fmt_tol(min_snr_db)} dB")
     if oc.metric_failures:
         oc.passed = False

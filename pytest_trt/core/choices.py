@@ -7,8 +7,8 @@ these without importing the backends or the parser check.
 
 from __future__ import annotations
 
-__all__ = ["BACKEND_CHOICES", "MAX_RECHECK_SEEDS", "MIN_RECHECK_SEEDS", "PARSER_CHECK_CHOICES", "TIMING_CHOICES",
-           "TYPING_CHOICES"]
+__all__ = ["BACKEND_CHOICES", "MAX_RECHECK_SEEDS", "MIN_RECHECK_SEEDS", "PARSER_CHECK_CHOICES", "PARSER_CHECK_LIBRARY",
+           "TIMING_CHOICES", "TYPING_CHOICES"]
 
 #: ``--trt-backend`` / ``--backend``: the built-in backends (plugins add more).
 BACKEND_CHOICES = ("auto", "tensorrt", "tensorrt-rtx", "emulate")
@@ -16,6 +16,8 @@ BACKEND_CHOICES = ("auto", "tensorrt", "tensorrt-rtx", "emulate")
 TYPING_CHOICES = ("auto", "strong", "weak")
 #: ``--trt-parser-check`` / ``--parser-check``.
 PARSER_CHECK_CHOICES = ("off", "tensorrt-rtx")
+#: the library ``trt.check_parser()`` uses when none is named (the one parser check there is)
+PARSER_CHECK_LIBRARY = PARSER_CHECK_CHOICES[1]
 #: ``--trt-ledger-timing`` / ``--timing`` / ``timing=``: the ledger's timing sources (:mod:`pytest_trt.ledger.timing`).
 TIMING_CHOICES = ("auto", "engine", "onnxruntime-cuda", "off")
 #: ``suggest --recheck-seeds`` / ``recheck_seeds=``: re-check seeds per answer, besides the user's feeds

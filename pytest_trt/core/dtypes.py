@@ -54,11 +54,6 @@ def normalize_precision(value: str, *, what: str = "precision") -> str:
     return _ALIASES[key]
 
 
-def precision_of_elem_type(elem_type: int) -> str | None:
-    """The precision name of an ONNX float element type, None for anything else."""
-    return PRECISION_OF_ELEM.get(elem_type)
-
-
 def elem_type_name(elem_type: int) -> str:
     """Readable name of an ONNX element type, e.g. ``FLOAT16``."""
     try:

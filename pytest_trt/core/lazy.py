@@ -73,11 +73,6 @@ class LazyModule(types.ModuleType):
         state = "imported" if self.__dict__["_lazy_module"] is not None else "not imported yet"
         return f"<lazy module {self.__name__!r} ({state})>"
 
-    @property
-    def is_loaded(self) -> bool:
-        """Whether the real module has been imported through this stand-in."""
-        return self.__dict__["_lazy_module"] is not None
-
 
 def lazy_import(name: str, *, extra: str | None = None) -> Any:
     """A stand-in for module ``name``; ``extra`` names the pytest-trt extra that installs it.

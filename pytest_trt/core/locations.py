@@ -9,6 +9,7 @@ one upwards, that holds a pytest configuration file (``pytest.toml``, ``pytest.i
 ``setup.cfg`` with ``[tool:pytest]``), else the nearest one holding a ``pyproject.toml``,
 else the current directory. So ``pytest-trt compare`` run anywhere inside a project reuses
 the engines its test suite built, and outside any project it uses ``./.trt-cache`` as before.
+Saved runs (``--trt-storage``) follow the same rootdir: ``<rootdir>/.trt-runs``.
 
 Only the standard library is imported here: the plugin reads this when it loads.
 """
@@ -20,10 +21,13 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["CACHE_DIR_ENV", "DEFAULT_CACHE_DIRNAME", "default_cache_dir", "project_root"]
+__all__ = ["CACHE_DIR_ENV", "DEFAULT_CACHE_DIRNAME", "DEFAULT_RUNS_DIRNAME", "default_cache_dir", "default_runs_dir",
+           "project_root"]
 
 #: The cache directory's name under the rootdir.
 DEFAULT_CACHE_DIRNAME = ".trt-cache"
+#: The saved runs' directory under the rootdir (``--trt-storage``'s default, :mod:`pytest_trt.history`).
+DEFAULT_RUNS_DIRNAME = ".trt-runs"
 #: The environment variable that names the cache directory (below the command line, above the ini).
 CACHE_DIR_ENV = "PYTEST_TRT_CACHE_DIR"
 
@@ -83,3 +87,11 @@ def default_cache_dir(start: str | os.PathLike[str] | None = None, *, rootdir: s
         return Path(env).expanduser()
     root = Path(rootdir) if rootdir is not None else project_root(start)
     return root / DEFAULT_CACHE_DIRNAME
+
+
+def default_runs_dir(start: str | os.PathLike[str] | None = None, *, rootdir: str | os.PathLike[str] | None = None
+                     ) -> Path:
+    """``<rootdir>/.trt-runs`` (``rootdir`` given, else :func:`project_root` of ``start``): where saved
+    runs live when ``--trt-storage`` (console script: ``--storage``) names no place."""
+    root = Path(rootdir) if rootdir is not None else project_root(start)
+    return root / DEFAULT_RUNS_DIRNAME

@@ -5,7 +5,8 @@ an :class:`EngineRecord` per engine used, a :class:`ParserRecord` per parser che
 :class:`AccuracyRecord` per ``trt.check()``, a :class:`PrecisionRecord` per
 ``trt.assert_precision()``, a :class:`LayerwiseRecord` per layerwise comparison, a
 :class:`LedgerRecord` per ledger and a :class:`BaselineFallbackRecord` per CUDA baseline whose
-float nodes ran on the CPU provider.
+float nodes ran on the CPU provider, and while runs are saved or compared a :class:`RealizedRecord`
+per engine (the precision each node ran in).
 Producers (``glue/case.py``, ``glue/fixtures.py``, ``baseline.warn_placement``, ``plots.layerwise_record``)
 build them; the reports (terminal summary, JUnit properties, JSON, HTML) read their attributes.
 
@@ -94,7 +95,7 @@ class EngineRecord(Record):
     key: str
     #: the GPU it ran on (``TrtSession.record_gpu``), None on emulate
     gpu: dict[str, Any] | None
-    #: ``"suggest"`` / ``"locate"``: built or loaded by trt.suggest() or a layerwise probe
+    #: ``"suggest"`` / ``"locate"``: built or loaded by trt.suggest() or a layerwise comparison (its layerwise build)
     via: str | None = None
 
 
@@ -141,6 +142,12 @@ class AccuracyRecord(Record):
     result: dict[str, Any]
     #: ``{output: error_figures(...)}`` of failing float outputs (report/plots.py)
     figures: dict[str, Any] | None = None
+    #: what the check compared, for saved runs (:mod:`pytest_trt.history`): ``{"model_sha256", "plan"
+    #: (the plan's fingerprint), "feeds_sha256"}``
+    fingerprint: dict[str, Any] | None = None
+    #: ``--trt-save-outputs``: the ``.npz`` of the engine's outputs and the feeds, ``{"file", "sha256", "size"}``
+    #: (the file's name in the saved run's ``outputs/``)
+    outputs_file: dict[str, Any] | None = None
 
     @property
     def passed(self) -> bool:
@@ -160,6 +167,12 @@ class AccuracyRecord(Record):
     def outputs(self) -> dict[str, dict[str, Any]]:
         """``{output name: CompareResult output JSON}``, in the model's order."""
         return self.result.get("outputs") or {}
+
+    @property
+    def criterion(self) -> dict[str, Any] | None:
+        """The criterion the outputs were judged by (``Criterion.to_json()``: per output, every
+        tolerance and floor with its level and source); None in a record written before it was kept."""
+        return self.result.get("criterion")
 
 
 @dataclass(kw_only=True)
@@ -201,6 +214,34 @@ class LayerwiseRecord(Record):
 
 
 @dataclass(kw_only=True)
+class RealizedRecord(Record):
+    """Which precision each compute node of an engine really ran in: its layer report, compactly.
+
+    Recorded while the session saves or compares runs (:mod:`pytest_trt.history`: "what changed
+    inside"), once per engine (backend and plan) and process with ``nodes``; a later test using the
+    same engine records it without (the reports take the map from the first).
+    """
+
+    kind: ClassVar[str] = "realized"
+    model: str
+    model_sha256: str
+    #: the plan's fingerprint (PrecisionPlan.fingerprint())
+    plan: str
+    policy: str
+    backend: str
+    #: the layer report's source: inspector / network / emulation
+    source: str
+    #: ``{canonical node name: realized precision}`` of the compute nodes (``NodeObservation.realized``:
+    #: fp32/fp16/bf16, ``mixed``, ``unknown`` where the layer report cannot show it; as the ledger reads it)
+    nodes: dict[str, str | None] | None = None
+
+    @property
+    def engine(self) -> str:
+        """``<backend>:<plan fingerprint>``: the engine this map belongs to."""
+        return f"{self.backend}:{self.plan}"
+
+
+@dataclass(kw_only=True)
 class BaselineFallbackRecord(Record):
     """A CUDA baseline whose float nodes ran on ONNX Runtime's CPU provider (``baseline.warn_placement``)."""
 
@@ -228,7 +269,7 @@ class LedgerRecord(Record):
 #: every record type by its kind
 RECORD_TYPES: dict[str, type[Record]] = {cls.kind: cls for cls in (
     EngineRecord, ParserRecord, AccuracyRecord, PrecisionRecord, LayerwiseRecord, BaselineFallbackRecord,
-    LedgerRecord)}
+    LedgerRecord, RealizedRecord)}
 
 
 def record_from_json(data: Mapping[str, Any]) -> Record:
@@ -247,5 +288,5 @@ def as_record(value: Record | Mapping[str, Any]) -> Record:
 
 
 __all__ = ["AccuracyRecord", "BaselineFallbackRecord", "EngineRecord", "LayerwiseRecord", "LedgerRecord",
-           "ParserRecord",
-           "PrecisionRecord", "RECORD_TYPES", "Record", "RecordError", "as_record", "record_from_json"]
+           "ParserRecord", "PrecisionRecord", "RECORD_TYPES", "RealizedRecord", "Record", "RecordError", "as_record",
+           "record_from_json"]

@@ -26,6 +26,7 @@ from ..errors import PytestTrtError, UsageError
 from ..report.files import check_report_paths, refuse_report_path
 from ..run import settings as _settings
 from ..run.session import TrtSession
+from . import runs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.records import Record
@@ -52,7 +53,7 @@ def item_records(node: pytest.Item) -> list[Record]:
     return records
 
 
-def activate(config: pytest.Config, why: str) -> TrtSession:
+def activate(config: pytest.Config) -> TrtSession:
     """Put the plugin in use (once): resolve the settings, select the backend, check that what
     was asked for can be honoured. Returns the :class:`~pytest_trt.run.session.TrtSession`;
     raises ``pytest.UsageError`` naming the fix."""
@@ -74,12 +75,12 @@ def activate(config: pytest.Config, why: str) -> TrtSession:
                                                          source=source)
         _check_selected(selected)
         session = TrtSession.create(session_settings, started_at=started_at, selected=selected)
+        runs.prepare(config, session)  # saved runs: the storage, the run to compare with (usage errors now)
     except PytestTrtError as exc:
         forget_backends(plugin_backends)
         runstate.restore(previous_state)
         raise pytest.UsageError(f"pytest-trt: {exc}") from None
     session.state, session.previous_state = state, previous_state
-    session.activated_by = why
     session.plugin_backends = plugin_backends
     session.guard_input = lambda path, what: refuse_report_path(session.settings, path, what)
     session.extend_test_entry = lambda entry, records: config.hook.pytest_trt_report_test(

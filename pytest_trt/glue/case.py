@@ -15,7 +15,6 @@ FP32 baseline, compares, and records figures for the reports.
 from __future__ import annotations
 
 import functools
-import math
 import re
 import shlex
 import warnings
@@ -26,30 +25,41 @@ import pytest
 
 from ..backends.base import get_backend
 from ..backends.tensorrt.parser_check import require
-from ..compare import CompareResult, compare_outputs, default_tolerances
+from ..compare import CompareResult, compare_outputs
+from ..compare.criterion import PRECISION_KEYS, Criterion, Level
 from ..compare.figures import DETAILS_MAX_ELEMENTS
+from ..core.choices import PARSER_CHECK_LIBRARY
 from ..core.dtypes import normalize_precision
-from ..core.records import AccuracyRecord, EngineRecord, LedgerRecord, ParserRecord, PrecisionRecord, Record
+from ..core.records import (
+    AccuracyRecord,
+    EngineRecord,
+    LedgerRecord,
+    ParserRecord,
+    PrecisionRecord,
+    RealizedRecord,
+    Record,
+)
 from ..errors import AccuracyError, ParserCheckError, PrecisionError, UsageError
+from ..history.outputs import save_check_outputs
 from ..inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
 from ..inputs.files import comment_text, write_replay_script
 from ..ledger import ledger_of
 from ..locate.divergence import locate_divergence
-from ..plan.policy import PrecisionPolicy, Rule
-from ..reference.baseline import normalize_baseline, reference_label, reference_model
+from ..plan.policy import PrecisionPolicy
+from ..plan.rules import Rule
+from ..reference.baseline import feeds_digest, normalize_baseline, reference_label, reference_model
 from ..report.files import refuse_report_path
 from ..report.plots import failing_output_figures, layerwise_record
 from ..report.rows import network_scopes
+from ..run.settings import level_of
 from ..suggest import suggest_fp32_islands
 from ..verify.precision import assert_precision
 from .marker import MARKER_KEYS, marker_kwargs, validate_options
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..backends.base import Engine
-    from ..run.session import BuildEvent, TrtSession
+    from ..run.session import TrtSession
 
-#: keys of a per-precision tolerance dict (``atol={"fp16": 1e-2, "bf16": 5e-2}``)
-PRECISION_KEYS = frozenset({"fp32", "fp16", "bf16"})
 
 
 class Tolerances(NamedTuple):
@@ -61,6 +71,8 @@ class Tolerances(NamedTuple):
 
 #: where feeds that failed and that no seed can regenerate are saved (next to --trt-report, else in rootdir)
 ARTIFACTS_DIRNAME = "trt-artifacts"
+#: the criterion saved beside them (``<stem>.criterion.json``), read by the replay's ``--criterion``
+CRITERION_SUFFIX = ".criterion.json"
 
 
 class Feeds(dict):
@@ -88,7 +100,6 @@ class TrtCase:
         validate_options(self.options, node.nodeid)
         self.records: list[Record] = []
         self._engine: Engine | None = None
-        self._build_event: BuildEvent | None = None
         self._default_feeds: Feeds | None = None
         self._parser_recorded: set = set()
 
@@ -200,57 +211,48 @@ class TrtCase:
         return resolved.rtol, resolved.atol
 
     def resolve_tolerances(self, atol=None, rtol=None, *, no_check: bool = False) -> Tolerances:
-        """The tolerances a check would use, as ``Tolerances(atol={output: value}, rtol={output: value})``.
+        """The tolerances a check would use, as ``Tolerances(atol={output: value}, rtol={output: value})``:
+        those of :meth:`criterion` (see there for the precedence)."""
+        tolerances = self.criterion(atol=atol, rtol=rtol, no_check=no_check).tolerances()
+        return Tolerances(atol=tolerances["atol"], rtol=tolerances["rtol"])
 
-        Precedence: call arguments > marker > command line > ini > per-precision default
-        (``inf`` under ``no_check=True``: no tolerance verdict where none is given).
+    def criterion(self, atol=None, rtol=None, min_cosine=None, min_snr_db=None, *, no_check: bool | None = None,
+                  caller: str = "trt.check()") -> Criterion:
+        """The :class:`~pytest_trt.compare.criterion.Criterion` of a check: per output, its tolerances and
+        metric floors, each with the level it came from.
+
+        Precedence (README "Where each setting comes from"): the call's arguments (``caller``) > the
+        closest marker > ``--trt-atol``/``--trt-rtol`` > their ini twins > per-precision defaults
+        (``inf`` tolerances under ``no_check``, which comes from the argument, else the marker). The
+        floors ``min_cosine``/``min_snr_db`` come from the arguments, else the precision's default.
         Each level may give one number, a dict per output name, or a dict per precision
-        (``atol={"fp16": 1e-2, "bf16": 5e-2}``; each value a number or a dict per output):
-        the plan's low precision (``fp32`` when there is none) picks the entry, and a level
-        without one falls through to the next, as do outputs a level does not mention.
+        (``atol={"fp16": 1e-2, "bf16": 5e-2}``; each value a number or a dict per output): the
+        plan's low precision (``fp32`` when there is none) picks the entry, and a level without one
+        falls through to the next, as do outputs a level does not mention.
         """
-        low = self.plan.low_precision or "fp32"
-        d_rtol, d_atol = (math.inf, math.inf) if no_check else default_tolerances(low)
         s = self.session.settings
+        if no_check is None:
+            no_check, no_check_source = bool(self.options.get("no_check", False)), "marker"
+        else:
+            no_check_source = caller
+        levels = [
+            Level("argument", caller, {"atol": atol, "rtol": rtol, "min_cosine": min_cosine, "min_snr_db": min_snr_db}),
+            Level("marker", "marker", {"atol": self.options.get("atol"), "rtol": self.options.get("rtol")}),
+        ]
+        for what in ("atol", "rtol"):  # one source each: --trt-atol may be on the command line, trt_rtol in the ini
+            source = s.sources.get(f"trt_{what}", f"--trt-{what}")
+            level = level_of(source)
+            levels.append(Level("environment" if level == "env" else level, source, {what: getattr(s, what)}))
         outputs = self.model.output_names()
+        label = self.model.label
 
-        def per_precision(what, level):
-            if not isinstance(level, dict) or not level:
-                return level
-            keys = {str(k) for k in level}
-            precise = keys & PRECISION_KEYS
-            if not precise:
-                return level
-            if precise != keys or precise & set(outputs):
-                raise UsageError(f"{self.node.nodeid}: {what}= mixes precisions and output names "
-                                 f"({', '.join(sorted(map(str, level)))}); give per-precision values "
-                                 f"{{'fp16': 1e-2, 'bf16': 5e-2}}, each a number or a dict per output")
-            return level.get(low)
+        def unknown(what, names, _compared):
+            return (f"{what} names unknown output(s) {', '.join(map(str, names))}; {label} has outputs "
+                    f"{', '.join(outputs)}")
 
-        def resolve(what, levels):
-            levels = [per_precision(what, level) for level in levels]
-            for level in levels:  # every level is checked, also those a higher one overrides
-                if isinstance(level, dict):
-                    unknown = [k for k in level if k not in outputs]
-                    if unknown:
-                        raise UsageError(f"{self.node.nodeid}: {what} names unknown output(s) "
-                                         f"{', '.join(map(str, unknown))}; {self.model.label} has outputs "
-                                         f"{', '.join(outputs)}")
-            resolved = {}
-            for name in outputs:
-                for level in levels:
-                    if isinstance(level, dict):
-                        if level.get(name) is not None:  # None: fall through to the next level
-                            resolved[name] = level[name]
-                            break
-                    elif level is not None:
-                        resolved[name] = level
-                        break
-            return resolved
-
-        rtols = resolve("rtol", [rtol, self.options.get("rtol"), s.rtol, d_rtol])
-        atols = resolve("atol", [atol, self.options.get("atol"), s.atol, d_atol])
-        return Tolerances(atol=atols, rtol=rtols)
+        return Criterion.resolve(outputs, self.plan.low_precision or "fp32", levels, no_check=bool(no_check),
+                                 no_check_source=no_check_source if no_check else "default",
+                                 where=f"{self.node.nodeid}: ", unknown=unknown)
 
     # -- engine -------------------------------------------------------------------------
     @property
@@ -295,13 +297,39 @@ class TrtCase:
                                  f"[{self.plan.policy.describe()}] as this test declares it: {why}. Change the "
                                  f"marker (typing=, as_is=), or declare requires= for the backends that can")
             engine, event = self.session.engine(self.plan, self.build_config)
-            self._engine, self._build_event = engine, event
+            self._engine = engine
             self.records.append(event.to_record())
+            if self.session.settings.saves or self.session.settings.compare_run:
+                self._record_realized(engine)
             if self.session.settings.parser_check != "off":
                 # --trt-parser-check: a verdict beside the backend's; a failure fails the test after
                 # its body ran (plugin.pytest_runtest_makereport), so no accuracy verdict is lost
                 self._parser_check(self.session.settings.parser_check)
         return self._engine
+
+    def _record_realized(self, engine) -> None:
+        """Runs are saved or compared: which precision each compute node of the engine ran in (its layer
+        report), the map once per engine and process (:class:`~pytest_trt.core.records.RealizedRecord`)."""
+        key = f"{engine.backend_name}:{self.plan.fingerprint()}"
+        first = key not in self.session.realized_engines
+        nodes = None
+        if first:
+            try:
+                report = engine.layers()
+            except Exception as exc:  # the history's view; never the test's verdict
+                warnings.warn(f"pytest-trt: no layer report of {self.model.label} for the saved run: {exc}",
+                              stacklevel=2)
+                return
+            self.session.realized_engines.add(key)
+            # as the ledger reads it (NodeObservation.realized), keyed by the report's canonical names
+            # (issue 30, Model.names): what two runs are matched by
+            nodes = {o.label: o.realized for o in report.nodes.values() if o.status != "fixed"}
+            source = report.source
+        else:
+            source = "see the first test of this engine"
+        self.records.append(RealizedRecord(model=self.model.label, model_sha256=self.model.sha256,
+                                           plan=self.plan.fingerprint(), policy=self.plan.policy.describe(),
+                                           backend=engine.backend_name, source=source, nodes=nodes))
 
     def _parser_check(self, which: str, *, explicit: bool = False):
         check = self.session.parser_check(self.plan, self.build_config, which)
@@ -313,7 +341,7 @@ class TrtCase:
             self.records.append(ParserRecord.from_check(check, explicit=explicit))
         return check
 
-    def check_parser(self, which: str = "tensorrt-rtx"):
+    def check_parser(self, which: str = PARSER_CHECK_LIBRARY):
         """Parse and build this case's plan with TensorRT-RTX's real parser (CPU or GPU) and judge
         every node, planned vs parsed (see :mod:`pytest_trt.backends.tensorrt.parser_check`).
 
@@ -412,15 +440,16 @@ class TrtCase:
         engine = self.engine
         expected = self.session.baseline(reference_model(self.model, which), feeds)
         actual = engine.run(feeds)
-        no_check = bool(self.options.get("no_check", False) if no_check is None else no_check)
-        resolved = self.resolve_tolerances(atol, rtol, no_check=no_check)
-        rtol, atol = resolved.rtol, resolved.atol
-        result = compare_outputs(actual, expected, rtol=rtol, atol=atol, min_cosine=min_cosine, min_snr_db=min_snr_db,
-                                 precision=self.plan.low_precision or "fp32", no_check=no_check,
+        criterion = self.criterion(atol, rtol, min_cosine, min_snr_db, no_check=no_check)
+        result = compare_outputs(actual, expected, criterion=criterion,
                                  details=sum(int(getattr(v, "size", 0)) for v in actual.values()) <= DETAILS_MAX_ELEMENTS)
         record = AccuracyRecord(model=self.model.label, backend=engine.backend_name,
-                                policy=self.plan.policy.describe(), seed=self.seed, baseline=which,
-                                gpu=self.session.record_gpu(), result=result.to_json())
+                                policy=self.plan.policy.describe(), seed=self.seed,
+                                baseline=which, gpu=self.session.record_gpu(), result=result.to_json(),
+                                fingerprint={"model_sha256": self.model.sha256, "plan": self.plan.fingerprint(),
+                                             "feeds_sha256": feeds_digest(feeds)})
+        if self.session.outputs_dir is not None:  # --trt-save-outputs: re-checkable elsewhere (pytest-trt runs recheck)
+            record.outputs_file = save_check_outputs(self.session.outputs_dir, dict(feeds), actual)
         if not result.passed:
             # small, JSON-able: error histogram + max-pooled error grid per failing output (HTML report)
             record.figures = failing_output_figures(actual, expected, result)
@@ -429,7 +458,7 @@ class TrtCase:
         lowered: list[str] = getattr(engine, "typing_rule_failures", list)()
         if not result.passed:
             label = reference_label(self.model, which, self.session.settings.baseline_provider)
-            message = self._failure_message(result, feeds, locate, label, which, (rtol, atol))
+            message = self._failure_message(result, feeds, locate, label, which, criterion)
             if lowered:
                 message += "\nalso, under weak typing, node(s) planned FP32 ran lower:\n  " + "\n  ".join(lowered)
             raise AccuracyError(message, result)
@@ -441,7 +470,7 @@ class TrtCase:
                 + "\nUse strong typing (--trt-typing strong), where the network's types are the contract.")
         return result
 
-    def _inputs_line(self, feeds, which: str, tolerances=None) -> str:
+    def _inputs_line(self, feeds, which: str, criterion: Criterion) -> str:
         """Where the inputs came from and how to replay them."""
         seed = getattr(feeds, "seed", None)
         if seed is not None:
@@ -450,32 +479,36 @@ class TrtCase:
         if source:
             return f"  inputs: from {source}"
         try:
-            path, command = self._save_failing_feeds(feeds, which, tolerances)
+            path, command = self._save_failing_feeds(feeds, which, criterion)
         except Exception as exc:  # saving is a courtesy; the failure stays the headline
             return f"  inputs: given by the test (could not save them for replay: {exc})"
         return f"  inputs: given by the test, saved to {path}\n  replay: {command}"
 
-    def _save_failing_feeds(self, feeds, which: str, tolerances=None):
-        """Save feeds the test built itself (e.g. a Hypothesis example) with a replay command.
+    def _save_failing_feeds(self, feeds, which: str, criterion: Criterion):
+        """Save feeds the test built itself (e.g. a Hypothesis example) with a replay command, and the
+        criterion they failed (``<stem>.criterion.json``: every tolerance and floor, per output, with
+        its source), so that the replay judges exactly as the test did.
 
-        Hypothesis replays the shrunk example last, so the file ends up holding it.
+        Hypothesis replays the shrunk example last, so the files end up holding it.
         """
         s = self.session.settings
         base = s.report_json.resolve().parent if s.report_json else s.rootdir
         stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.node.nodeid).strip("_")[:150]
         path = save_feeds(base / ARTIFACTS_DIRNAME / f"{stem}.npz", feeds)
-        command = self.replay_command(shlex.quote(str(path)), which, tolerances)
+        criterion_path = criterion.save(path.with_suffix(CRITERION_SUFFIX))
+        command = self.replay_command(shlex.quote(str(path)), which, shlex.quote(str(criterion_path)))
         write_replay_script(path.with_suffix(".sh"), command,
-                            [f"replays the failing inputs of {comment_text(self.node.nodeid)}"])
+                            [f"replays the failing inputs of {comment_text(self.node.nodeid)}",
+                             f"judged by the test's criterion: {criterion.describe()}"])
         return path, command
 
-    def replay_command(self, feeds_path: str, which: str = "fp32", tolerances=None) -> str:
-        """A ``pytest-trt compare`` command that replays this case on saved feeds."""
+    def replay_command(self, feeds_path: str, which: str = "fp32", criterion_path: str | None = None) -> str:
+        """A ``pytest-trt compare`` command that replays this case on saved feeds (quoted paths).
+
+        ``criterion_path``: a criterion file (:meth:`~pytest_trt.compare.criterion.Criterion.save`)
+        that the replay is judged by (``--criterion``); without it, the tolerances the command line
+        can carry for every output alike."""
         policy = self.plan.policy
-        if tolerances is None:
-            resolved = self.resolve_tolerances()
-            tolerances = (resolved.rtol, resolved.atol)
-        rtol, atol = tolerances
         parts = ["pytest-trt", "compare", shlex.quote(str(self.model.path or self.model.label))]
         if policy.as_is:
             parts.append("--as-is")
@@ -487,31 +520,35 @@ class TrtCase:
             parts += ["--precision", shlex.quote(rule.text())]
         if which != "fp32":
             parts += ["--baseline", which]
-        for flag, values in (("--rtol", rtol), ("--atol", atol)):
-            distinct = set(values.values())
-            if len(distinct) == 1:
-                parts += [flag, repr(float(distinct.pop()))]
-        if any(math.isinf(v) for values in (rtol, atol) for v in values.values()):
-            parts.append("--no-check")  # the console script takes an infinite tolerance only with it
+        if criterion_path is not None:
+            parts += ["--criterion", criterion_path]
+        else:
+            criterion = self.criterion()
+            for flag, values in (("--rtol", criterion.tolerances()["rtol"]), ("--atol", criterion.tolerances()["atol"])):
+                distinct = set(values.values())
+                if len(distinct) == 1:
+                    parts += [flag, repr(float(distinct.pop()))]
+            if criterion.no_check:
+                parts.append("--no-check")  # the console script takes an infinite tolerance only with it
         parts += ["--backend", self.session.backend.name, "--load-inputs", feeds_path]
         return " ".join(parts)
 
-    def _failure_message(self, result, feeds, locate, reference: str = "FP32 ONNX Runtime baseline",
-                         which: str = "fp32", tolerances=None) -> str:
+    def _failure_message(self, result, feeds, locate, reference: str, which: str, criterion: Criterion) -> str:
         engine = self.engine
         lines = [
             f"{self.model.label}: {engine.backend_name} engine [{self.plan.policy.describe()}] differs from the "
             f"{reference}",
         ]
-        if engine.backend_name == "emulate":
-            lines.append("  (backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)")
-        lines.append(self._inputs_line(feeds, which, tolerances))
+        disclaimer = self.session.backend.disclaimer
+        if disclaimer:
+            lines.append(f"  (backend {engine.backend_name}: {disclaimer})")
+        lines.append(self._inputs_line(feeds, which, criterion))
         lines.append(result.message())
         if locate if locate is not None else self.options.get("locate_on_failure", self.session.settings.locate_on_failure):
             try:
-                probe_before = getattr(engine, "_probe", None)
+                before = engine.layerwise_engine
                 found = locate_divergence(engine, feeds)
-                self._record_probe(engine, probe_before, "locate")
+                self._record_layerwise_engine(engine, before, "locate")
                 self._record_layerwise(found)
                 lines.append(found.message())
             except Exception as exc:  # the accuracy failure stays the headline
@@ -576,9 +613,9 @@ class TrtCase:
     def locate(self, feeds: dict | None = None, **kwargs):
         """Layerwise comparison: the first node whose error jumps (see pytest_trt.locate_divergence)."""
         engine = self.engine
-        probe_before = getattr(engine, "_probe", None)
+        before = engine.layerwise_engine
         found = locate_divergence(engine, self.feeds() if feeds is None else feeds, **kwargs)
-        self._record_probe(engine, probe_before, "locate")
+        self._record_layerwise_engine(engine, before, "locate")
         self._record_layerwise(found)
         return found
 
@@ -592,26 +629,30 @@ class TrtCase:
                                          build_seconds=round(float(info.build_seconds or 0.0), 4), key=info.key,
                                          gpu=self.session.record_gpu(), via=via))
 
-    def _record_probe(self, engine, before, via: str) -> None:
-        """TensorRT < 10.12: a layerwise comparison builds (or loads) a separate probe engine."""
-        probe = getattr(engine, "_probe", None)
-        if probe is not None and probe is not before:
-            self._record_engine(getattr(engine, "plan", None), probe, via)
+    def _record_layerwise_engine(self, engine, before, via: str) -> None:
+        """A layerwise comparison that built (or loaded) a separate engine (TensorRT < 10.12:
+        :attr:`~pytest_trt.backends.base.Engine.layerwise_engine`) records it like any engine."""
+        built = engine.layerwise_engine
+        if built is not None and built is not before:
+            self._record_engine(engine.plan, built, via)
 
     def _record_layerwise(self, found) -> None:
         self.records.append(layerwise_record(found, seed=self.seed))
 
     def suggest(self, feeds: dict | None = None, **kwargs):
-        """FP32-fallback search: the patterns to keep in FP32 so the model passes (see pytest_trt.suggest_fp32_islands)."""
-        resolved = self.resolve_tolerances(kwargs.pop("atol", None), kwargs.pop("rtol", None))
-        rtol, atol = resolved.rtol, resolved.atol
+        """FP32-fallback search: the patterns to keep in FP32 so the model passes (see pytest_trt.suggest_fp32_islands).
+
+        Every candidate is judged by the test's criterion (:meth:`criterion`: ``atol``, ``rtol``,
+        ``min_cosine``, ``min_snr_db`` arguments > marker > options > defaults; never ``no_check``: a
+        search needs a verdict)."""
+        criterion = self.criterion(*(kwargs.pop(k, None) for k in ("atol", "rtol", "min_cosine", "min_snr_db")),
+                                   no_check=False, caller="trt.suggest()")
         kwargs.setdefault("baseline_provider", self.session.settings.baseline_provider)
         if feeds is None:
             feeds = self.feeds()
         kwargs.setdefault("on_engine", lambda plan, engine: self._record_engine(plan, engine, "suggest"))
-        return suggest_fp32_islands(self.model, self.plan.policy, feeds,
-                                    backend=self.session.backend, cache=self.session.cache, rtol=rtol, atol=atol,
-                                    config=self.build_config, **kwargs)
+        return suggest_fp32_islands(self.model, self.plan.policy, feeds, backend=self.session.backend,
+                                    cache=self.session.cache, criterion=criterion, config=self.build_config, **kwargs)
 
 
 __all__ = ["ARTIFACTS_DIRNAME", "DETAILS_MAX_ELEMENTS", "Feeds", "MARKER_KEYS", "PRECISION_KEYS", "Tolerances",

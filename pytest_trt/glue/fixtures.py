@@ -23,7 +23,7 @@ def _session(config):
         raise UsageError("pytest-trt is not configured (was the plugin disabled with -p no:trt?)")
     session = current_session(config)
     if session is None:  # e.g. request.getfixturevalue("trt_session") in a test that is no trt test
-        session = activate(config, "a trt fixture was requested")
+        session = activate(config)
     return session
 
 

@@ -27,7 +27,6 @@ __all__ = [
     "check_input_names",
     "check_range",
     "did_you_mean",
-    "fmt_shape",
     "inputs_listing",
     "is_finite_number",
 ]
@@ -106,12 +105,6 @@ def as_shape(value: Any, what: str) -> tuple[int, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
         raise InputError(f"{what} must be a tuple of ints like (2, 128), got {value!r}")
     return tuple(as_dim(d, f"{what} dim {i}") for i, d in enumerate(value))
-
-
-def fmt_shape(shape: Iterable[Any]) -> str:
-    """A shape as Python writes a tuple: ``(2, 128)``, ``(4,)``, ``()``."""
-    shape = tuple(shape)
-    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
 def check_range(lo: Any, hi: Any, what: str) -> tuple[Any, Any]:

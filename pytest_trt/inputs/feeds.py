@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..core.formatting import fmt_shape
 from ..core.lazy import lazy_import
 from ..errors import InputError, UsageError
 from ..model.load import Model
-from .declarations import did_you_mean, fmt_shape, inputs_listing
+from .declarations import did_you_mean, inputs_listing
 from .files import load_feeds
 from .generation import MAKE_FEEDS_KEYS, make_feeds
 from .shapes import DimKey, ShapeSolver

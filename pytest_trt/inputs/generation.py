@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from ..core.formatting import fmt_shape
 from ..errors import InputError
-from .declarations import fmt_shape
 from .shapes import ShapeSolver
 from .specs import InputSpec, ModelSource, as_model, input_specs
 from .values import OutlierSpec, fit_to_dtype, normalize_offset, normalize_outliers, resolve_val_ranges_for

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.formatting import fmt_shape
 from ..errors import InputError
 from ..model.load import Model
-from .declarations import as_dim, as_shape, check_input_names, did_you_mean, fmt_shape
+from .declarations import as_dim, as_shape, check_input_names, did_you_mean
 from .parsing import SHAPES_OPTION, parse_input_shape
 from .specs import InputSpec, ModelSource, as_model, input_specs, shape_text
 

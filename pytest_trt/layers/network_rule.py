@@ -2,7 +2,7 @@
 
 A TensorRT network parsed from the plan's strongly typed realization has a dtype on every
 layer output before anything is built. For each layer output of a planned compute node
-(:func:`pytest_trt.backends.tensorrt.backend.check_network_dtypes` finds them), the planned
+(:func:`pytest_trt.backends.tensorrt.network.check_network_dtypes` finds them), the planned
 precision and the parsed one are judged here:
 
 * ``ok``: the same type.

@@ -130,6 +130,18 @@ class NodeObservation:
         """The node as reports name it: its canonical scoped name."""
         return self.canonical or self.node
 
+    @property
+    def realized(self) -> str | None:
+        """The precision the node ran in, as far as the report can tell: None for a fixed node,
+        ``unknown`` where the report cannot show it (an unverifiable node's kernel boundary says
+        nothing about the node: its dtype is not its precision), ``mixed`` for anything but one
+        float precision. The one rule the ledger (issue 32) and saved runs (issue 31) both read."""
+        if self.status == "fixed":
+            return None
+        if self.status == "unverifiable" or not self.observed:
+            return "unknown"
+        return self.observed if self.observed in ("fp32", "fp16", "bf16") else "mixed"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "node": self.node, "canonical": self.label, "module": self.module, "module_class": self.module_class,
@@ -198,8 +210,9 @@ class LayerReport:
         return report
 
     @classmethod
-    def from_emulation(cls, plan: PrecisionPlan) -> LayerReport:
-        """The emulate backend's report: each compute node emulated in its planned precision, by construction."""
+    def from_emulation(cls, plan: PrecisionPlan, *, backend: str = "emulate") -> LayerReport:
+        """An emulating backend's report (``emulate``, or a plugin's wrapping it): each compute node
+        emulated in its planned precision, by construction."""
         nodes = {}
         for name, d in plan.nodes.items():
             if d.precision is None or d.kind != "compute":
@@ -211,7 +224,7 @@ class LayerReport:
                     "emulated: the emulation graph rounds this node's outputs to the planned precision",
                     (d.precision,), (), "emulated",
                 )
-        return cls(layers=[], nodes=_named(nodes, plan), source="emulation", typing="emulated", backend="emulate",
+        return cls(layers=[], nodes=_named(nodes, plan), source="emulation", typing="emulated", backend=backend,
                    names=_names_of(plan),
                    notes=["EMULATED on ONNX Runtime CPU: derived from the plan's realization (emulated = planned by "
                           "construction), not observed; this says nothing about what TensorRT would run (fusion, "

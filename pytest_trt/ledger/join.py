@@ -121,14 +121,10 @@ class _Join:
                     unit.time_ms, unit.stats = stats.median, stats.to_json()
 
     def realized(self, name: str) -> str | None:
-        """The realized precision of a compute node; ``unknown`` where the report cannot show it (an
-        unverifiable node's kernel boundary says nothing about the node: its dtype is not its precision)."""
+        """The realized precision of a compute node (:attr:`NodeObservation.realized`); None for a node
+        the report does not have."""
         obs = self.report.nodes.get(name)
-        if obs is None or obs.status == "fixed":
-            return None
-        if obs.status == "unverifiable" or not obs.observed:
-            return "unknown"
-        return obs.observed if obs.observed in ("fp32", "fp16", "bf16") else "mixed"
+        return None if obs is None else obs.realized
 
     # -- rows ---------------------------------------------------------------------------
     def rows(self, total: float | None) -> list[LedgerRow]:

@@ -45,6 +45,7 @@ from ..errors import BackendUnavailable
 from ..layers.ort_profile import read_ort_profile
 from ..layers.timing import LayerProfile
 from ..realize import realize_strong
+from ..realize.weight_sets import save_with_weights
 
 if TYPE_CHECKING:  # pragma: no cover
     import onnxruntime as ort
@@ -80,21 +81,26 @@ def ort_cuda_reason() -> str | None:
     return None
 
 
-def _write_model(proto: onnx.ModelProto, path: Path) -> None:
+def _write_model(proto: onnx.ModelProto, path: Path, model: Any = None) -> None:
+    if model is not None and getattr(model, "has_external_weights", False):
+        # a realization of a model with external weights refers to them: the worker gets a copy
+        # with its weights beside it (issue 29; the worker is a separate process)
+        save_with_weights(proto, model, path)
+        return
     large = proto.ByteSize() > EXTERNAL_DATA_BYTES
     onnx.save_model(proto, str(path), save_as_external_data=large, all_tensors_to_one_file=True,
                     location=path.name + ".data")
 
 
 def run_worker(directory: Path, proto: onnx.ModelProto | None, feeds: dict, *, provider: str, warmup: int,
-               iterations: int, profile: bool, label: str = "model") -> dict[str, Any]:
+               iterations: int, profile: bool, label: str = "model", model: Any = None) -> dict[str, Any]:
     """One worker run in ``directory`` (created by the caller, a temporary one): returns its result,
     with ``events`` (the parsed profile) when ``profile``. ``proto`` None: reuse the model already there.
 
     ``provider="cpu"`` exists for the tests of the profile's format; nothing in pytest-trt times on it.
     """
     if proto is not None:
-        _write_model(proto, directory / "model.onnx")
+        _write_model(proto, directory / "model.onnx", model)
         arrays: dict[str, np.ndarray] = {str(k): np.asarray(v) for k, v in feeds.items()}
         np.savez(directory / "feeds.npz", **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as its bool flag
     (directory / "job.json").write_text(json.dumps({"provider": provider, "warmup": warmup, "iterations": iterations,
@@ -145,7 +151,7 @@ def profile_from_runs(proto: onnx.ModelProto, end_to_end: dict[str, Any], per_no
 
 
 def time_model(proto: onnx.ModelProto, feeds: dict, *, warmup: int = 10, iterations: int = 50,
-               per_node: bool = True, label: str = "model") -> LayerProfile:
+               per_node: bool = True, label: str = "model", model: Any = None) -> LayerProfile:
     """A model (already realized) on ONNX Runtime CUDA: end-to-end latencies and, with ``per_node``,
     each node's time (see the module docstring). Raises :class:`OrtTimingError` when it cannot run."""
     reason = ort_cuda_reason()
@@ -156,7 +162,7 @@ def time_model(proto: onnx.ModelProto, feeds: dict, *, warmup: int = 10, iterati
     with tempfile.TemporaryDirectory(prefix="pytest-trt-ort-timing-") as tmp:
         directory = Path(tmp)
         e2e = run_worker(directory, proto, feeds, provider="cuda", warmup=warmup, iterations=iterations,
-                         profile=False, label=label)
+                         profile=False, label=label, model=model)
         nodes = (run_worker(directory, None, feeds, provider="cuda", warmup=warmup, iterations=iterations,
                             profile=True, label=label) if per_node else None)
     return profile_from_runs(proto, e2e, nodes, warmup=warmup, iterations=iterations)
@@ -166,4 +172,4 @@ def time_plan(plan: PrecisionPlan, feeds: dict, *, warmup: int = 10, iterations:
               per_node: bool = True) -> LayerProfile:
     """The plan's strongly typed realization timed on ONNX Runtime CUDA (:func:`time_model`)."""
     return time_model(realize_strong(plan), feeds, warmup=warmup, iterations=iterations, per_node=per_node,
-                      label=f"{plan.model.label} [{plan.policy.describe()}]")
+                      label=f"{plan.model.label} [{plan.policy.describe()}]", model=plan.model)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.formatting import fmt_ms, fmt_share
+
 __all__ = ["TOP", "headline", "ledger_text", "rollup_line", "summary_lines", "top_units"]
 
 #: units shown by default (terminal summary, ``pytest-trt layers --ledger`` without ``--all``)
@@ -19,14 +21,6 @@ TOP = 10
 _CPU_PROVIDER = "CPUExecutionProvider"
 _ORIGINS = {"realization": "inserted by the realization", "runtime": "inserted by ONNX Runtime",
             "engine": "carrying no node of the model"}
-
-
-def _pct(x) -> str:
-    return "-" if not isinstance(x, (int, float)) else f"{100.0 * x:.1f}%"
-
-
-def _ms(x) -> str:
-    return "-" if not isinstance(x, (int, float)) else f"{x:.4g}"
 
 
 def _cut(text: Any, width: int) -> str:
@@ -57,7 +51,7 @@ def rollup_line(data: dict, key: str = "precisions") -> str:
     for bucket, entry in (data.get(key) or {}).items():
         name = "fp32 (FP32 islands)" if bucket == "fp32" and low and key == "precisions" else bucket
         what = f"{entry.get('nodes', 0)} nodes" if bucket != "other" else f"{entry.get('units', 0)} units"
-        parts.append(f"{name} {_pct(entry.get('share'))} ({what})" if data.get("time_source")
+        parts.append(f"{name} {fmt_share(entry.get('share'))} ({what})" if data.get("time_source")
                      else f"{name} {what}")
     label = "by declared precision" if key == "precisions" else "by realized precision"
     return f"{label}: " + (", ".join(parts) or "-")
@@ -90,7 +84,7 @@ def _unit_line(data: dict, unit: dict, total: float | None) -> str:
         what = f"{unit.get('layer_type') or 'layer'} {_ORIGINS.get(str(unit.get('origin')), 'carrying no node of the model')}"
     flag = " [CPU provider]" if unit.get("provider") == _CPU_PROVIDER else ""
     flag += " [not in the inspector's layers]" if unit.get("unmatched") else ""
-    return (f"    {_pct(share):>6}  {_ms(unit['time_ms']):>9}  {'+-' + _pct(spread) if spread is not None else '':>8}  "
+    return (f"    {fmt_share(share):>6}  {fmt_ms(unit['time_ms']):>9}  {'+-' + fmt_share(spread) if spread is not None else '':>8}  "
             f"{unit.get('bucket', '-'):<6}  {_cut(_realized_of(data, unit), 22):<22}  {_cut(unit['name'], 70)}  "
             f"({_cut(what, 60)}){flag}")
 
@@ -152,8 +146,8 @@ def _row_cells(r: dict, node_units: bool) -> tuple[str, ...]:
     if r.get("origin") != "model":
         path = f"({r.get('origin')}) {path}"
     return (_cut(path, 70), r.get("op_type") or "-", r.get("declared") or "-", _cut(r.get("rule"), 28),
-            r.get("realized") or "-", r.get("evidence") or "-", _cut(unit, 60), shared, _ms(r.get("time_ms")),
-            _pct(r.get("share")))
+            r.get("realized") or "-", r.get("evidence") or "-", _cut(unit, 60), shared, fmt_ms(r.get("time_ms")),
+            fmt_share(r.get("share")))
 
 
 def ledger_text(data: dict, *, top: int | None = None) -> str:

@@ -32,10 +32,11 @@ that ``x - mean`` does not inherit; without this rule it would be blamed on heal
 Only compute nodes of the plan can be divergent (a ``Constant`` rounded by FP16, such as
 LayerNorm's epsilon 1e-12 becoming 0, is reported but never blamed).
 
-An engine's ``+-inf`` where the FP32 reference holds a *masking value* of the same sign (an
-attention mask's ``-FLT_MAX``, beyond the plan's low-precision range: see
-:mod:`pytest_trt.locate.masking`) is what the mask means in that precision: such elements are counted
-in ``saturated``, not as NaN/Inf, and leave the node's error alone.
+An engine's ``+-inf``, or the low precision's largest finite value (65504 in FP16), of the same
+sign where the FP32 reference holds a *masking value* (an attention mask's ``-FLT_MAX``, beyond
+the plan's low-precision range: see :func:`pytest_trt.locate.masking.saturation`) is what the
+mask means in that precision: such elements are counted in ``saturated``, not as NaN/Inf, and
+leave the node's error alone (neither ``max_abs`` nor ``max_ref`` includes them).
 
 Tensors the engine does not expose (TensorRT fuses them away) are ``available=False``;
 their consumers are judged against the worst error further upstream.
@@ -49,17 +50,21 @@ from __future__ import annotations
 
 import math
 import shlex
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..core.dtypes import LARGEST_FINITE
+from ..core.formatting import fmt_error
 from ..core.jsonsafe import json_number
 from ..model.names import short_class
-from ..reference.baseline import fp32_intermediates
-from .masking import is_masking, sentinels
+from ..reference.baseline import fp32_intermediates, release_heavy_sessions
+from .masking import saturation, sentinels
 from .scopes import scope_pattern
+from .segments import SegmentedValues, SpilledValues, segment_tensors, segments_budget
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..backends.base import Engine
@@ -70,7 +75,6 @@ __all__ = [
     "Divergence",
     "TensorError",
     "compare_tensors",
-    "fmt_error",
     "locate_divergence",
 ]
 
@@ -102,8 +106,9 @@ class TensorError:
         nan, inf: NaN / Inf elements of the engine where the reference is finite.
         nonfinite: elements where engine and reference disagree and one is NaN/Inf.
         saturated: elements where the reference holds a masking value beyond the plan's low
-            precision and the engine the infinity of the same sign (a mask saturating as
-            intended); not counted in ``nan``, ``inf``, ``nonfinite`` or the errors.
+            precision and the engine the infinity or the largest finite value of the same sign
+            (a mask saturating as intended); not counted in ``nan``, ``inf``, ``nonfinite``,
+            the errors or ``max_ref``.
         upstream: worst ``rel`` of the node's inputs (graph inputs and weights count 0).
         worst_input: the input tensor with that error (None when all are exact).
         upstream_nonfinite: some input already had non-finite disagreements.
@@ -194,7 +199,7 @@ class Divergence:
         first: the first divergent tensor in topological order (None if none).
         top: the largest contributors (introduced NaN/Inf first, then by jump), at most ``top``.
         tensors: every compared float tensor, in topological order.
-        note: how the engine's values were obtained (e.g. a separate probe build).
+        note: how the engine's values were obtained (e.g. a separate layerwise build).
         threshold, jump: the criterion used.
         model, backend, policy: what was compared.
         outputs: rows of the graph outputs.
@@ -275,7 +280,9 @@ class Divergence:
             nodes = ", ".join(t.label for t in masked[:3]) + (f" and {len(masked) - 3} more" if len(masked) > 3 else "")
             lines.append(f"masking values: {sum(t.saturated for t in masked)} element(s) where FP32 holds a masking "
                          f"constant beyond the {self.low_precision} range (such as an attention mask's -FLT_MAX) are "
-                         f"+-inf in the engine at {nodes}: the mask saturating as intended, not counted as NaN/Inf")
+                         f"+-inf or +-{LARGEST_FINITE.get(self.low_precision or '', math.inf):.5g} (the largest "
+                         f"finite {self.low_precision} value) in the engine at {nodes}: the mask saturating as "
+                         f"intended, not counted as NaN/Inf or as an error")
         outs = self.outputs
         if outs:
             lines.append("outputs: " + "; ".join(f"{t.tensor} max abs {fmt_error(t.max_abs)} rel {fmt_error(t.rel)}"
@@ -333,14 +340,11 @@ def locate_divergence(engine: Engine, feeds: dict, *, threshold: float | None = 
     """
     plan = engine.plan
     model = plan.model
-    values, note = engine.run_layerwise(feeds)
-    if reference is None:
-        reference = fp32_intermediates(model, feeds, provider=provider)
     low = plan.low_precision
     if threshold is None:
         threshold = DEFAULT_THRESHOLDS.get(low, DEFAULT_THRESHOLDS[None])
-    rows = compare_tensors(model, plan, values, reference, threshold=threshold, jump=jump,
-                           floor=UNIT_ROUNDOFF.get(low, UNIT_ROUNDOFF[None]))
+    floor = UNIT_ROUNDOFF.get(low, UNIT_ROUNDOFF[None])
+    rows, note = _rows(engine, feeds, reference, provider, threshold=threshold, jump=jump, floor=floor)
     first = next((t for t in rows if t.divergent), None)
     # Divergent rows first; then other real amplifications (at least 2x, not negligible in size).
     ranked = sorted((t for t in rows if t.available and t.compute
@@ -358,9 +362,42 @@ def locate_divergence(engine: Engine, feeds: dict, *, threshold: float | None = 
     )
 
 
-def compare_tensors(model, plan, values: dict, reference: dict, *, threshold: float, jump: float = DEFAULT_JUMP,
+def _rows(engine: Engine, feeds: dict, reference: dict | None, provider: str, *, threshold: float, jump: float,
+          floor: float) -> tuple[list[TensorError], str]:
+    """The per-tensor rows and how the engine's values were obtained; a big model's reference first, then
+    the engine (only one of them holds the weights at a time), segment by segment above the budget
+    (:mod:`pytest_trt.locate.segments`)."""
+    plan = engine.plan
+    model = plan.model
+    segments = segment_tensors(model, feeds) if reference is None else []
+    big = getattr(model, "has_external_weights", False)
+    if big and reference is None:
+        engine.release()  # its bound weights go while the reference runs
+    if len(segments) > 1:
+        with tempfile.TemporaryDirectory(prefix="pytest-trt-locate-") as tmp:
+            ref = SpilledValues(Path(tmp))
+            for seg in segments:
+                ref.add(fp32_intermediates(model, feeds, names=seg, provider=provider))
+            if big:
+                release_heavy_sessions()
+            values = SegmentedValues(engine, feeds, segments)
+            rows = compare_tensors(model, plan, values, ref, threshold=threshold, jump=jump, floor=floor)
+            return rows, f"{values.note}; compared in {len(segments)} segments (activations over " \
+                         f"{segments_budget()} bytes)"
+    if reference is None:
+        reference = fp32_intermediates(model, feeds, provider=provider)
+        if big:
+            release_heavy_sessions()
+    whole, note = engine.run_layerwise(feeds)
+    return compare_tensors(model, plan, whole, reference, threshold=threshold, jump=jump, floor=floor), note
+
+
+def compare_tensors(model, plan, values: Any, reference: Any, *, threshold: float, jump: float = DEFAULT_JUMP,
                     floor: float = UNIT_ROUNDOFF["fp16"]) -> list[TensorError]:
-    """Per-tensor rows in topological order (the work behind :func:`locate_divergence`)."""
+    """Per-tensor rows in topological order (the work behind :func:`locate_divergence`).
+
+    ``values`` and ``reference``: ``{tensor: array}`` dicts, or anything with ``get``/``in``/``[]`` that
+    loads tensors on demand (the segments of a big model)."""
     decisions = plan.nodes if plan is not None else {}
     names = getattr(model, "names", None)
     low = getattr(plan, "low_precision", None)
@@ -458,14 +495,14 @@ def _fill(row: TensorError, actual, expected, masking: tuple | None = None) -> N
         equal = a == r
     disagree = ~(both | equal)  # one side non-finite and not identical (inf == inf is fine)
     inf_here = np.isinf(a) & r_fin
-    if masking is not None and np.any(inf_here):
-        limit, marks = masking
-        candidates = inf_here & (np.abs(r) > limit) & (np.sign(a) == np.sign(r))
-        saturated = np.zeros_like(candidates)
-        saturated[candidates] = is_masking(np.abs(r[candidates]), marks)
+    if masking is not None:
+        # a mask's -FLT_MAX as -inf or clamped to -65504: counted apart, neither NaN/Inf nor error
+        saturated = saturation(a, r, *masking)
         row.saturated = int(np.count_nonzero(saturated))
         disagree &= ~saturated
         inf_here &= ~saturated
+        both &= ~saturated
+        r_fin = r_fin & ~saturated
     row.nonfinite = int(np.count_nonzero(disagree))
     row.nan = int(np.count_nonzero(np.isnan(a) & r_fin))
     row.inf = int(np.count_nonzero(inf_here))
@@ -517,17 +554,6 @@ def _table(rows: list[TensorError]) -> list[str]:
         lines.append(f"{name:<{width}}  {t.op_type[:12]:<12} {(t.precision or '-'):<5} {cls:<{cls_width}} "
                      f"{fmt_error(t.max_abs):>9} {fmt_error(t.rel):>9} {_fmt_jump(t.jump):>9}  {note}".rstrip())
     return lines
-
-
-def fmt_error(x: float | None) -> str:
-    """An error figure as the layerwise and search messages write it: ``1.2e-03``, ``inf``, ``nan``, ``-`` for None."""
-    if x is None:
-        return "-"
-    if math.isinf(x):
-        return "inf"
-    if math.isnan(x):
-        return "nan"
-    return f"{x:.1e}"
 
 
 def _fmt_jump(x: float) -> str:

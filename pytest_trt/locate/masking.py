@@ -18,9 +18,18 @@ a value beyond the range). A computed value that overflows (a LayerNorm's ``Pow`
 reaching 1.5e5) matches no sentinel and stays an overflow that matters. A tensor counts as a
 mask only when *every* one of its out-of-range values is a masking value.
 
+**Saturation.** Where the FP32 reference holds a masking value, the low-precision value is
+*saturated* (the mask meaning what it means, not an error) when it has the same sign and is
+either infinite or the precision's largest finite magnitude ``R`` itself (65504 in FP16): a
+realization clamps ``-FLT_MAX`` to ``-R``, a computation rounds it to ``-inf``. Any other value
+there (a finite number below ``R``, the opposite sign, NaN) is an error like any other, and so
+is every value where the reference is not a masking value: a real overflow (FP32 beyond ``R``,
+matching no sentinel) clamped to ``R`` or turned into ``inf`` is still reported.
+:func:`saturation` is this rule; every comparison that allows for masks calls it.
+
 Used by the range diagnosis (:mod:`pytest_trt.locate.ranges`: masks are not named as the overflow to
-fix) and the layerwise comparison (:mod:`pytest_trt.locate.divergence`: ``-inf`` where FP32 holds a
-masking value of the same sign is not counted as NaN/Inf introduced).
+fix) and the layerwise comparison (:mod:`pytest_trt.locate.divergence`, and through it ``suggest``:
+saturated elements are counted apart, not as NaN/Inf introduced nor as an error).
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ from onnx import AttributeProto, TensorProto, numpy_helper
 
 from ..core import runstate
 
-__all__ = ["FLT_MAX", "MATCH", "MAX_SCANNED", "is_masking", "sentinels"]
+__all__ = ["FLT_MAX", "MATCH", "MAX_SCANNED", "is_masking", "saturation", "sentinels"]
 
 #: The largest finite float32 value: ``torch.finfo(torch.float32).min`` is its negative.
 FLT_MAX = float(np.finfo(np.float32).max)
@@ -57,7 +66,7 @@ def sentinels(model: Any, limit: float) -> np.ndarray:
         return memo[key]
     found = {FLT_MAX}
     graph = model.proto.graph if hasattr(model, "proto") else model.graph
-    for array in _constant_arrays(graph):
+    for array in _constant_arrays(graph, getattr(model, "weights", None)):
         if array.dtype.kind != "f" or array.size == 0:
             continue
         with np.errstate(invalid="ignore"):
@@ -79,10 +88,30 @@ def is_masking(magnitudes: np.ndarray, marks: np.ndarray) -> np.ndarray:
     return out
 
 
-def _constant_arrays(graph) -> Iterator[np.ndarray]:
-    """Float constants one at a time (a weight's copy is dropped before the next is made)."""
+def saturation(actual: np.ndarray, expected: np.ndarray, limit: float, marks: np.ndarray) -> np.ndarray:
+    """Elementwise: where ``expected`` (FP32) holds a masking value beyond ``limit`` (the low
+    precision's largest finite value) and ``actual`` (the low-precision result, same shape) holds
+    the same sign's infinity or ``+-limit`` itself: the mask saturating as intended (module doc)."""
+    a = np.asarray(actual, dtype=np.float64)
+    r = np.asarray(expected, dtype=np.float64)
+    out = np.zeros(r.shape, dtype=bool)
+    with np.errstate(invalid="ignore"):
+        candidates = (np.isfinite(r) & (np.abs(r) > limit) & (np.sign(a) == np.sign(r))
+                      & (np.isinf(a) | (np.abs(a) == limit)))
+    if np.any(candidates):
+        out[candidates] = is_masking(np.abs(r[candidates]), marks)
+    return out
+
+
+def _constant_arrays(graph, weights: Any = None) -> Iterator[np.ndarray]:
+    """Float constants one at a time (a weight's copy is dropped before the next is made). An
+    initializer held by reference is read through the model's weight store (``weights``: mapped)."""
     for t in graph.initializer:
         if t.data_type in _FLOAT_TYPES and math.prod(t.dims) <= MAX_SCANNED:
+            if t.HasField("data_location") and t.data_location == TensorProto.EXTERNAL:
+                if weights is not None and t.name in weights:
+                    yield np.asarray(weights.array(t.name))
+                continue
             yield numpy_helper.to_array(t)
     for node in graph.node:
         if node.op_type not in ("Constant", "ConstantOfShape") or node.domain not in ("", "ai.onnx"):

@@ -1,8 +1,14 @@
 """Loading and checking ONNX models.
 
 A :class:`Model` is the one object every later stage (plan, realizations, baseline,
-backends, inputs) receives. It is created once per file and carries the content hash
-used in cache keys, so a changed file never reuses a stale engine.
+backends, inputs) receives: its structure (``proto``: nodes, initializer names, types and
+shapes) and its weight store (``weights``, :class:`~pytest_trt.model.weights.WeightStore`: lazy,
+memory-mapped access to the initializer values). A model read from a file never holds its
+large weights in memory: external data stays in its files, and a big single-file model is
+read through a memory map (:mod:`pytest_trt.model.weights.singlefile`). Its identity
+(``sha256``, the model part of every cache key) is a hash over the structure and every
+initializer's bytes (:mod:`pytest_trt.model.weights.identity`), so a changed file never reuses a
+stale engine.
 """
 
 from __future__ import annotations
@@ -14,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx.external_data_helper import ExternalDataInfo, load_external_data_for_model, uses_external_data
+from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 
 from ..errors import ModelError
 from .functions import inline_local_functions
 from .names import NodeNames
+from .weights import WeightStore, current_memo, inline_small_external, model_identity, read_structure
 
 
 @dataclass(eq=False)
@@ -26,25 +33,50 @@ class Model:
     """An ONNX model read from disk (or given in memory), checked, with stable node names.
 
     Attributes:
-        proto: the ``onnx.ModelProto`` (external data loaded).
+        proto: the ``onnx.ModelProto`` structure. Initializers stored as external data (and
+            the large initializers of a big single-file model) stay references without their
+            bytes; read values through ``weights``.
         path: the file it came from, or None for an in-memory model.
-        sha256: hash of the serialized model: the model part of every cache key.
-        renamed_nodes: ``{new_name: reason}`` for nodes that had no name or a duplicate
-            name; patterns and reports use the new names.
+        weights: the model's :class:`~pytest_trt.model.weights.WeightStore` (the one weight store:
+            nothing else copies or serializes a model's weights).
+        derived_from: the model whose weights this one computes with (the FP32 upcast of an
+            FP16 model); its identity then derives from that model's.
         names: every node's canonical scoped name, module path and module classes
             (:class:`~pytest_trt.model.names.NodeNames`), from node names and metadata only;
             derived from ``proto`` when not given.
+
+    Nodes that had no name or a duplicate one are named when the model is loaded
+    (``<op_type>_<index>``, ``<name>__2``); patterns and reports use those names.
     """
 
     proto: Any
     path: Path | None = None
-    sha256: str = ""
-    renamed_nodes: dict[str, str] = field(default_factory=dict)
     names: NodeNames = field(default=None, repr=False)  # type: ignore[assignment]  # set in __post_init__
+    weights: WeightStore = field(default=None, repr=False)  # type: ignore[assignment]  # set in __post_init__
+    derived_from: Model | None = field(default=None, repr=False)
+    _sha256: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.names is None:
             self.names = NodeNames.of(self.proto.graph)
+        if self.weights is None:
+            self.weights = WeightStore(self.proto, self.path.parent if self.path is not None else None, self.label)
+
+    @property
+    def sha256(self) -> str:
+        """The identity of the model: the model part of every cache key.
+
+        Computed on first use (reading every weight byte unless this run's digest memo vouches
+        for an unchanged file): see :mod:`pytest_trt.model.weights.identity`.
+        """
+        if self._sha256 is None:
+            if self.derived_from is not None:
+                h = hashlib.sha256(b"pytest-trt derived model v1\n" + self.derived_from.sha256.encode())
+                h.update(self.proto.SerializeToString(deterministic=True))  # structure and small inline values
+                self._sha256 = h.hexdigest()
+            else:
+                self._sha256 = model_identity(self.proto, self.weights, current_memo())
+        return self._sha256
 
     @property
     def label(self) -> str:
@@ -65,6 +97,11 @@ class Model:
                 return int(imp.version)
         return 1
 
+    @property
+    def has_external_weights(self) -> bool:
+        """Whether some initializers are held by reference (external data; a big single-file model)."""
+        return bool(self.weights.external_names)
+
     def node_names(self) -> list[str]:
         return [n.name for n in self.proto.graph.node]
 
@@ -76,28 +113,43 @@ class Model:
         return [o.name for o in self.proto.graph.output]
 
     def serialized(self) -> bytes:
+        """The model as ONNX bytes, weights included: only for models whose weights are all inline.
+
+        A model with external weights is never serialized whole (the protobuf limit, and a copy of
+        every weight): bind it with :mod:`pytest_trt.realize.weight_sets` instead.
+        """
+        if self.has_external_weights:
+            raise ModelError(f"{self.label} keeps its weights outside the model ({len(self.weights.external_names)} "
+                             f"external initializers): it is not serialized with them (internal: use "
+                             f"pytest_trt.realize.weight_sets to bind the weights)")
         return self.proto.SerializeToString()
 
     def __repr__(self) -> str:
-        return f"Model({self.label!r}, sha256={self.sha256[:12]})"
+        return f"Model({self.label!r})"
 
 
-def _name_nodes(proto) -> dict[str, str]:
+def derived_model(proto, source: Model, label: str) -> Model:
+    """A model computed from ``source``'s weights (its references name ``source``'s initializers,
+    see :mod:`pytest_trt.realize.weight_sets`): it shares ``source``'s weight store, and its identity is
+    derived from ``source``'s and its own structure. ``label`` names it in messages."""
+    proto.graph.name = label
+    return Model(proto=proto, path=None, weights=source.weights,
+                 derived_from=source)
+
+
+def _name_nodes(proto) -> None:
     """Give unnamed nodes a name and make duplicate names unique.
 
     Patterns and engine layer names refer to nodes by name, so every node needs one.
     TensorRT's ONNX parser names layers after nodes too; a model whose nodes are
     unnamed gets ``<op_type>_<index>`` names here, which is also what ``plan`` shows.
     """
-    renamed: dict[str, str] = {}
     seen: set[str] = set()
     for index, node in enumerate(proto.graph.node):
         if not node.name:
             base = f"{node.op_type}_{index}"
-            reason = "node had no name"
         elif node.name in seen:
             base = node.name
-            reason = f"duplicate node name {node.name!r}"
         else:
             seen.add(node.name)
             continue
@@ -107,8 +159,6 @@ def _name_nodes(proto) -> dict[str, str]:
             name = f"{base}__{k}"
         node.name = name
         seen.add(name)
-        renamed[name] = reason
-    return renamed
 
 
 def load_model(source: Any, *, check: bool = True, origin: str | None = None) -> Model:
@@ -116,8 +166,10 @@ def load_model(source: Any, *, check: bool = True, origin: str | None = None) ->
 
     ``source`` may be a path, a :class:`Model` (returned as is) or an
     ``onnx.ModelProto``. Errors name the file and say what to do: a missing file, a
-    file that is not ONNX, missing external data, a model ``onnx.checker`` rejects.
-    ``origin`` says where the path came from and how a relative one was resolved, for the
+    file that is not ONNX, missing, truncated or outside-the-folder external data, a model
+    ``onnx.checker`` rejects. A file is checked by path (``onnx.checker.check_model(path)``:
+    works above the 2 GiB protobuf limit, and checks where external data points); its weights
+    are not read (see :class:`Model`). ``origin`` says where the path came from and how a relative one was resolved, for the
     "not found" message (``"model='m.onnx' in the trt marker is relative to the test file
     /p/test_a.py"``); without it a relative path is said to be resolved against the current
     directory, which is what ``open`` does.
@@ -129,42 +181,60 @@ def load_model(source: Any, *, check: bool = True, origin: str | None = None) ->
     path: Path | None = None
     if isinstance(source, onnx.ModelProto):
         proto = onnx.ModelProto()
-        proto.CopyFrom(source)
+        proto.CopyFrom(source)  # (an in-memory model is under the protobuf limit, and is renamed in place below)
     elif isinstance(source, (str, os.PathLike)):
         path = Path(source)
         proto = _read_proto(path, origin)
-        _load_external_data(proto, path)
+        _check_extents(proto, path)
+        inline_small_external(proto, path.parent)
     else:
         raise ModelError(f"expected a path to an ONNX file or an onnx.ModelProto, got {type(source).__name__}")
 
     where = str(path) if path else (proto.graph.name or "in-memory model")
     if check:
-        try:
-            onnx.checker.check_model(proto)
-        except onnx.checker.ValidationError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-            raise ModelError(f"{where} fails onnx.checker: {first}. Fix or re-export the model.") from exc
-    digest = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()
-    renamed = _name_nodes(proto)
+        _check(proto, path, where)
+    _name_nodes(proto)
     inline_local_functions(proto)  # local functions' nodes, named after their call (model/functions.py)
-    return Model(proto=proto, path=path, sha256=digest, renamed_nodes=renamed, names=NodeNames.of(proto.graph))
+    # (the weight store validates every external reference)
+    return Model(proto=proto, path=path, names=NodeNames.of(proto.graph))
+
+
+def _check(proto, path: Path | None, where: str) -> None:
+    """onnx.checker on the file (external data checked where it lies) or on the in-memory proto."""
+    try:
+        onnx.checker.check_model(str(path) if path is not None else proto)
+    except onnx.checker.ValidationError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        if path is not None and ("should be stored in" in first or "points outside" in first
+                                 or "should be a relative path" in first or "symbolic link" in first
+                                 or "hard links" in first):
+            raise ModelError(f"{where} stores weights as external data, and onnx.checker refuses it: {first}. Keep "
+                             f"the external data files (regular files, not links) next to the model.") from exc
+        raise ModelError(f"{where} fails onnx.checker: {first}. Fix or re-export the model.") from exc
+    except ValueError as exc:  # protobuf's EncodeError: an in-memory model over the 2 GiB limit
+        raise ModelError(f"{where} cannot be checked in memory ({exc}): a model over 2 GiB must be saved with "
+                         f"external data (onnx.save_model(..., save_as_external_data=True)) and passed by "
+                         f"path") from exc
 
 
 def _read_proto(path: Path, origin: str | None = None) -> onnx.ModelProto:
-    """The ModelProto in ``path`` (external data not loaded yet); ModelError saying what is wrong with the file."""
+    """The structure in ``path`` (weights left in their files); ModelError saying what is wrong with the file."""
     if not path.exists():
         raise ModelError(f"ONNX model not found: {path} (check the path; {origin or not_found_hint(path)})")
     if path.is_dir():
         raise ModelError(f"ONNX model path is a directory, not a file: {path}")
     try:
-        data = path.read_bytes()
+        size = path.stat().st_size
     except OSError as exc:
         raise ModelError(f"cannot read ONNX model {path}: {exc.strerror or exc}") from exc
-    if not data:
+    if not size:
         raise ModelError(f"ONNX model {path} is empty (0 bytes): was it written completely?")
-    proto = onnx.ModelProto()
     try:
-        proto.ParseFromString(data)
+        proto = read_structure(path)
+    except ModelError:
+        raise
+    except OSError as exc:
+        raise ModelError(f"cannot read ONNX model {path}: {exc.strerror or exc}") from exc
     except Exception as exc:  # google.protobuf.message.DecodeError and friends
         raise ModelError(
             f"{path} is not a valid ONNX model (protobuf parse failed: {exc}); "
@@ -182,23 +252,11 @@ def not_found_hint(path: Path) -> str:
     return f"relative paths are resolved against the current directory {Path.cwd()}"
 
 
-def _load_external_data(proto: onnx.ModelProto, path: Path) -> None:
-    """Load the weights ``proto`` keeps in files next to ``path``; ModelError naming a missing one."""
+def _check_extents(proto: onnx.ModelProto, path: Path) -> None:
+    """:func:`_check_external_extents`, a malformed offset or length a ModelError too."""
     try:
-        if any(uses_external_data(t) for t in proto.graph.initializer):
-            _check_external_extents(proto, path)
-            load_external_data_for_model(proto, str(path.parent))
-    except (FileNotFoundError, onnx.checker.ValidationError) as exc:
-        # onnx raises ValidationError ("... should be stored in ..., but it is not regular file")
-        # for a missing data file, FileNotFoundError in older versions
-        missing = getattr(exc, "filename", None) or str(exc).strip().splitlines()[0]
-        raise ModelError(
-            f"{path} stores weights as external data, but a data file is missing: {missing}. "
-            f"Keep the external data files next to the model."
-        ) from exc
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read its external data: {exc}") from exc
-    except ValueError as exc:  # onnx's own checks: a negative or non-numeric offset/length, data past the end
+        _check_external_extents(proto, path)
+    except ValueError as exc:  # onnx's own checks: a negative or non-numeric offset/length
         raise ModelError(f"{path}: its external data is malformed: {exc}. Re-export the model "
                          f"(onnx.save(..., save_as_external_data=True)).") from exc
 

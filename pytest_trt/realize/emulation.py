@@ -17,7 +17,8 @@ so the two realizations agree on which tensor is rounded where:
   and the rounded value carries the ORIGINAL name ``<t>``, so a run with every tensor
   as an output maps 1:1 onto the FP32 baseline's tensors;
 * Casts to a low type become round trips; Casts from a low type to FP32 become Identity;
-* low-precision initializers become FP32 initializers holding the rounded values;
+* low-precision initializers become FP32 initializers holding the rounded values (a reference to a
+  weight set stays one, declared FP32: its values are widened when bound, never stored twice);
 * graph inputs and outputs keep the model's types: an FP16 input is widened on entry,
   an FP16 output is the rounded FP32 value Cast back under its own name (both exact).
 
@@ -40,8 +41,16 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ..core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, PRECISION_OF_ELEM
-from .graph_names import all_tensor_names, rename_outer_refs
-from .strong import NOTES_KEY, PLAN_KEY, REALIZATION_KEY, build_strong, tensor_to_fp32, write_value_info
+from .graph_names import all_tensor_names, fresh_name, rename_outer_refs
+from .strong import (
+    NOTES_KEY,
+    PLAN_KEY,
+    REALIZATION_KEY,
+    build_strong,
+    is_reference,
+    tensor_to_fp32,
+    write_value_info,
+)
 from .widen import widen_attribute_types
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -162,7 +171,12 @@ def _keep_low_io(graph, types: dict[str, int], names: _Names, origin: dict[str, 
 
 def _widen_initializers(graph, types: dict[str, int]) -> None:
     for index, init in enumerate(graph.initializer):
-        if init.data_type in _LOW:
+        if init.data_type in _LOW and is_reference(init):
+            # A reference to a weight set stays one: declared FP32, its stored FP16/BF16 values are
+            # widened when bound (pytest_trt.realize.weight_sets), so the rounded FP32 copy is never stored.
+            init.data_type = ELEM_FLOAT
+            types[init.name] = ELEM_FLOAT
+        elif init.data_type in _LOW:
             widened = numpy_helper.from_array(tensor_to_fp32(init), init.name)
             graph.initializer[index].CopyFrom(widened)
             types[init.name] = ELEM_FLOAT
@@ -187,16 +201,7 @@ class _Names:
         self.nodes = {n.name for n in graph.node}
 
     def tensor(self, base: str) -> str:
-        return self._fresh(base, self.tensors)
+        return fresh_name(base, self.tensors)
 
     def node(self, base: str) -> str:
-        return self._fresh(base, self.nodes)
-
-    @staticmethod
-    def _fresh(base: str, taken: set[str]) -> str:
-        name, k = base, 1
-        while name in taken:
-            k += 1
-            name = f"{base}_{k}"
-        taken.add(name)
-        return name
+        return fresh_name(base, self.nodes)

@@ -1,9 +1,11 @@
-"""Tensor names across an ONNX graph and its subgraphs: what is taken, and renaming outer references.
+"""Tensor names across an ONNX graph and its subgraphs: what is taken, fresh names, and renaming
+outer references.
 
 Graph surgery that inserts tensors (the strong and emulation realizations, the FP32
-upcast) needs every name already used anywhere in the model (:func:`all_tensor_names`),
-and, when it replaces a tensor read by a control-flow node, must point the node's
-subgraphs at the replacement too (:func:`rename_outer_refs`).
+upcast) needs every name already used anywhere in the model (:func:`all_tensor_names`), a
+fresh name for each tensor and node it adds (:func:`fresh_name`, the one generator), and,
+when it replaces a tensor read by a control-flow node, must point the node's subgraphs at the
+replacement too (:func:`rename_outer_refs`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,21 @@ def all_tensor_names(graph: Any) -> set[str]:
             for sub in ([attr.g] if attr.type == _GRAPH else list(attr.graphs) if attr.type == _GRAPHS else []):
                 names |= all_tensor_names(sub)
     return names
+
+
+def fresh_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_2``, ``base_3``, ... : the first not in ``taken``, which it is added to.
+
+    >>> taken = {"x", "x_2"}
+    >>> fresh_name("x", taken), fresh_name("y", taken), sorted(taken)
+    ('x_3', 'y', ['x', 'x_2', 'x_3', 'y'])
+    """
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
 
 
 def rename_outer_refs(node: Any, renames: dict[str, str]) -> None:
@@ -56,4 +73,4 @@ def _rename_in_graph(graph: Any, renames: dict[str, str]) -> None:
             out.name = renames[out.name]
 
 
-__all__ = ["all_tensor_names", "rename_outer_refs"]
+__all__ = ["all_tensor_names", "fresh_name", "rename_outer_refs"]

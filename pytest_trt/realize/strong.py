@@ -45,14 +45,14 @@ from ..core.dtypes import (
     FP32,
     PRECISION_OF_ELEM,
 )
+from ..model.weights import BF16_MAX, FP16_MAX, bf16_bits_to_fp32, round_to, to_bf16_bits, to_fp16  # noqa: F401  (re-exported: their home until issue 29)
 from ..plan import COMPUTE
-from .graph_names import all_tensor_names, rename_outer_refs
+from .graph_names import all_tensor_names, fresh_name, rename_outer_refs
+from .weight_sets import read_refs, ref_set, reference, write_refs
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..plan import PrecisionPlan
 
-FP16_MAX = 65504.0
-BF16_MAX = 3.3895313892515355e38  # 0x7F7F: the largest finite bfloat16
 NOTES_KEY = "pytest_trt.notes"
 REALIZATION_KEY = "pytest_trt.realization"
 PLAN_KEY = "pytest_trt.plan"
@@ -101,53 +101,11 @@ def realization_notes(model) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------
-# numeric conversion of stored values
+# numeric conversion of stored values (the conversions live in pytest_trt.model.weights.convert)
 # --------------------------------------------------------------------------------------
-def to_fp16(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """FP32 -> FP16, saturating finite values at +-65504 (never the 1e4 clamp of other tools).
-
-    Returns the array and the number of clamped values. inf and NaN stay what they are.
-    """
-    values = np.asarray(values, dtype=np.float32)
-    over = np.isfinite(values) & (np.abs(values) > FP16_MAX)
-    clamped = np.where(over, np.sign(values) * FP16_MAX, values)
-    return clamped.astype(np.float16), int(over.sum())
-
-
-def to_bf16_bits(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """FP32 -> BF16 bit patterns (uint16), round to nearest even, saturating finite values.
-
-    Without saturation ``finfo(float32).min`` (a common attention-mask fill) would round
-    to -inf; it becomes the largest finite bfloat16 instead. Returns the bits and the
-    number of clamped values. The one FP32 -> BF16 conversion of pytest-trt (the TensorRT
-    runner feeds BF16 inputs through it too); bit for bit ``ml_dtypes.bfloat16`` except that
-    saturation (tests/unit/test_bf16.py).
-    """
-    values = np.asarray(values, dtype=np.float32)
-    with np.errstate(invalid="ignore"):
-        over = np.isfinite(values) & (np.abs(values) > BF16_MAX)
-        values = np.where(over, np.copysign(np.float32(BF16_MAX), values), values).astype(np.float32)
-    bits = values.view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    nan = np.isnan(values)
-    if nan.any():  # NaN stays NaN (rounding could carry it into inf): the canonical quiet NaN, sign kept,
-        # bit for bit what ml_dtypes.bfloat16 gives
-        rounded[nan] = ((bits[nan] >> 16).astype(np.uint16) & 0x8000) | 0x7FC0
-    return rounded, int(over.sum())
-
-
-def bf16_bits_to_fp32(bits: np.ndarray) -> np.ndarray:
-    """BF16 bit patterns -> FP32 values (exact)."""
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-
-
-def round_to(values: np.ndarray, precision: str) -> np.ndarray:
-    """FP32 values rounded through ``precision`` and back (what a low-precision store keeps)."""
-    if precision == FP32:
-        return np.asarray(values, dtype=np.float32)
-    if precision == FP16:
-        return to_fp16(values)[0].astype(np.float32)
-    return bf16_bits_to_fp32(to_bf16_bits(values)[0])
+def is_reference(tensor) -> bool:
+    """Whether a TensorProto is a reference to weights held outside the graph (external data)."""
+    return tensor.HasField("data_location") and tensor.data_location == onnx.TensorProto.EXTERNAL
 
 
 def tensor_to_fp32(tensor) -> np.ndarray:
@@ -200,6 +158,8 @@ class _StrongBuilder:
         self.initial_values: dict[str, Any] = {}  # constant -> TensorProto as written (or its index)
         self.clamped: dict[tuple[str, str], int] = {}
         self.new_nodes: list = []
+        #: initializers that are references to the model's weights: ``{name: [source, set]}`` (pytest_trt.realize.weight_sets)
+        self.refs: dict[str, list[str]] = read_refs(self.model)
 
     def build(self) -> Realized:
         folded = self._fold_constants()
@@ -214,6 +174,7 @@ class _StrongBuilder:
         self._import_default_domain()
         notes = self._notes()
         self._write_metadata(notes)
+        write_refs(self.model, self.refs)
         return Realized(self.model, self.types, self.origin, notes)
 
     # -- constants -------------------------------------------------------------------------
@@ -249,10 +210,9 @@ class _StrongBuilder:
                 continue
             # Copies for other readers must come from the values as written, not from the converted ones.
             snapshot = type(init)()
-            snapshot.CopyFrom(init)
+            snapshot.CopyFrom(init)  # (a reference carries no bytes: a small copy)
             self.initial_values[init.name] = snapshot
-            converted, clamped = convert_tensor(snapshot, target, init.name)
-            self._count_clamped(init.name, target, clamped)
+            converted = self._converted(snapshot, target, init.name)
             self.graph.initializer[index].CopyFrom(converted)
             if self.model.ir_version < 4:  # its graph input entry (IR < 4 lists every initializer) follows
                 for vi in self.graph.input:
@@ -269,13 +229,24 @@ class _StrongBuilder:
         key = (name, precision)
         if key not in self.copies:
             copy_name = self._unique_tensor(f"{name}__{precision}")
-            converted, clamped = convert_tensor(self._as_written(name), precision, copy_name)
-            self._count_clamped(name, precision, clamped)
+            converted = self._converted(self._as_written(name), precision, copy_name)
             self._add_initializer(converted)
             self.types[copy_name] = ELEM_OF_PRECISION[precision]
             self.origin[copy_name] = name
             self.copies[key] = copy_name
         return self.copies[key]
+
+    def _converted(self, tensor, precision: str, name: str):
+        """``tensor`` (as written) in ``precision`` under ``name``: converted here when inline, else a
+        reference into the model's ``precision`` weight set (converted once per model, shared)."""
+        if is_reference(tensor):
+            source = self.refs.get(tensor.name, [tensor.name])[0]
+            ref = reference(self.plan.model, source, precision, name)
+            self.refs[name] = [source, ref_set(self.plan.model, source, precision)]
+            return ref
+        converted, clamped = convert_tensor(tensor, precision, name)
+        self._count_clamped(tensor.name, precision, clamped)
+        return converted
 
     def _add_initializer(self, tensor) -> None:
         self.graph.initializer.append(tensor)
@@ -349,20 +320,10 @@ class _StrongBuilder:
 
     # -- names -----------------------------------------------------------------------------
     def _unique_tensor(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.tensor_names:
-            k += 1
-            name = f"{base}_{k}"
-        self.tensor_names.add(name)
-        return name
+        return fresh_name(base, self.tensor_names)
 
     def _unique_node(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.node_names:
-            k += 1
-            name = f"{base}_{k}"
-        self.node_names.add(name)
-        return name
+        return fresh_name(base, self.node_names)
 
     # -- bookkeeping -----------------------------------------------------------------------
     def _write_value_info(self) -> None:

@@ -39,6 +39,7 @@ from ..errors import InputError, MissingDependency, ModelError, ProviderFallback
 from ..model.load import Model, load_model
 from ..model.onnx_typing import infer_types
 from ..plan import check_as_written
+from ..realize.weight_sets import BoundWeights, bind
 from .upcast import fp32_reference_model, needs_upcast
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -55,6 +56,11 @@ _SESSIONS_TABLE = "baseline.sessions"  # (key, provider) -> InferenceSession, LR
 _MAX_SESSIONS = 16
 _PLACEMENTS_TABLE = "baseline.placements"  # (model sha256, feeds digest) -> node placement
 _CHECKED_TABLE = "baseline.checked"  # sha256 of models check_as_written passed
+_HEAVY_SHARED_TABLE = "baseline.heavy_shared"  # weights shared by an engine's sessions (weight_sets.bind reuse=)
+#: a session fed at least this many weight bytes is *heavy*: at most one is kept (the others are
+#: released before it is created), so a big model's baseline and engine sessions never hold
+#: their weights at the same time
+HEAVY_BYTES = 256 << 20
 
 
 def onnxruntime_version() -> str:
@@ -129,10 +135,14 @@ def check_runtime(provider: str = "cpu", *, gpu: bool | None = None, source: str
         raise UsageError(f"{source} {provider}: ONNX Runtime's {PROVIDERS[provider]} cannot run here: {exc}") from exc
 
 
-def make_session(model_bytes: bytes | str, *, provider: str = "cpu", label: str = "model", ort: Any = None,
-                 profile_dir: Path | None = None, source: str | None = None) -> Any:
+def make_session(model_bytes: bytes | str | BoundWeights, *, provider: str = "cpu", label: str = "model",
+                 ort: Any = None, profile_dir: Path | None = None, source: str | None = None) -> Any:
     """An ONNX Runtime session over serialized ONNX (or the path of a model file, whose external data
     lies beside it), graph optimizations disabled.
+
+    ``model_bytes`` may be a :class:`~pytest_trt.realize.weight_sets.BoundWeights` (a graph whose large
+    weights are fed on every run from memory-mapped files, see :mod:`pytest_trt.realize.weight_sets`):
+    the session then feeds them itself (:class:`WeightFedSession`).
 
     The session runs on ``provider`` or this raises :class:`UsageError`: ONNX Runtime's own
     fallback to the CPU provider would compute a "cuda" baseline on the CPU without a word.
@@ -164,10 +174,12 @@ def make_session(model_bytes: bytes | str, *, provider: str = "cpu", label: str 
         options.enable_profiling = True
         options.profile_file_prefix = str(profile_dir / "ort_profile")
     provider_entry = (name, {"use_tf32": "0"}) if provider == "cuda" else name
+    bound = model_bytes if isinstance(model_bytes, BoundWeights) else None
+    data = bound.proto.SerializeToString() if bound is not None else model_bytes
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "Specified provider ... is not in available provider names"
-            session = ort.InferenceSession(model_bytes, sess_options=options, providers=[provider_entry])
+            session = ort.InferenceSession(data, sess_options=options, providers=[provider_entry])
     except Exception as exc:  # onnxruntime raises its own exception types
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         raise ModelError(f"ONNX Runtime cannot load {label}: {first}") from exc
@@ -180,7 +192,33 @@ def make_session(model_bytes: bytes | str, *, provider: str = "cpu", label: str 
         )
     if provider == "cuda":
         check_cuda_session(session, label)
+    if bound is not None and bound.arrays:
+        return WeightFedSession(session, bound, ort)
     return session
+
+
+class WeightFedSession:
+    """An ONNX Runtime session whose weights are graph inputs fed from memory-mapped arrays on every run.
+
+    Behaves as the session (attributes are forwarded) except that ``get_inputs()`` lists the
+    model's own inputs only and ``run()`` adds the weights to the feeds. Drop it to release the
+    mappings (its pages stop counting in this process's memory).
+    """
+
+    def __init__(self, session: Any, bound: BoundWeights, ort: Any) -> None:
+        self.session = session
+        self.bound = bound
+        self.weight_feeds = bound.ort_feeds(ort)
+        self.nbytes = bound.nbytes
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+    def get_inputs(self):
+        return [i for i in self.session.get_inputs() if i.name not in self.weight_feeds]
+
+    def run(self, output_names, input_feed, run_options=None):
+        return self.session.run(output_names, {**input_feed, **self.weight_feeds}, run_options)
 
 
 def check_cuda_session(session, label: str = "model") -> dict:
@@ -270,12 +308,42 @@ def cached_session(key: str, make_bytes, *, provider: str = "cpu", label: str = 
         if full in sessions:
             sessions.move_to_end(full)
             return sessions[full]
-    session = make_session(make_bytes(), provider=provider, label=label)
+    # A big model's sessions hold its weights (mapped, or converted for emulation): release those before
+    # the new one binds its own, so a baseline and an engine never hold them at the same time.
+    release_heavy_sessions()
+    made = make_bytes()
+    session = make_session(made, provider=provider, label=label)
+    if isinstance(made, BoundWeights) and made.shared is not None and made.nbytes >= HEAVY_BYTES:
+        with state.lock():  # an engine's weights, shared by its sessions: released with them
+            holders: list[dict] = state.table(_HEAVY_SHARED_TABLE, list)
+            holders.append(made.shared)
     with state.lock():
         sessions[full] = session
         while len(sessions) > _MAX_SESSIONS:
             sessions.popitem(last=False)
     return session
+
+
+def release_heavy_sessions() -> int:
+    """Drop the cached sessions fed with :data:`HEAVY_BYTES` of weights or more (their mappings go with
+    them); returns how many. Called before a heavy session is made, and by stages that hand memory
+    to another runtime (a TensorRT build)."""
+    state = runstate.current()
+    sessions: OrderedDict = state.table(_SESSIONS_TABLE, OrderedDict)
+    with state.lock():
+        heavy = [k for k, s in sessions.items() if getattr(s, "nbytes", 0) >= HEAVY_BYTES]
+        for k in heavy:
+            del sessions[k]
+        shared: list = state.table(_HEAVY_SHARED_TABLE, list)
+        for table in shared:  # the engines bind their weights again when they run next
+            table.clear()
+        heavy += [None] * len(shared)
+        shared.clear()
+    if heavy:
+        import gc
+
+        gc.collect()  # the arrays of a dropped session may sit in reference cycles of ONNX Runtime's wrappers
+    return len(heavy)
 
 
 def run_session(session, feeds: dict, *, output_names=None, label: str = "model") -> dict[str, np.ndarray]:
@@ -315,6 +383,15 @@ def cuda_device_part() -> dict[str, str] | None:
     return {"gpu": first.name, "compute_capability": first.compute_capability, "driver": first.driver}
 
 
+def session_source(model: Model, proto=None) -> bytes | BoundWeights:
+    """What :func:`make_session` is given for ``proto`` (default: the model itself): its bytes when
+    every weight is inline, else the graph with its referenced weights bound as fed inputs."""
+    proto = model.proto if proto is None else proto
+    if not model.has_external_weights:
+        return proto.SerializeToString()
+    return bind(proto, model)
+
+
 def with_outputs(proto, names):
     """A copy of ``proto`` whose graph outputs are ``names`` (types left to ONNX Runtime)."""
     copy = onnx.ModelProto()
@@ -342,7 +419,8 @@ def fp32_baseline(
     model = load_model(model)
 
     def compute() -> dict[str, np.ndarray]:
-        session = cached_session(f"baseline:{model.sha256}", model.serialized, provider=provider, label=str(model.path or model.label))
+        session = cached_session(f"baseline:{model.sha256}", lambda: session_source(model), provider=provider,
+                                 label=str(model.path or model.label))
         return run_session(session, feeds, output_names=model.output_names(), label=str(model.path or model.label))
 
     if cache is None:
@@ -384,7 +462,7 @@ def fp32_baseline(
 def cuda_placement(model: Model, feeds: dict) -> dict:
     """:func:`node_placement` of ``model``'s CUDA baseline session for ``feeds`` (one profiled run)."""
     with tempfile.TemporaryDirectory(prefix="pytest-trt-profile-") as tmp:
-        session = make_session(model.serialized(), provider="cuda", label=str(model.path or model.label),
+        session = make_session(session_source(model), provider="cuda", label=str(model.path or model.label),
                                profile_dir=Path(tmp))
         return node_placement(session, model.proto, feeds)
 
@@ -410,7 +488,7 @@ def fp32_intermediates(model: Model, feeds: dict, *, names=None, provider: str =
     names = list(names) if names is not None else float_tensor_names(model)
     key = f"layerwise:{model.sha256}:{hashlib.sha256(repr(names).encode()).hexdigest()}"
     session = cached_session(
-        key, lambda: with_outputs(model.proto, names).SerializeToString(), provider=provider, label=model.label
+        key, lambda: session_source(model, with_outputs(model.proto, names)), provider=provider, label=model.label
     )
     return run_session(session, feeds, output_names=names, label=model.label)
 

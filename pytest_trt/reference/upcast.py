@@ -64,10 +64,10 @@ from onnx import helper, numpy_helper
 
 from ..core import runstate
 from ..core.dtypes import ELEM_BFLOAT16, ELEM_FLOAT, ELEM_FLOAT16, FLOAT_ELEM_TYPES
-from ..model.load import Model, load_model
+from ..model.load import Model, derived_model, load_model
 from ..model.onnx_typing import infer_types
-from ..realize.graph_names import all_tensor_names, rename_outer_refs
-from ..realize.strong import REALIZATION_KEY, tensor_to_fp32
+from ..realize.graph_names import all_tensor_names, fresh_name, rename_outer_refs
+from ..realize.strong import REALIZATION_KEY, is_reference, tensor_to_fp32
 from ..realize.widen import widen_attribute_types, widened_tensor
 
 # Bump when the transformation changes (the upcast model's hash is its cache key anyway).
@@ -153,8 +153,12 @@ def fp32_reference_model(model, *, remove_qdq: bool = True) -> Model:
         return model
     proto = upcast_to_fp32(model, remove_qdq=remove_qdq)
     # An in-memory Model is labelled by its graph name: say what it is in messages.
-    proto.graph.name = f"{model.label} upcast to FP32{' (Q/DQ removed)' if remove_qdq else ''}"
-    result = load_model(proto)
+    label = f"{model.label} upcast to FP32{' (Q/DQ removed)' if remove_qdq else ''}"
+    if model.has_external_weights:  # its references still name the model's weights: share its store
+        result = derived_model(proto, model, label)
+    else:
+        proto.graph.name = label
+        result = load_model(proto)
     with state.lock():
         cache[key] = result
         while len(cache) > _MAX_MODELS:
@@ -176,16 +180,17 @@ class _Upcast:
         self.names = all_tensor_names(self.proto.graph)
         self._node_names: set[str] | None = None
 
+    def _value(self, tensor) -> Any:
+        """Values of an initializer of the model: through its weight store when a reference."""
+        if is_reference(tensor):
+            return self.source.weights.array(tensor.name)
+        return tensor_to_fp32(tensor) if tensor.data_type in _LOW else numpy_helper.to_array(tensor)
+
     def _count(self, what: str) -> None:
         self.counts[what] = self.counts.get(what, 0) + 1
 
     def _fresh(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.names:
-            k += 1
-            name = f"{base}_{k}"
-        self.names.add(name)
-        return name
+        return fresh_name(base, self.names)
 
     def run(self):
         graph = self.proto.graph
@@ -221,20 +226,19 @@ class _Upcast:
             graph.node.extend(casts + nodes)
 
     def _fresh_node(self, base: str) -> str:
-        taken = self._node_names
-        if taken is None:
-            taken = self._node_names = {n.name for n in _all_nodes(self.proto.graph)}
-        name, k = base, 1
-        while name in taken:
-            k += 1
-            name = f"{base}_{k}"
-        taken.add(name)
-        return name
+        if self._node_names is None:
+            self._node_names = {n.name for n in _all_nodes(self.proto.graph)}
+        return fresh_name(base, self._node_names)
 
     # -- every graph: initializers, Constants, Casts, attribute types, value_info ----------
     def _upcast_graph(self, graph, *, main: bool) -> None:
         for index, init in enumerate(graph.initializer):
-            if init.data_type in _LOW:
+            if init.data_type in _LOW and is_reference(init):
+                # a reference to the model's weights stays one, declared FP32: widened when bound
+                # (pytest_trt.realize.weight_sets), never copied here
+                init.data_type = ELEM_FLOAT
+                self._count("low-precision initializers widened to FP32")
+            elif init.data_type in _LOW:
                 graph.initializer[index].CopyFrom(widened_tensor(init, init.name))
                 self._count("low-precision initializers widened to FP32")
         for sparse in graph.sparse_initializer:
@@ -321,7 +325,7 @@ class _Upcast:
 
     def _dequantize_initializer(self, node, qdq: _QdqGraph, new_inits: list) -> str | None:
         """DequantizeLinear(quantized weight) -> Identity(FP32 weight); the reason it stays, or None."""
-        values = _dequantize(node, qdq.inits)
+        values = _dequantize(node, qdq.inits, self._value)
         if values is None:
             return f"{node.name!r} (block or unsupported quantization)"
         name = self._fresh(f"{node.output[0]}__dequantized")
@@ -399,23 +403,25 @@ def _widen_value_info(vi) -> bool:
     return False
 
 
-def _dequantize(node, inits) -> Any:
-    """FP32 values of DequantizeLinear over an initializer (per-tensor or per-axis), None otherwise."""
+def _dequantize(node, inits, value) -> Any:
+    """FP32 values of DequantizeLinear over an initializer (per-tensor or per-axis), None otherwise.
+
+    ``value(tensor)``: the values of an initializer (through the model's weight store)."""
     attrs = {a.name: a for a in node.attribute}
     if attrs.get("block_size") is not None and attrs["block_size"].i:
         return None
     if len(node.input) < 2 or node.input[1] not in inits:
         return None
     try:
-        q = numpy_helper.to_array(inits[node.input[0]]).astype(np.float32)
+        q = np.asarray(value(inits[node.input[0]])).astype(np.float32)
     except Exception:  # INT4 / FP8 storage numpy cannot widen here
         return None
-    scale = tensor_to_fp32(inits[node.input[1]]).astype(np.float32)
+    scale = np.asarray(value(inits[node.input[1]])).astype(np.float32)
     zero = np.zeros_like(scale)
     if len(node.input) > 2 and node.input[2]:
         if node.input[2] not in inits:
             return None
-        zero = numpy_helper.to_array(inits[node.input[2]]).astype(np.float32)
+        zero = np.asarray(value(inits[node.input[2]])).astype(np.float32)
     if scale.size > 1:
         axis = attrs["axis"].i if "axis" in attrs else 1
         axis = axis + q.ndim if axis < 0 else axis

@@ -19,6 +19,7 @@ from ..core.records import (
     EngineRecord,
     LayerwiseRecord,
     PrecisionRecord,
+    RealizedRecord,
     Record,
     as_record,
 )
@@ -39,6 +40,7 @@ _GROUP_KEY: dict[type, Callable[[Any], tuple]] = {
     LayerwiseRecord: lambda r: (r.kind, r.model, r.backend, r.policy),
     EngineRecord: lambda r: (r.kind, r.key or (r.model, r.policy, r.backend)),
     BaselineFallbackRecord: lambda r: (r.kind, r.model, json.dumps(r.nodes)),
+    RealizedRecord: lambda r: (r.kind, r.engine),
 }
 
 
@@ -48,6 +50,8 @@ def _keeps(rec: Record, kept: Record) -> bool:
         return check_badness(rec) < check_badness(kept)
     if isinstance(rec, LayerwiseRecord):
         return True  # Hypothesis replays the shrunk example last
+    if isinstance(rec, RealizedRecord):
+        return rec.nodes is not None and getattr(kept, "nodes", None) is None  # the one with the map
     if isinstance(rec, EngineRecord):
         return not rec.cache_hit  # a build in this test wins over its later in-process reuses
     return False

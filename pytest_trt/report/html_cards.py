@@ -10,9 +10,10 @@ constrained nodes' table; layerwise and parser cards show their curve and node v
 
 from __future__ import annotations
 
+from ..core.formatting import as_float, fmt_cell_err, fmt_cell_tol
 from ..core.records import LayerwiseRecord
 from .html_figures import css_heatmap, css_histogram, esc, svg_curve, value_text
-from .plots import as_float, heatmap_png, histogram_png, layerwise_png, layerwise_points, mismatch_marks
+from .plots import heatmap_png, histogram_png, layerwise_png, layerwise_points, mismatch_marks
 from .rows import (
     BAD_STATUSES,
     GOOD_STATUSES,
@@ -23,7 +24,6 @@ from .rows import (
     scope_of,
     short_class_of,
 )
-from .summary import fmt_err, fmt_tol
 
 #: rows of a precision table before the rest is folded away
 NODE_ROWS = 300
@@ -64,7 +64,7 @@ def _failure_facts(r: dict) -> list[str]:
         facts.append(f"{r['mismatched']} of {r['total']} elements mismatched")
     if out.get("worst_abs_index") is not None:
         vals = out.get("worst_abs_values") or [None, None]
-        facts.append(f"worst abs error {fmt_err(r['max_abs'])} at {tuple(out['worst_abs_index'])}: "
+        facts.append(f"worst abs error {fmt_cell_err(r['max_abs'])} at {tuple(out['worst_abs_index'])}: "
                      f"actual {value_text(vals[0])}, expected {value_text(vals[1])}")
     facts += _advice(out)
     if out.get("nan_actual"):
@@ -82,8 +82,8 @@ def _advice(out: dict) -> list[str]:
     if out.get("advice"):
         return [esc(out["advice"])]
     if out.get("needed_atol") is not None:
-        return [f"would pass with atol &ge; {fmt_err(as_float(out.get('needed_atol')))} or rtol &ge; "
-                f"{fmt_err(as_float(out.get('needed_rtol')))}"]
+        return [f"would pass with atol &ge; {fmt_cell_err(as_float(out.get('needed_atol')))} or rtol &ge; "
+                f"{fmt_cell_err(as_float(out.get('needed_rtol')))}"]
     return []
 
 
@@ -107,6 +107,13 @@ def _error_figures(figures: dict, title: str, use_png: bool) -> str:
     return "".join(parts)
 
 
+def _criterion_html(r: dict) -> str:
+    """The output's criterion with where each value came from (a record without one: its tolerances)."""
+    if r.get("criterion"):
+        return f"criterion {esc(r['criterion'])}"
+    return f"tolerances atol {fmt_cell_tol(r['atol'])}, rtol {fmt_cell_tol(r['rtol'])}"
+
+
 def _failure_card(r: dict, anchor: str, use_png: bool) -> str:
     neutral = tone_of_row(r) == "neutral"
     tag = '<span class="tag">expected failure, caught</span>' if neutral else ""
@@ -115,7 +122,7 @@ def _failure_card(r: dict, anchor: str, use_png: bool) -> str:
     parts = [f'<div class="card{"" if neutral else " fail"}" id="{anchor}"><h3><span class="mono">{abbr_nodeid(r["test"])}'
              f'</span> &rarr; output <span class="mono">{esc(r["output"])}</span>{tag}</h3>',
              f'<div class="note">{esc(r["model"])} on {esc(r["backend"])} [{esc(r["policy"])}], seed {esc(r["seed"])}, '
-             f'baseline {esc(r["baseline"])}; tolerances atol {fmt_tol(r["atol"])}, rtol {fmt_tol(r["rtol"])}</div>',
+             f'baseline {esc(r["baseline"])}; {_criterion_html(r)}</div>',
              "<ul>" + "".join(f"<li>{f}</li>" for f in _failure_facts(r)) + "</ul>"]
     figures = r.get("figures")
     if figures:
@@ -284,7 +291,7 @@ def _layerwise_card(res: dict, rec: LayerwiseRecord, use_png: bool) -> str:
     top = sorted(tensors, key=lambda t: -(as_float(t.get(key)) or 0.0))[:5]
     worst = "".join(f"<li><span class=mono>{esc(t.get('canonical') or t.get('node') or t.get('tensor'))}</span> "
                     f"({esc(t.get('op_type'))}, "
-                    f"{esc(t.get('precision') or '-')}): {key} {fmt_err(as_float(t.get(key)))}</li>" for t in top)
+                    f"{esc(t.get('precision') or '-')}): {key} {fmt_cell_err(as_float(t.get(key)))}</li>" for t in top)
     return (f'<div class="card"><h3><span class="mono">{esc(res["nodeid"])}</span>: {esc(title)}</h3>'
             f'<div class="note">first divergent node: <span class="mono">{esc(first_text)}</span>'
             f'{"; " + esc(rec.note) if rec.note else ""}</div>'

@@ -12,9 +12,9 @@ import html
 import math
 from typing import Any
 
+from ..core.formatting import as_float, fmt_cell_err
 from ..core.records import LayerwiseRecord
-from .plots import NONFINITE_COLOR, as_float, heat_range, layerwise_points, mismatch_marks
-from .summary import fmt_err
+from .plots import NONFINITE_COLOR, heat_range, layerwise_points, mismatch_marks
 
 # light (small error) -> dark (large error), magma-like
 _RAMP = ((252, 253, 191), (254, 176, 120), (241, 96, 93), (183, 55, 121), (114, 31, 129), (44, 17, 95))
@@ -91,7 +91,7 @@ def css_heatmap(figures: dict) -> str:
     cells = []
     for i, row in enumerate(values):
         for j, v in enumerate(row):
-            tip = f"cell ({i},{j}): max |err| {fmt_err(v)}" + (f", {counts[i][j]} mismatched" if counts else "")
+            tip = f"cell ({i},{j}): max |err| {fmt_cell_err(v)}" + (f", {counts[i][j]} mismatched" if counts else "")
             cells.append(f'<div{" class=x" if (i, j) in marks else ""} style="background:{_cell_color(v, lo, hi - lo)}" '
                          f'title="{esc(tip)}"></div>')
     rdims = "x".join(str(d) for d in grid.get("row_dims") or []) or "1"

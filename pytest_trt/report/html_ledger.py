@@ -12,9 +12,9 @@ the nodes, those whose precision is in question first.
 
 from __future__ import annotations
 
+from ..core.formatting import fmt_cell_err, fmt_ms, fmt_share
 from ..ledger.render import headline, rollup_line
 from .html_figures import esc
-from .summary import fmt_err
 
 __all__ = ["LEDGER_CSS", "SORT_SCRIPT", "ledger_section"]
 
@@ -58,17 +58,20 @@ document.querySelectorAll("table.sortable").forEach(function (table) {
 </script>"""
 
 
-def _num(value, digits: int = 4) -> str:
-    """A number cell: the text, and ``data-v`` for sorting (missing values sort last)."""
+def _cell(value, text: str) -> str:
+    """A number cell: the text (:mod:`pytest_trt.core.formatting`), and ``data-v`` for sorting
+    (missing values sort last)."""
     if not isinstance(value, (int, float)):
         return '<td class="num">-</td>'
-    return f'<td class="num" data-v="{value!r}">{value:.{digits}g}</td>'
+    return f'<td class="num" data-v="{value!r}">{text}</td>'
+
+
+def _num(value) -> str:
+    return _cell(value, fmt_ms(value))
 
 
 def _pct(value) -> str:
-    if not isinstance(value, (int, float)):
-        return '<td class="num">-</td>'
-    return f'<td class="num" data-v="{value!r}">{100.0 * value:.1f}%</td>'
+    return _cell(value, fmt_share(value))
 
 
 def _scope_strip(data: dict) -> str:
@@ -80,7 +83,7 @@ def _scope_strip(data: dict) -> str:
     for s, w in zip(scopes, weights, strict=True):
         if w <= 0:
             continue
-        what = (f"{fmt_err(s.get('time_ms'))} ms, {100.0 * w / total:.1f}% of the time" if timed
+        what = (f"{fmt_cell_err(s.get('time_ms'))} ms, {100.0 * w / total:.1f}% of the time" if timed
                 else f"{s.get('nodes')} node(s)")
         declared = ", ".join(f"{n} {p}" for p, n in sorted((s.get("declared") or {}).items()))
         tip = f"{s['scope']}: {what}; declared {declared or '-'}"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 from pathlib import Path
 
+from ..core.formatting import fmt_cell_err, fmt_cell_tol, fmt_ratio
 from ..core.records import AccuracyRecord
 from .condense import condense_records
 from .files import write_atomically
@@ -31,12 +32,12 @@ from .html_cards import (
     tone_of_row,
 )
 from .html_figures import css_heatmap, css_histogram, esc, svg_curve
+from .html_history import drift_by_output, drift_cell, drift_section
 from .html_ledger import LEDGER_CSS, SORT_SCRIPT, ledger_section
 from .json_report import session_metadata
 from .outcomes import tone, verdict_text
 from .plots import matplotlib_available
 from .rows import accuracy_rows, binding_text, engine_counts, ledger_rows, precision_rows, records_of
-from .summary import fmt_err, fmt_ratio, fmt_tol
 
 #: failing outputs drawn with figures (worst first); later cards have the facts only
 FIGURE_CARDS = 40
@@ -100,6 +101,8 @@ abbr{text-decoration:none;cursor:help}
 .net div{width:9px;height:14px;background:#ccc}
 .net div.c{outline:2px solid #1d232b;outline-offset:-1px}.net div.mm{outline:2px solid #e00;outline-offset:-2px}
 .strip{max-width:100%}
+.drift-bad{color:#b3261e}.drift-good{color:#1e7b3c}td.drift{overflow-wrap:anywhere}
+table.drift td.name{overflow-wrap:anywhere}
 """
 
 def _session_section(meta: dict) -> str:
@@ -186,11 +189,15 @@ _TESTS_COLUMNS = (("", 112), ("x tol", 96), ("max abs", 86), ("atol", 58), ("max
                   ("mismatched", 96), ("output", 156), ("test / model [policy]", None), ("engine", 86))
 
 
-def _tests_section(results: list[dict], rows: list[dict], anchors: dict) -> str:
+def _tests_section(results: list[dict], rows: list[dict], anchors: dict, drift=None) -> str:
     """The dashboard: one group per trt test, worst first; per group the test's outcome row, then one
-    row per output (the worst of repeated checks, with the example count); "how bad" columns first."""
+    row per output (the worst of repeated checks, with the example count); "how bad" columns first;
+    with a stored run compared (``drift``), a drift column."""
     if not results:
         return ""
+    columns = _TESTS_COLUMNS + ((("drift", 120),) if drift is not None else ())
+    by_output = drift_by_output(drift)
+    gated = bool(drift is not None and drift.gated)
     by_test: dict[str, list[dict]] = {}
     for r in rows:
         by_test.setdefault(r["test"], []).append(r)
@@ -202,18 +209,20 @@ def _tests_section(results: list[dict], rows: list[dict], anchors: dict) -> str:
     ordered = sorted(results, key=lambda res: (_TONE_ORDER[tone(res)], -worst(res), res["nodeid"]))
     out = ['<section id="tests"><h2>Tests (worst first)</h2>', _TESTS_NOTE,
            '<table class="tests"><colgroup>'
-           + "".join(f'<col style="width:{w}px">' if w else "<col>" for _, w in _TESTS_COLUMNS)
-           + "</colgroup><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h, _ in _TESTS_COLUMNS) + "</tr></thead>"]
+           + "".join(f'<col style="width:{w}px">' if w else "<col>" for _, w in columns)
+           + "</colgroup><thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h, _ in columns) + "</tr></thead>"]
     for res in ordered:
         test_rows = by_test.get(res["nodeid"], [])
-        out.append(f'<tbody class="tone-{tone(res)}">{_test_row(res, test_rows)}')
-        out += [_output_row(r, anchors.get(id(r))) for r in test_rows]
+        out.append(f'<tbody class="tone-{tone(res)}">{_test_row(res, test_rows, len(columns) - 1)}')
+        out += [_output_row(r, anchors.get(id(r)),
+                            drift_cell(by_output.get((r["test"], r["output"])), gated) if drift is not None else "")
+                for r in test_rows]
         out.append("</tbody>")
     out.append("</table></section>")
     return "".join(out)
 
 
-def _test_row(res: dict, test_rows: list[dict]) -> str:
+def _test_row(res: dict, test_rows: list[dict], span: int = 9) -> str:
     """A test's own row: its pill, id, verdict, repeated checks, expected-failure reason, message."""
     t = tone(res)
     checks = [rec for _, rec in records_of([res], AccuracyRecord)]
@@ -233,11 +242,11 @@ def _test_row(res: dict, test_rows: list[dict]) -> str:
         folded = test_rows or t in ("neutral", "good")
         msg = f"<details><summary>message</summary>{body}</details>" if folded else body
     return (f'<tr class="test"><td class="st">{_pill(res)}</td>'
-            f'<td colspan="9" class="name mono">{abbr_nodeid(res["nodeid"])} '
+            f'<td colspan="{span}" class="name mono">{abbr_nodeid(res["nodeid"])} '
             f'<span class="note">&middot; {esc("; ".join(what))}</span>{msg}</td></tr>')
 
 
-def _output_row(r: dict, anchor: str | None) -> str:
+def _output_row(r: dict, anchor: str | None, drift: str = "") -> str:
     """One output's row: status (linked to its card when it failed), how bad, the case, the engine."""
     label = ("nocheck" if r.get("no_check") else "ok") if r["passed"] else \
         ("caught" if tone_of_row(r) == "neutral" else "FAIL")
@@ -249,15 +258,16 @@ def _output_row(r: dict, anchor: str | None) -> str:
     return (f'<tr class="out {"ok" if r["passed"] else "fail"}"><td class="st">{status}</td>'
             f'<td class="num">{fmt_ratio(r["ratio"])}<br><span class="note">{esc(binding_text(r.get("binding")))}'
             f'</span></td>'
-            f'<td class="num">{fmt_err(r["max_abs"])}</td><td class="num">{fmt_tol(r["atol"])}</td>'
-            f'<td class="num">{fmt_err(r["max_rel"])}</td><td class="num">{fmt_tol(r["rtol"])}</td>'
+            f'<td class="num">{fmt_cell_err(r["max_abs"])}</td><td class="num">{fmt_cell_tol(r["atol"])}</td>'
+            f'<td class="num">{fmt_cell_err(r["max_rel"])}</td><td class="num">{fmt_cell_tol(r["rtol"])}</td>'
             f'<td class="num">{esc(mism)}</td><td class="mono name">{_abbr(r["output"], 24)}</td>'
-            f'<td class="what">{_abbr(case, 120)}</td><td>{esc(r["engine"])}</td></tr>')
+            f'<td class="what">{_abbr(case, 120)}</td><td>{esc(r["engine"])}</td>{drift}</tr>')
 
 
 def render_html(session, results, exitstatus=None) -> str:
     """The report as one HTML string."""
     meta = session_metadata(session)
+    history = getattr(session, "history", None)  # saved runs: the drift against a stored run
     # one row per repeated check, even when --trt-report-all-records kept every record for the JSON
     results = [{**res, "records": condense_records(res.get("records") or [])} for res in results]
     rows = accuracy_rows(results)
@@ -270,13 +280,15 @@ def render_html(session, results, exitstatus=None) -> str:
     created = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     plots = "matplotlib" if use_png else "CSS (install pytest-trt[plots] for matplotlib plots)"
     status = "" if exitstatus is None else f"; pytest exit status {int(exitstatus)}"
-    emulate = (' <span class="tag emu">CPU emulation, not TensorRT</span>' if meta["backend"] == "emulate" else "")
+    disclaimer = meta["backend_disclaimer"]
+    emulate = f' <span class="tag emu">{esc(disclaimer)}</span>' if disclaimer else ""
     body = [
         "<main>",
         f"<header><h1>pytest-trt report</h1><div class=\"meta\">backend <b>{esc(meta['backend'])}</b>{emulate}; "
         f"default precision {esc(meta['precision'])}; GPU {esc(meta['gpu'])}; {created}{esc(status)}</div></header>",
         _badges(results, rows, prec, counts),
-        _tests_section(results, rows, anchors),
+        _tests_section(results, rows, anchors, getattr(history, "drift", None)),
+        drift_section(history),
         failures_section(rows, anchors, use_png, FIGURE_CARDS),
         precision_section(prec),
         parser_section(results),

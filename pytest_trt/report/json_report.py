@@ -11,6 +11,23 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
+* **7** (issue 31, saved runs): ``session.fingerprint`` (the environment a saved run records:
+  backend and versions, GPU model, compute capability, driver, CUDA, ONNX Runtime, onnx, numpy,
+  pytest-trt, default precision, typing, baseline provider, seed, git commit); each accuracy entry
+  ``fingerprint`` (``model_sha256``, ``plan``, ``feeds_sha256``) and ``outputs_file``
+  (``--trt-save-outputs``); ``tests[].realized`` and the top-level ``realized`` (while runs
+  are saved or compared: the precision each compute node of each engine ran in); ``history``
+  (storage, ``saved_as``, ``compared_with``, ``drift``: outputs judged against the stored run,
+  the gate, the cause line, precision changes per module, layerwise growth), null otherwise.
+* **6** (issue 27):
+
+  - ``session.backend_disclaimer``: what the backend says its results are when they are not
+    TensorRT's (``Backend.disclaimer``; null for TensorRT), so a plugin backend's emulation is
+    never read as TensorRT;
+  - every accuracy entry carries its ``criterion`` (``Criterion.to_json()``): per output, the
+    tolerances and metric floors it was judged by, each ``{"value", "level", "source"}`` (the
+    level: argument, marker, command line, environment, ini, default).
+
 * **5** (issue 30, node names): every node entry says the node in the user's words beside its
   raw ONNX ``node`` name: ``canonical`` (the canonical scoped name,
   ``/model/layers.0/input_layernorm/node_pow_1``; :mod:`pytest_trt.model.names`), ``module``
@@ -60,12 +77,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 7; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 5,
+      "schema_version": 7,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -76,12 +93,16 @@ Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
         "gpus": [{"name", "compute_capability", "driver", "memory_mib", "uuid"}],   # this process's (the controller's)
         "gpu_assignment": {"gw0": "0", "gw1": "1"} | null,   # --trt-gpus: worker -> CUDA_VISIBLE_DEVICES
         "backend": "emulate", "backend_reason": "auto: TensorRT not installed, ...",
+        "backend_disclaimer": "CPU precision emulation on ONNX Runtime, not TensorRT" | null,   # null: TensorRT
         "precision": "fp16", "precision_source": "--trt-fp16", "as_is": false,
         "typing": "auto", "seed": 0, "baseline_provider": "cpu",
         "atol": null, "rtol": null,                     # --trt-atol / --trt-rtol (null: per-precision defaults)
         "keep_fp32": ["*/LayerNorm/*"], "cache_dir": "/.../.trt-cache", "rebuild": false,
         "remote_cache": {"url": "https://cache.example/trt", "mode": "ro" | "rw",
                          "trusted_key_ids": ["3f2a..."]} | null       # --trt-remote-cache
+        "fingerprint": {"backend", "backend_versions", "tensorrt", "tensorrt-rtx", "gpu", "compute_capability",
+                        "driver", "cuda", "onnxruntime", "onnx", "numpy", "pytest_trt", "precision", "typing",
+                        "baseline_provider", "seed", "git_commit": "3f9a2c1b4d5e+dirty" | null}   # a saved run's
       },
       "summary": {
         "tests": 4,                                     # every trt test (trt marker or a plugin fixture)
@@ -121,7 +142,7 @@ Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
              "gpu": null | {"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-1f0e..." | null,   # the GPU it ran on
                             "cuda_visible_devices": "1" | null,   # this process's (the worker's under --trt-gpus)
                             "worker": "gw1" | null},              # pytest-xdist worker; gpu null: emulate (CPU)
-             "via": null | "suggest" | "locate"}        # built or loaded by trt.suggest() / a layerwise probe
+             "via": null | "suggest" | "locate"}        # built or loaded by trt.suggest() / a layerwise comparison
           ],
           "accuracy": [                                 # one per trt.check()
             {"model": ..., "backend": ..., "policy": ..., "seed": 0,
@@ -129,6 +150,16 @@ Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
              "gpu": null | {...},                       # the GPU the engine ran on, as in "engines"
              "passed": false, "precision": "fp16",      # the precision whose default tolerances apply
              "no_check": false,                         # true: no_check=True, figures without a tolerance verdict
+             "criterion": {                             # what the outputs were judged by (compare/criterion.py)
+               "version": 1, "precision": "fp16", "no_check": false, "no_check_source": "default",
+               "equal_nan": false,
+               "outputs": {"logits": {                  # per output, each value with where it came from
+                 "rtol": {"value": 0.02, "level": "default", "source": "fp16 default"},
+                 "atol": {"value": 0.001, "level": "marker", "source": "marker"},
+                 "min_cosine": {"value": 0.9999, "level": "default", "source": "fp16 default"},
+                 "min_snr_db": {"value": null, "level": "default", "source": "none"}}}},
+             "fingerprint": {"model_sha256", "plan", "feeds_sha256"},   # what was compared (saved runs)
+             "outputs_file": null | {"file", "sha256", "size"},     # --trt-save-outputs: feeds + outputs (.npz)
              "examples": 1,                             # checks of this model/policy in the test (Hypothesis
                                                         # examples): the worst is shown unless
                                                         # --trt-report-all-records keeps every one
@@ -211,9 +242,21 @@ Schema (``schema_version`` 5; the normative form is ``report.schema.json``)
           "baseline_fallbacks": [                       # --trt-baseline-provider cuda: float nodes that ran on
             {"model": "gpt2.onnx", "provider": "cuda",  # ONNX Runtime's CPU provider (from its profile; also a
              "nodes": [["/h.0/attn/Where", "Where"]]}   # ProviderFallbackWarning). Shape/index nodes not listed
-          ]
+          ],
+          "realized": ["emulate:<plan fingerprint>"]    # the engines of "realized" below this test used
         }
-      ]
+      ],
+      "realized": {"<backend>:<plan fingerprint>": {"model", "model_sha256", "plan", "policy", "backend", "source",
+                   "nodes": {"<canonical node name>": "fp16" | "fp32" | "mixed" | null}}},   # while runs are saved
+                                                        # or compared: each engine's precision per compute node
+      "history": null | {"storage": ".../.trt-runs", "saved_as": "<run id>" | null, "compared_with": "<run id>" | null,
+                         "drift": null | {"against", "gate": ["max_abs:+25%"], "passed", "regressed", "improved",
+                                          "cause": "TensorRT 10.13.3 -> 11.4.0; model unchanged", "outputs": [
+                                            {"nodeid", "output", "status": "regressed" | "improved" | "within" |
+                                             "unchanged", "metrics": {"max_abs": {"old", "new", "status", "change",
+                                             "threshold", "note"}, ...}}],
+                                          "precision_changes": [{"module", "pattern", "old", "new", "nodes", ...}],
+                                          "layerwise_growth": [...], ...}}
     }
 
 ``tolerance_ratio`` and ``binding`` (:func:`pytest_trt.report.rows.tolerance_bound`, the one
@@ -270,7 +313,15 @@ import pytest
 from .._version import __version__
 from ..cache.remote import CacheStats
 from ..core import environment
-from ..core.records import AccuracyRecord, EngineRecord, LayerwiseRecord, LedgerRecord, ParserRecord
+from ..core.records import (
+    AccuracyRecord,
+    EngineRecord,
+    LayerwiseRecord,
+    LedgerRecord,
+    ParserRecord,
+    RealizedRecord,
+)
+from ..history.fingerprint import session_fingerprint
 from .files import write_atomically
 from .outcomes import verdict_text
 from .rows import (
@@ -287,7 +338,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 7
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -306,6 +357,7 @@ def session_metadata(session) -> dict[str, Any]:
         "gpu_assignment": getattr(session, "gpu_assignment", None),
         "backend": session.backend.name,
         "backend_reason": session.backend_reason,
+        "backend_disclaimer": session.backend.disclaimer,
         "precision": "as-is" if s.as_is else s.precision,
         "precision_source": s.precision_source,
         "as_is": bool(s.as_is),
@@ -318,7 +370,30 @@ def session_metadata(session) -> dict[str, Any]:
         "cache_dir": str(s.cache_dir),
         "rebuild": bool(s.rebuild),
         "remote_cache": _remote_metadata(session),
+        "fingerprint": fingerprint_of(session),
     }
+
+
+def fingerprint_of(session) -> dict[str, Any] | None:
+    """The session's environment fingerprint (:func:`pytest_trt.history.fingerprint.session_fingerprint`),
+    computed once per session (it asks git)."""
+    cached = getattr(session, "_fingerprint", None)
+    if cached is not None:
+        return cached
+    try:
+        from ..reference.baseline import (
+            onnxruntime_version,  # (imported by every session that ran a baseline)
+        )
+
+        ort = onnxruntime_version()
+        found = session_fingerprint(session, None if ort == "missing" else ort)
+    except AttributeError:  # a stand-in session without settings or backend (report rendering tests)
+        return None
+    try:
+        session._fingerprint = found
+    except AttributeError:
+        pass
+    return found
 
 
 def _remote_metadata(session) -> dict[str, Any] | None:
@@ -357,7 +432,8 @@ def entry_of_test(res: dict) -> dict[str, Any]:
             "layerwise": [{k: v for k, v in rec.to_json().items() if k != "kind"}
                           for _, rec in records_of(single, LayerwiseRecord)],
             "parser": parser, "baseline_fallbacks": fallbacks,
-            "ledgers": [{"auto": bool(rec.auto), **rec.ledger} for _, rec in records_of(single, LedgerRecord)]}
+            "ledgers": [{"auto": bool(rec.auto), **rec.ledger} for _, rec in records_of(single, LedgerRecord)],
+            "realized": list(dict.fromkeys(rec.engine for _, rec in records_of(single, RealizedRecord)))}
 
 
 def _engine_entry(rec: EngineRecord) -> dict[str, Any]:
@@ -378,7 +454,20 @@ def _accuracy_entry(rec: AccuracyRecord) -> dict[str, Any]:
         outputs.append(entry)
     return {"model": rec.model, "backend": rec.backend, "policy": rec.policy, "seed": rec.seed,
             "baseline": rec.baseline, "gpu": rec.gpu, "passed": rec.passed, "precision": rec.precision,
-            "no_check": rec.no_check, "examples": rec.count, "outputs": outputs}
+            "no_check": rec.no_check, "examples": rec.count, "criterion": rec.criterion,
+            "fingerprint": rec.fingerprint, "outputs_file": rec.outputs_file, "outputs": outputs}
+
+
+def realized_maps(results: list[dict]) -> dict[str, dict[str, Any]]:
+    """``{"<backend>:<plan>": {"model", "model_sha256", "plan", "policy", "backend", "source", "nodes"}}``:
+    the realized precision of every engine the session used, once each (the first map recorded)."""
+    found: dict[str, dict[str, Any]] = {}
+    for _, rec in records_of(results, RealizedRecord):
+        if rec.nodes is not None and rec.engine not in found:
+            found[rec.engine] = {"model": rec.model, "model_sha256": rec.model_sha256, "plan": rec.plan,
+                                 "policy": rec.policy, "backend": rec.backend, "source": rec.source,
+                                 "nodes": dict(rec.nodes)}
+    return found
 
 
 def _precision_entries(results: list[dict]) -> list[dict[str, Any]]:
@@ -421,7 +510,14 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             **cache_summary(session),
         },
         "tests": [_extended(session, entry_of_test(res), res) for res in results],
+        "realized": realized_maps(results),
+        "history": _history(session),
     }
+
+
+def _history(session) -> dict[str, Any] | None:
+    history = getattr(session, "history", None)
+    return None if history is None else history.to_json()
 
 
 def _failed(rows: list[dict]) -> int:
@@ -457,6 +553,11 @@ def _clean(value):
     return value
 
 
+def clean(value):
+    """``value`` (a report, or any part of one) as strict JSON values: non-finite floats as strings."""
+    return _clean(value)
+
+
 def render_json(session, results, exitstatus=None) -> str:
     """The report as JSON text (strict JSON: non-finite numbers as strings)."""
     data = _clean(build_report(session, results, exitstatus))
@@ -469,4 +570,5 @@ def write_json_report(path, session, results, exitstatus=None) -> Path:
     return write_atomically(Path(path), render_json(session, results, exitstatus))
 
 
-__all__ = ["SCHEMA_VERSION", "build_report", "entry_of_test", "render_json", "session_metadata", "write_json_report"]
+__all__ = ["SCHEMA_VERSION", "build_report", "clean", "entry_of_test", "fingerprint_of", "realized_maps", "render_json",
+           "session_metadata", "write_json_report"]

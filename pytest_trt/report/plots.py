@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.formatting import as_float
 from ..core.jsonsafe import json_number
 from ..core.records import LayerwiseRecord
 
@@ -43,23 +44,6 @@ HIST_BINS = 24
 NONFINITE_COLOR = "#19c3e6"
 GRID_ROWS = 24
 GRID_COLS = 48
-
-
-def _num(x) -> float | str | None:
-    """A JSON-safe float with 3 significant digits (see pytest_trt.core.jsonsafe)."""
-    return json_number(x, digits=3)
-
-
-def as_float(x) -> float | None:
-    """Inverse of the JSON convention: "inf" -> inf, numbers -> float, None -> None."""
-    if x is None:
-        return None
-    if isinstance(x, str):
-        try:
-            return float(x)
-        except ValueError:
-            return None
-    return float(x)
 
 
 def error_figures(actual, expected, *, atol: float | None = None, rtol: float | None = None,
@@ -114,8 +98,8 @@ def error_figures(actual, expected, *, atol: float | None = None, rtol: float | 
         "version": FIGURES_VERSION,
         "shape": [int(d) for d in a.shape],
         "elements": int(a.size),
-        "atol": _num(atol),
-        "rtol": _num(rtol),
+        "atol": json_number(atol, digits=3),
+        "rtol": json_number(rtol, digits=3),
         "histogram": hist,
         "grid": grid_data,
     }
@@ -183,7 +167,7 @@ def _grid(err, nonfinite_err, mismatch, grid) -> dict[str, Any]:
     finite_max = float(pooled.max()) if pooled.size else 0.0
     score = np.where(bad, np.inf, pooled)
     worst = np.unravel_index(int(np.argmax(score)), score.shape)
-    cells = [["inf" if bad[i, j] else _num(pooled[i, j]) for j in range(pooled.shape[1])]
+    cells = [["inf" if bad[i, j] else json_number(pooled[i, j], digits=3) for j in range(pooled.shape[1])]
              for i in range(pooled.shape[0])]
     return {
         "rows": int(pooled.shape[0]),
@@ -194,7 +178,7 @@ def _grid(err, nonfinite_err, mismatch, grid) -> dict[str, Any]:
         "col_dim": int(shape[-1]) if shape else 1,
         "max_abs": cells,
         "mismatched": None if counts is None else [[int(x) for x in row] for row in counts],
-        "max": _num(finite_max),
+        "max": json_number(finite_max, digits=3),
         "worst_cell": [int(worst[0]), int(worst[1])],
     }
 

@@ -17,6 +17,8 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
+from ..compare.criterion import Criterion
+from ..core.formatting import as_float
 from ..core.records import (
     AccuracyRecord,
     BaselineFallbackRecord,
@@ -27,7 +29,6 @@ from ..core.records import (
     Record,
     as_record,
 )
-from .plots import as_float
 
 R = TypeVar("R", bound=Record)
 
@@ -191,6 +192,15 @@ def metric_ratios(out: dict) -> list[float]:
     return parts
 
 
+def criterion_text(criterion: dict | None, output: str | None = None) -> str | None:
+    """A record's criterion in words, each value with its source (``Criterion.describe``), for one
+    ``output`` or all; None for a record without one."""
+    if not criterion:
+        return None
+    judged = Criterion.from_json(criterion)
+    return judged.describe(None if output is None else [output])
+
+
 def _engine_for(res: dict, rec: AccuracyRecord) -> EngineRecord | None:
     engines = [r for r in result_records(res) if isinstance(r, EngineRecord)]
     for eng in engines:
@@ -234,6 +244,7 @@ def accuracy_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
                 "atol": as_float(out.get("atol")), "rtol": as_float(out.get("rtol")),
                 "mismatched": out.get("mismatched"), "total": out.get("total"),
                 "ratio": ratio, "binding": binding, "engine": engine_text(engine),
+                "criterion": criterion_text(rec.criterion, name),
                 "cache_hit": None if engine is None else bool(engine.cache_hit),
                 "build_seconds": None if engine is None else engine.build_seconds,
                 "figures": figures.get(name), "comparison": out,
@@ -369,7 +380,7 @@ def network_scopes(decisions: Iterable[Any], names: Any = None) -> list[dict]:
     return list(scopes.values())
 
 
-def precision_passed(rec: PrecisionRecord, constrained: list[dict]) -> bool:
+def precision_passed(rec: PrecisionRecord) -> bool:
     """A record's verdict: its own ``passed`` when set (TrtCase records every verdict); else the
     report's, else passed (a record without one was appended after the check returned)."""
     if rec.passed is not None:
@@ -409,7 +420,7 @@ def precision_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
             "evidence": evidence_counts(constrained),
             "test": res["nodeid"], "outcome": res.get("outcome"), "expected_failure": res.get("expected_failure"),
             "pattern": rec.pattern,
-            "precision": rec.precision, "passed": precision_passed(rec, constrained),
+            "precision": rec.precision, "passed": precision_passed(rec),
             "source": report.get("source"), "typing": report.get("typing"), "backend": report.get("backend"),
             "emulated": bool(report.get("emulated")) or report.get("source") == "emulation",
             "counts": counts, "constrained": constrained, "nodes": everything,
@@ -456,7 +467,8 @@ def unique(values: Iterable[Any]) -> list:
 
 
 __all__ = ["BAD_STATUSES", "BINDINGS", "EVIDENCE", "binding_text", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
-           "caught", "engine_counts", "engine_text", "evidence_counts", "ledger_rows", "metric_ratios", "network_scopes",
+           "caught", "criterion_text", "engine_counts", "engine_text", "evidence_counts", "ledger_rows", "metric_ratios",
+           "network_scopes",
            "parser_promotions", "parser_rows", "precision_nodes", "precision_passed", "precision_rows",
            "node_label", "records_of", "scope_of", "result_records", "short_class_of", "tolerance_bound",
            "tolerance_ratio", "unique",

@@ -10,9 +10,9 @@ they used to live.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from ..core.formatting import fmt_cell_err, fmt_cell_tol, fmt_ratio
 from ..ledger.render import summary_lines as ledger_summary_lines
 from .condense import condense_records
 from .junit import junit_properties
@@ -70,28 +70,6 @@ def fallback_lines(results, *, nodes_shown: int = 5) -> list[str]:
 # --------------------------------------------------------------------------------------
 # Terminal summary
 # --------------------------------------------------------------------------------------
-def fmt_err(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf"
-    return f"{x:.2e}"
-
-
-def fmt_tol(x: float | None) -> str:
-    return "-" if x is None else f"{x:.3g}"
-
-
-def fmt_ratio(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if math.isinf(x):
-        return "inf"
-    return f"{x:.3g}"
-
-
 def _cut(text: str, width: int) -> str:
     """Cut from the left; a test id too long keeps its test name (after the last '::') first."""
     text = str(text)
@@ -110,9 +88,9 @@ def _cut_end(text: str, width: int) -> str:
 
 
 def backend_line(session) -> str:
-    name = session.backend.name
-    note = " (CPU precision emulation on ONNX Runtime, not TensorRT)" if name == "emulate" else ""
-    return f"backend {name}{note}"
+    """``backend NAME`` and, when its results are not TensorRT's, what they are (``Backend.disclaimer``)."""
+    disclaimer = session.backend.disclaimer
+    return f"backend {session.backend.name}" + (f" ({disclaimer})" if disclaimer else "")
 
 
 def engines_line(counts: dict[str, Any]) -> str:
@@ -176,10 +154,10 @@ def table_lines(rows: list[dict], width: int = 120) -> list[str]:
         ("", _status_word, "<"),
         ("x tol", lambda r: fmt_ratio(r["ratio"]), ">"),
         ("bound", lambda r: binding_text(r.get("binding")), "<"),
-        ("max abs", lambda r: fmt_err(r["max_abs"]), ">"),
-        ("atol", lambda r: fmt_tol(r["atol"]), ">"),
-        ("max rel", lambda r: fmt_err(r["max_rel"]), ">"),
-        ("rtol", lambda r: fmt_tol(r["rtol"]), ">"),
+        ("max abs", lambda r: fmt_cell_err(r["max_abs"]), ">"),
+        ("atol", lambda r: fmt_cell_tol(r["atol"]), ">"),
+        ("max rel", lambda r: fmt_cell_err(r["max_rel"]), ">"),
+        ("rtol", lambda r: fmt_cell_tol(r["rtol"]), ">"),
         ("engine", lambda r: r["engine"], "<"),
     ]
     cells = [[str(get(r)) for _, get, _ in figures] for r in rows]
@@ -272,11 +250,28 @@ def _write_results(tr, session, results) -> bool:
     _write_ledger_lines(tr, ledger_rows(results))
     for line in fallback_lines(results):
         tr.write_line(line, yellow=True)
+    _write_history_lines(tr, session)
     s = session.settings
     wanted = [str(p) for p in (s.report_json, s.report_html) if p]
     if wanted:
         tr.write_line("reports: " + ", ".join(wanted))
     return True
+
+
+def _write_history_lines(tr, session) -> None:
+    """Saved runs: the drift against the stored run (table worst first, cause, precision changes) and
+    where this run was saved. The gate's failure line comes last with the session's failures."""
+    history = getattr(session, "history", None)
+    if history is None:
+        return
+    if history.drift is not None:
+        from ..history.text import drift_lines  # load path: imported once in use
+
+        for line in drift_lines(history.drift, failure=False):
+            regressed, improved = line.lstrip().startswith("REGRESSED"), line.lstrip().startswith("improved")
+            tr.write_line(line, red=regressed, green=improved)
+    if history.run_id and history.saved:
+        tr.write_line(f"run saved: {history.run_id} in {history.store.shown}")
 
 
 def _write_ledger_lines(tr, rows: list[dict]) -> None:
@@ -393,8 +388,8 @@ def _write_parser_lines(tr, rows: list[dict]) -> None:
 
 __all__ = [
     # the terminal summary
-    "TERMINAL_ROWS", "backend_line", "cache_line", "engines_line", "fallback_lines", "fmt_err", "fmt_ratio",
-    "fmt_tol", "skipped_line", "table_lines", "untested_controls_lines", "write_terminal_summary",
+    "TERMINAL_ROWS", "backend_line", "cache_line", "engines_line", "fallback_lines", "skipped_line", "table_lines",
+    "untested_controls_lines", "write_terminal_summary",
     # re-exported from report.rows, report.condense and report.junit (their home before)
     "BAD_STATUSES", "EVIDENCE", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
     "caught", "condense_records", "engine_counts", "engine_text", "evidence_counts", "junit_properties",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..backends.base import Backend, BuildConfig, Engine, select_backend
 from ..backends.tensorrt.parser_check import check_parser, require
+from ..core.choices import PARSER_CHECK_LIBRARY
 from ..core.records import EngineRecord
 from ..errors import UsageError
 from .session_patterns import SessionPatterns
@@ -96,8 +97,6 @@ class TrtSession:
     #: the terminal summary's first line
     trt_tests: set = field(default_factory=set)
     skipped: list = field(default_factory=list)
-    #: how the session came to be in use: the options given, or "a trt test was collected"
-    activated_by: str = ""
     #: which session-wide patterns (--trt-keep-fp32) matched in the models of the trt tests that ran
     patterns: SessionPatterns = field(default_factory=SessionPatterns)
     #: on the controller, after the run: why the session failed although its tests did not
@@ -113,6 +112,14 @@ class TrtSession:
     extend_test_entry: Any = None
     _gpu_record: Any = None
     _gpu_known: bool = False
+    #: --trt-save-outputs: where checks write their feeds and outputs (the controller's staging folder,
+    #: shared with its xdist workers); None when outputs are not saved
+    outputs_dir: Path | None = None
+    #: engines (``<backend>:<plan fingerprint>``) whose realized-precision map this process recorded
+    realized_engines: set = field(default_factory=set)
+    #: the saved-runs state of the controller (pytest_trt.glue.runs.History), None when runs are neither
+    #: saved nor compared
+    history: Any = None
 
     @classmethod
     def create(cls, settings: Settings, *, started_at: float | None = None, flag_prefix: str = "--trt-",
@@ -130,20 +137,12 @@ class TrtSession:
             selected = select_backend(settings.backend, settings.sources.get("trt_backend", "--trt-backend"))
         backend, reason = selected
         provider_source = settings.sources.get("trt_baseline_provider", "default")
-        check_runtime(settings.baseline_provider, gpu=(backend.name != "emulate") or None,
+        check_runtime(settings.baseline_provider, gpu=backend.uses_gpu or None,
                       source="--trt-baseline-provider" if provider_source == "default" else provider_source)
-        if backend.name == "emulate" and settings.typing == "weak":
-            # emulate's own supports() says why; refused at start like a typing TensorRT lacks
-            raise UsageError(f"{settings.sources.get('trt_typing', '--trt-typing')} weak cannot be honoured by "
-                             f"emulate ({reason}): {getattr(backend, 'WEAK_TYPING_REASON', 'emulation has no weak typing')}")
-        if backend.name in ("tensorrt", "tensorrt-rtx") and settings.typing != "auto":
-            # load path: imported once in use
-            from ..backends.tensorrt.compat import installed_version, version_typing_reason
-
-            why = version_typing_reason(backend.name, installed_version(backend.name), settings.typing)
-            if why:
-                raise UsageError(f"{settings.sources.get('trt_typing', '--trt-typing')} {settings.typing} cannot be "
-                                 f"honoured by {backend.name}: {why}")
+        why = backend.typing_reason(settings.typing)
+        if why:  # refused at start (e.g. weak typing on emulate or on TensorRT 11), not in every test
+            raise UsageError(f"{settings.sources.get('trt_typing', '--trt-typing')} {settings.typing} cannot be "
+                             f"honoured by {backend.name} ({reason}): {why}")
         session = cls(settings=settings, backend=backend, backend_reason=reason)
         if settings.ledger_timing not in ("auto", "off"):
             from ..ledger.timing import check_available  # load path: imported once in use
@@ -174,6 +173,10 @@ class TrtSession:
                                             read_only=self.settings.cache_read_only, remote=self.remote)
                 if self.settings.rebuild:
                     self._cache.fresh_after = self.started_at
+                # model identities read through this cache's digest memo (pytest_trt.model.weights.identity)
+                from ..model.weights import use_memo  # load path: imported once in use
+
+                use_memo(self._cache.memo_dir, read_only=self._cache.read_only)
             return self._cache
 
     @property
@@ -267,10 +270,11 @@ class TrtSession:
         process (:func:`pytest_trt.core.environment.gpus`, from ``nvidia-smi`` through
         ``CUDA_VISIBLE_DEVICES``), so under pytest-xdist with ``--trt-gpus`` the worker's assigned
         GPU; ``uuid`` null where nvidia-smi gave none; ``worker`` the xdist worker id or null.
-        None for the ``emulate`` backend (CPU) and where no GPU is visible.
+        None for a backend that runs on no GPU (``emulate``: :attr:`Backend.uses_gpu`) and where no GPU
+        is visible.
         """
         backend = backend or self.backend
-        if backend.name == "emulate":
+        if not backend.uses_gpu:
             return None
         with self._lock:
             if not self._gpu_known:
@@ -289,7 +293,7 @@ class TrtSession:
     def parser_check(self, plan: PrecisionPlan, config: BuildConfig, which: str | None = None):
         """The plan parsed and built by TensorRT-RTX (:func:`pytest_trt.backends.tensorrt.parser_check.check_parser`),
         once per plan and config in this process, through the artifact cache."""
-        which = which or (self.settings.parser_check if self.settings.parser_check != "off" else "tensorrt-rtx")
+        which = which or (self.settings.parser_check if self.settings.parser_check != "off" else PARSER_CHECK_LIBRARY)
         key = (which, plan.model.sha256, plan.fingerprint(), config.fingerprint())
         with self._lock:
             if key not in self._parser_checks:

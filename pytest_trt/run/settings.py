@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TIMING_CHOICES, TYPING_CHOICES
-from ..core.locations import CACHE_DIR_ENV, DEFAULT_CACHE_DIRNAME, default_cache_dir  # noqa: F401  (DEFAULT_CACHE_DIRNAME: re-exported)
+from ..core.locations import CACHE_DIR_ENV, DEFAULT_CACHE_DIRNAME, DEFAULT_RUNS_DIRNAME, default_cache_dir  # noqa: F401  (DEFAULT_CACHE_DIRNAME: re-exported)
 from ..errors import PatternError, UsageError
+from ..history.gate import parse_gate
+from ..history.runid import check_name
 from ..plan.rules import validate_pattern
 
 #: Where a value came from, lowest first: a higher level wins; two values at one level contradict.
@@ -34,7 +36,7 @@ LEVELS = ("default", "ini", "env", "command line")
 class Option:
     name: str  # command-line flag without the leading dashes
     help: str
-    kind: str = "str"  # str | bool | float | int | list | choice
+    kind: str = "str"  # str | bool | float | int | list | choice | optional (a str whose flag may come bare)
     default: object = None
     choices: tuple = ()
     metavar: str | None = None
@@ -47,6 +49,8 @@ class Option:
     #: the documented environment variable, between the command line and the ini (a list option's
     #: value is comma- or whitespace-separated); None for most options
     env: str | None = None
+    #: ``optional``: the value of the bare flag (``--trt-compare-run`` = ``--trt-compare-run=latest``)
+    const: str | None = None
 
     @property
     def dest(self) -> str:
@@ -140,6 +144,26 @@ OPTIONS: tuple[Option, ...] = (
            "choice", "off", PARSER_CHECK_CHOICES),
     Option("trt-gpus", "Spread pytest-xdist workers over N GPUs (or 'auto'), one worker per GPU, honouring "
            "CUDA_VISIBLE_DEVICES (default: not set).", "str", None, metavar="N|auto"),
+    Option("trt-save", "Save this session's run (its JSON report and an environment fingerprint: versions, GPU, "
+           "model and plan hashes, criteria, feeds) in --trt-storage under NAME (letters, digits, _ . -), to compare "
+           "later runs with (default: not saved).", "str", None, metavar="NAME"),
+    Option("trt-autosave", "Save every session's run in --trt-storage, unnamed (default: off).", "bool", False),
+    Option("trt-storage", f"Where runs are saved and compared from: a directory, or a URL the remote cache takes "
+           f"(file:///dir, https://host/path for WebDAV, s3://...; runs there are signed with the remote cache's key "
+           f"and verified with its trusted keys) (default: <rootdir>/{DEFAULT_RUNS_DIRNAME}). Write it "
+           f"--trt-storage=URI.", "str", None, metavar="URI", path=True),
+    Option("trt-save-outputs", "With --trt-save or --trt-autosave: also store every check's feeds and engine "
+           "outputs (.npz), so `pytest-trt runs recheck` can judge the run again elsewhere (default: off).",
+           "bool", False),
+    Option("trt-compare-run", "Compare this session's figures with a saved run: a run id, NUM (its position in "
+           "`pytest-trt runs list`), NAME (the latest run saved so), or latest (the latest run whose session exited "
+           "0 with its drift gate; what the bare flag means). Shows the drift per output, what changed in the "
+           "environment and which nodes changed precision. A missing or damaged run is a usage error. Write it "
+           "--trt-compare-run=RUN (default: no comparison).", "optional", None, metavar="RUN", const="latest"),
+    Option("trt-compare-fail", "With --trt-compare-run: fail the session when an output drifted past EXPR: "
+           "METRIC:THRESHOLD, relative (max_abs:+25%) or absolute (cosine:-1e-5); errors (max_abs, max_rel, "
+           "mismatch, x_tol) fail when they grow, floors (cosine, snr_db) when they fall; comma-separated or "
+           "repeatable. An improvement is reported, never failed (default: no gate).", "list", (), metavar="EXPR"),
     Option("trt-require-run", "Every collected trt test must run: a skipped trt test (requires=, an unsupported "
            "GPU, a skip marker) fails with the skip's reason. For CI jobs that exist to run them (default: off).",
            "bool", False),
@@ -153,18 +177,23 @@ def add_options(parser) -> None:
     group = parser.getgroup("trt", "pytest-trt (TensorRT engine accuracy testing)")
     for opt in OPTIONS:
         flag = f"--{opt.name}"
+        arg_help = opt.help.replace("%", "%%")  # argparse formats help with %: a literal % (max_abs:+25%) doubled
         if opt.kind == "bool":
-            group.addoption(flag, action="store_true", default=None, dest=opt.dest, help=opt.help)
+            group.addoption(flag, action="store_true", default=None, dest=opt.dest, help=arg_help)
             parser.addini(opt.ini, f"ini twin of {flag}. {opt.help}", type="bool", default=opt.default)
         elif opt.kind == "list":
-            group.addoption(flag, action="append", default=None, dest=opt.dest, metavar=opt.metavar, help=opt.help)
-            parser.addini(opt.ini, f"ini twin of {flag} (one pattern per line). {opt.help}", type="linelist", default=[])
+            group.addoption(flag, action="append", default=None, dest=opt.dest, metavar=opt.metavar, help=arg_help)
+            parser.addini(opt.ini, f"ini twin of {flag} (one value per line). {opt.help}", type="linelist", default=[])
+        elif opt.kind == "optional":
+            group.addoption(flag, nargs="?", const=opt.const, default=None, dest=opt.dest, metavar=opt.metavar,
+                            help=arg_help)
+            parser.addini(opt.ini, f"ini twin of {flag}. {opt.help}", default=None)
         elif opt.kind == "choice":
             choices = None if opt.open_choices else list(opt.choices)
-            group.addoption(flag, default=None, dest=opt.dest, choices=choices, metavar=opt.metavar, help=opt.help)
+            group.addoption(flag, default=None, dest=opt.dest, choices=choices, metavar=opt.metavar, help=arg_help)
             parser.addini(opt.ini, f"ini twin of {flag}. {opt.help}", default=str(opt.default))
         else:
-            group.addoption(flag, default=None, dest=opt.dest, metavar=opt.metavar, help=opt.help)
+            group.addoption(flag, default=None, dest=opt.dest, metavar=opt.metavar, help=arg_help)
             parser.addini(opt.ini, f"ini twin of {flag}. {opt.help}", default=None)
 
 
@@ -357,8 +386,21 @@ class Settings:
     gpus: str | None = None
     parser_check: str = "off"
     require_run: bool = False
+    #: saved runs (pytest_trt.history): --trt-save NAME, --trt-autosave, --trt-storage (None: the default),
+    #: --trt-save-outputs, --trt-compare-run (a selector), --trt-compare-fail (parsed thresholds)
+    save_name: str | None = None
+    autosave: bool = False
+    storage: str | None = None
+    save_outputs: bool = False
+    compare_run: str | None = None
+    compare_fail: tuple = ()
     rootdir: Path = field(default_factory=Path.cwd)
     sources: dict = field(default_factory=dict)
+
+    @property
+    def saves(self) -> bool:
+        """This session's run is saved (``--trt-save`` or ``--trt-autosave``)."""
+        return bool(self.save_name or self.autosave)
 
 
 def resolve_settings(config) -> Settings:
@@ -425,9 +467,23 @@ def resolve_settings(config) -> Settings:
         gpus=values["trt_gpus"],
         parser_check=values["trt_parser_check"],
         require_run=bool(values["trt_require_run"]),
+        save_name=check_name(values["trt_save"], sources["trt_save"]) if values["trt_save"] else None,
+        autosave=bool(values["trt_autosave"]),
+        storage=_storage(values["trt_storage"], Path(str(config.invocation_params.dir))),
+        save_outputs=bool(values["trt_save_outputs"]),
+        compare_run=values["trt_compare_run"] or None,
+        compare_fail=parse_gate(values["trt_compare_fail"], sources["trt_compare_fail"]),
         rootdir=rootdir,
         sources=sources,
     )
+
+
+def _storage(value: str | None, invoked_in: Path) -> str | None:
+    """``--trt-storage``: a URL as given; a directory relative to where pytest was invoked, like the cache's."""
+    if not value or "://" in value:
+        return value or None
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else invoked_in / path)
 
 
 def _default_precision(values: dict, sources: dict) -> tuple[str, str]:

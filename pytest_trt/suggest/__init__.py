@@ -77,7 +77,7 @@ estimate from :mod:`pytest_trt.suggest.flops` is reported beside it) is ``fp32-i
 low-precision engine, so not called found (``pytest-trt suggest`` exits 1).
 
 ``builds`` counts every engine built or loaded for the search: distinct plans, engines
-re-loaded to re-check an earlier plan, and TensorRT's separate layerwise probe builds.
+re-loaded to re-check an earlier plan, and TensorRT's separate layerwise builds.
 
 When nothing passes
 -------------------

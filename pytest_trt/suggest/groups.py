@@ -23,7 +23,7 @@ from typing import Any
 
 from ..core.dtypes import LOW_PRECISIONS
 from ..locate.scopes import escape_glob, scope_of
-from ..plan.policy import Rule
+from ..plan.rules import Rule
 
 __all__ = [
     "GRADUAL_KIND_ORDER",

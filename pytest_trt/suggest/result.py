@@ -14,7 +14,8 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..locate.divergence import fmt_error
+from ..compare.criterion import Criterion
+from ..core.formatting import as_float, fmt_error
 from .groups import Group
 
 __all__ = ["Attempt", "Suggestion"]
@@ -42,11 +43,14 @@ class Attempt:
     inputs: list = field(default_factory=list)
     #: index of the first input set that failed (outputs or intermediates), None when all passed
     failing_set: int | None = None
+    #: bytes this candidate's build added to the cache (its graph; a big model's weight set only for the
+    #: first candidate that needs it: every candidate shares it)
+    bytes_written: int = 0
 
     @property
     def worst_max_abs(self) -> float:
         """The largest ``max_abs`` over the outputs on the user's feeds (NaN/Inf count as inf)."""
-        return max((_num(v["max_abs"]) for v in self.accuracy.values()), default=0.0)
+        return max((_figure(v["max_abs"]) for v in self.accuracy.values()), default=0.0)
 
     def to_json(self) -> dict[str, Any]:
         """The attempt as a JSON record (without the per-set accuracy)."""
@@ -54,6 +58,7 @@ class Attempt:
                 "outputs_passed": self.outputs_passed, "nonfinite_nodes": list(self.nonfinite_nodes),
                 "accuracy": self.accuracy, "low_precision_nodes": self.low_nodes, "cache_hit": self.cache_hit,
                 "seconds": round(self.seconds, 4), "first_divergence": self.first_divergence,
+                "bytes_written": self.bytes_written,
                 "inputs": [{k: v for k, v in i.items() if k != "accuracy"} for i in self.inputs]}
 
 
@@ -70,7 +75,7 @@ class Suggestion:
         policy: the policy of ``patterns`` (base policy + patterns), None when nothing was kept.
         base_policy: the policy the search started from.
         builds: every engine built or loaded (distinct plans, re-loads to re-check an earlier plan,
-            TensorRT layerwise probe builds); ``cache_hits`` of them came from the artifact cache.
+            TensorRT layerwise builds); ``cache_hits`` of them came from the artifact cache.
         inputs: per input set of the final (or closest) plan: ``{"label", "seed", "outputs_passed",
             "nonfinite_nodes", "accuracy"}`` (and ``"masking_nodes"``, where masking values saturated
             to +-inf as intended, once the outputs passed); the user's feeds first, then the re-check seeds.
@@ -108,8 +113,10 @@ class Suggestion:
     reason: str
     model: str = ""
     backend: str = ""
-    rtol: Any = None
-    atol: Any = None
+    #: what the backend says its results are when they are not TensorRT's (``Backend.disclaimer``)
+    backend_disclaimer: str | None = None
+    #: the criterion every candidate was judged by (tolerances and floors per output, with sources)
+    criterion: Criterion | None = None
     first_divergence: str | None = None
     attempts: list = field(default_factory=list)
     alternatives: list = field(default_factory=list)
@@ -129,6 +136,23 @@ class Suggestion:
     island_costs: Any = None
 
     # -- derived ---------------------------------------------------------------------------
+    @property
+    def rtol(self) -> Any:
+        """The criterion's rtol: one number when every output has the same, else ``{output: value}``."""
+        return self._tolerance("rtol")
+
+    @property
+    def atol(self) -> Any:
+        """The criterion's atol: one number when every output has the same, else ``{output: value}``."""
+        return self._tolerance("atol")
+
+    def _tolerance(self, what: str) -> Any:
+        if self.criterion is None:
+            return None
+        values = self.criterion.tolerances()[what]
+        distinct = set(values.values())
+        return distinct.pop() if len(distinct) == 1 else values
+
     @property
     def fp32_nodes(self) -> int:
         """Compute nodes the final plan keeps in FP32."""
@@ -186,6 +210,9 @@ class Suggestion:
         builds = f"{self.builds} build{'s' if self.builds != 1 else ''}"
         if self.cache_hits:
             builds += f" ({self.cache_hits} from the cache)"
+        written = sum(int(getattr(a, "bytes_written", 0) or 0) for a in self.attempts)
+        if written:
+            builds += f", {written / 1e6:.1f} MB written to the cache"
         timing = f"{builds}, {self.seconds:.1f}s"
         share = f"{self.low_nodes} of {self.compute_nodes} compute nodes ({self.low_precision_share:.0%}) stay " \
                 f"{self.low_precision or 'low precision'}"
@@ -204,9 +231,10 @@ class Suggestion:
 
     def _head_lines(self) -> list[str]:
         head = f"FP32-island search for {self.model} [{self.base_policy.describe()}] on {self.backend}"
-        if self.backend == "emulate":
-            head += " (CPU precision emulation, not TensorRT)"
-        lines = [head, f"  tolerance: rtol {_tol(self.rtol)}, atol {_tol(self.atol)}"]
+        if self.backend_disclaimer:
+            head += f" ({self.backend_disclaimer})"
+        judged = self.criterion.describe() if self.criterion is not None else "-"
+        lines = [head, f"  criterion: {judged}"]
         lines.append(f"  as given: {'passes' if self.reason == 'already-passes' else 'fails'} "
                      f"({_acc_text(self.initial_accuracy)})"
                      + (f"; first divergent node: {self.first_divergence}" if self.first_divergence else ""))
@@ -298,8 +326,8 @@ class Suggestion:
         masking = list(dict.fromkeys(n for i in self.inputs for n in i.get("masking_nodes", ())))
         if masking:
             shown = ", ".join(masking[:3]) + (f" and {len(masking) - 3} more" if len(masking) > 3 else "")
-            verdict += (f" (masking values such as an attention mask's -FLT_MAX become +-inf at {shown}, as the "
-                        f"mask intends: not counted)")
+            verdict += (f" (masking values such as an attention mask's -FLT_MAX become +-inf or the largest finite "
+                        f"value at {shown}, as the mask intends: not counted)")
         source = f" ({self.recheck_source})" if self.recheck_source else ""
         return f"  checked on: {labels}{source}: {verdict}"
 
@@ -316,7 +344,8 @@ class Suggestion:
     def to_json(self) -> dict[str, Any]:
         """The suggestion as a JSON record (``pytest-trt suggest --json``)."""
         return {
-            "model": self.model, "backend": self.backend, "passed": self.passed, "reason": self.reason,
+            "model": self.model, "backend": self.backend, "backend_disclaimer": self.backend_disclaimer,
+            "passed": self.passed, "reason": self.reason,
             "base_policy": self.base_policy.describe() if self.base_policy is not None else None,
             "policy": self.policy.describe() if self.policy is not None else None,
             "patterns": list(self.patterns), "groups": [g.to_json() for g in self.groups],
@@ -328,7 +357,9 @@ class Suggestion:
             "compute_nodes": self.compute_nodes, "low_precision_nodes": self.low_nodes,
             "low_precision": self.low_precision, "low_precision_share": round(self.low_precision_share, 4),
             "first_divergence": self.first_divergence, "minimal": self.minimal, "blocked": list(self.blocked),
-            "rtol": self.rtol, "atol": self.atol, "alternatives": self.alternatives,
+            "rtol": self.rtol, "atol": self.atol,
+            "criterion": None if self.criterion is None else self.criterion.to_json(),
+            "alternatives": self.alternatives,
             "layerwise_note": self.layerwise_note, "attempts": [a.to_json() for a in self.attempts],
             "inputs": list(self.inputs), "recheck_seeds": list(self.recheck_seeds),
             "recheck_source": self.recheck_source, "passes_output_only": self.passes_output_only,
@@ -342,12 +373,11 @@ class Suggestion:
 
 
 
-def _num(x: Any) -> float:
-    if x is None:
-        return 0.0
-    if isinstance(x, str):
-        return math.inf if x in ("inf", "nan") else -math.inf
-    return float(x)
+def _figure(x: Any) -> float:
+    """An accuracy figure (:func:`~pytest_trt.suggest.recheck.accuracy_record`, JSON form) as a float,
+    0 where not computed."""
+    value = as_float(x)
+    return 0.0 if value is None else value
 
 
 def _acc_text(accuracy: dict) -> str:
@@ -355,22 +385,13 @@ def _acc_text(accuracy: dict) -> str:
         return "-"
     parts = []
     for name, v in accuracy.items():
-        text = f"{name} max abs {fmt_error(_num(v['max_abs']))}, max rel {fmt_error(_num(v['max_rel']))}"
+        text = f"{name} max abs {fmt_error(_figure(v['max_abs']))}, max rel {fmt_error(_figure(v['max_rel']))}"
         if v.get("nan") or v.get("inf"):
             text = f"{name} " + ", ".join(f"{v[k]} {'NaN' if k == 'nan' else 'Inf'}" for k in ("nan", "inf")
                                           if v.get(k))
-            if v["max_abs"] is not None and math.isfinite(_num(v["max_abs"])):
-                text += f", max abs of the finite elements {fmt_error(_num(v['max_abs']))}"
+            if v["max_abs"] is not None and math.isfinite(_figure(v["max_abs"])):
+                text += f", max abs of the finite elements {fmt_error(_figure(v['max_abs']))}"
         if not v["passed"]:
             text += f" ({v['mismatched']} of {v['total']} mismatched)"
         parts.append(text)
     return "; ".join(parts)
-
-
-def _tol(value: Any) -> str:
-    if isinstance(value, dict):
-        vals = set(value.values())
-        if len(vals) == 1:
-            return f"{next(iter(vals)):g}"
-        return ", ".join(f"{k}={v:g}" for k, v in value.items())
-    return f"{value:g}"

@@ -19,14 +19,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..backends.base import BuildConfig, get_backend
-from ..compare import compare_outputs, default_tolerances
+from ..compare import compare_outputs
+from ..compare.criterion import Criterion, Level
 from ..core.dtypes import LOW_PRECISIONS
 from ..errors import UsageError
 from ..ledger.islands import island_costs
 from ..ledger.timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, check_timing
 from ..locate.divergence import Divergence, locate_divergence
 from ..model.load import load_model
-from ..plan.policy import PrecisionPolicy, Rule
+from ..plan.policy import PrecisionPolicy
+from ..plan.rules import Rule
 from ..reference.baseline import fp32_baseline, fp32_intermediates
 from .flops import node_flops
 from .groups import (
@@ -57,7 +59,8 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
                          rtol=None, atol=None, config: BuildConfig | None = None, max_builds: int | None = None,
                          threshold: float | None = None, baseline_provider: str = "cpu",
                          recheck_seeds=None, make_feeds=None, on_engine=None, timing: str = "auto",
-                         timing_iterations: int = DEFAULT_ITERATIONS, timing_warmup: int = DEFAULT_WARMUP) -> Suggestion:
+                         timing_iterations: int = DEFAULT_ITERATIONS, timing_warmup: int = DEFAULT_WARMUP,
+                         criterion: Criterion | None = None) -> Suggestion:
     """Search the smallest set of FP32 islands (keep_fp32 patterns) with which ``model`` passes.
 
     Args:
@@ -68,6 +71,9 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
         backend: a :class:`~pytest_trt.backends.base.Backend` or its name (``"emulate"``).
         cache: artifact cache for engines and the baseline (None: build without caching).
         rtol, atol: tolerances (a number or ``{output: number}``; default per precision).
+        criterion: the :class:`~pytest_trt.compare.criterion.Criterion` every candidate is judged by
+            (tolerances and metric floors per output, with their sources), instead of ``rtol``/``atol``
+            (``trt.suggest()`` passes the test's; its precision is the policy's low precision).
         config: build config (default ``BuildConfig()``).
         max_builds: budget of builds (distinct plans), the initial one included (default 30).
         threshold: relative-error threshold of the layerwise comparisons.
@@ -80,7 +86,7 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
             they were made (``trt.feeds(...)`` in a test), else ``feeds``' own values permuted with
             the seed (same values in other positions).
         on_engine: ``on_engine(plan, engine)`` after every engine the search built or loaded
-            (a TensorRT layerwise probe build too: its own ``build_info``); the pytest plugin
+            (a TensorRT layerwise build too: its own ``build_info``); the pytest plugin
             records them, so the run's engine counts include the search's builds.
         timing: how the cost of each proposed FP32 island is measured (the plan with and without
             it, same inputs, ``timing_iterations`` runs after ``timing_warmup``): ``auto`` (TensorRT's own timing, else
@@ -94,7 +100,8 @@ def suggest_fp32_islands(model, policy, feeds: dict, *, backend, cache: Artifact
     check_timing(timing)
     search = _Search(model, policy, feeds, backend=backend, cache=cache, rtol=rtol, atol=atol, config=config,
                      max_builds=max_builds, threshold=threshold, provider=baseline_provider,
-                     recheck_seeds=recheck_seeds, make_feeds=make_feeds, on_engine=on_engine)
+                     recheck_seeds=recheck_seeds, make_feeds=make_feeds, on_engine=on_engine,
+                     criterion=criterion)
     found = search.run()
     if found.passed and found.patterns:
         found.island_costs = island_costs(
@@ -110,7 +117,7 @@ class _Search:
     def __init__(self, model: Any, policy: Any, feeds: dict, *, backend: Any, cache: ArtifactCache | None,
                  rtol: Any, atol: Any, config: BuildConfig | None, max_builds: int | None, threshold: float | None,
                  provider: str = "cpu", recheck_seeds: Any = None, make_feeds: Any = None,
-                 on_engine: Any = None) -> None:
+                 on_engine: Any = None, criterion: Criterion | None = None) -> None:
 
         self.start = time.perf_counter()
         self.model = load_model(model)
@@ -135,10 +142,16 @@ class _Search:
         self.order = {d.name: i for i, d in enumerate(self.plan0.nodes.values())}
         self.divergences: dict = {}
         self.blocked: list = []
-        low = self.plan0.low_precision or "fp32"
-        d_rtol, d_atol = default_tolerances(low)
-        self.rtol = d_rtol if rtol is None else rtol
-        self.atol = d_atol if atol is None else atol
+        names = self.model.output_names()
+        if criterion is None:
+            criterion = Criterion.resolve(names, self.plan0.low_precision or "fp32",
+                                          [Level("argument", "suggest_fp32_islands()", {"rtol": rtol, "atol": atol})])
+        elif rtol is not None or atol is not None:
+            raise UsageError("suggest_fp32_islands: pass criterion= or rtol=/atol=, not both: the criterion holds them")
+        elif criterion.no_check:
+            raise UsageError("suggest_fp32_islands: a criterion with no_check has no verdict to search for")
+        #: every candidate's judge, unchanged through the search
+        self.criterion = criterion.with_outputs(names, "criterion=")
         self.builds = 0
         self.cache_hits = 0
         self.memo: dict[str, Attempt] = {}
@@ -193,6 +206,7 @@ class _Search:
         hit = bool(getattr(engine.build_info, "cache_hit", False))
         low = sum(1 for d in plan.nodes.values() if d.kind == "compute" and d.precision in LOW_PRECISIONS)
         attempt = Attempt(tuple(patterns), phase, False, {}, low, hit, 0.0, fp)
+        attempt.bytes_written = int(getattr(engine.build_info, "bytes_written", 0) or 0)
         self.memo[fp] = attempt
         self.attempts.append(attempt)
         self.engines = {fp: (engine, plan)}  # keep only the latest engine alive
@@ -206,8 +220,8 @@ class _Search:
         attempt.inputs, attempt.failing_set, attempt.nonfinite_nodes = [], None, []
         outputs_ok = True
         for index, inputs in enumerate(self.sets):
-            result = compare_outputs(engine.run(inputs.feeds), self.expected_of(index), rtol=self.rtol,
-                                     atol=self.atol, details=True, precision=self.plan0.low_precision or "fp32")
+            result = compare_outputs(engine.run(inputs.feeds), self.expected_of(index), criterion=self.criterion,
+                                     details=True)
             accuracy = accuracy_record(result)
             if index == 0:
                 attempt.accuracy = accuracy
@@ -239,15 +253,15 @@ class _Search:
         engine = engine if engine is not None else self.engine_of(attempt)
         if index not in self.references:
             self.references[index] = fp32_intermediates(self.model, self.sets[index].feeds, provider=self.provider)
-        probe_before = getattr(engine, "_probe", None)
+        before = engine.layerwise_engine
         div = locate_divergence(engine, self.sets[index].feeds, threshold=self.threshold,
                                 reference=self.references[index], top=10)
-        probe = getattr(engine, "_probe", None)
-        if probe is not None and probe is not probe_before:  # TensorRT < 10.12: a separate layerwise build
+        built = engine.layerwise_engine
+        if built is not None and built is not before:  # TensorRT < 10.12: a separate layerwise build
             self.builds += 1
-            self.cache_hits += int(bool(getattr(probe.build_info, "cache_hit", False)))
+            self.cache_hits += int(bool(getattr(built.build_info, "cache_hit", False)))
             if self.on_engine is not None:
-                self.on_engine(getattr(engine, "plan", None), probe)
+                self.on_engine(engine.plan, built)
         self.layerwise_runs += 1
         self.layerwise_note = div.note
         self.evidence.update(t.node for t in div.divergent)
@@ -455,7 +469,7 @@ class _Search:
             policy=policy, base_policy=self.policy, builds=self.builds, cache_hits=self.cache_hits,
             initial_accuracy=self.initial.accuracy, compute_nodes=self.compute_nodes, low_nodes=low_nodes,
             low_precision=self.plan0.low_precision, reason=reason, model=self.model.label,
-            backend=self.backend.name, rtol=self.rtol, atol=self.atol,
+            backend=self.backend.name, backend_disclaimer=self.backend.disclaimer, criterion=self.criterion,
             first_divergence=self.initial.first_divergence, attempts=list(self.attempts), alternatives=alternatives,
             layerwise_runs=self.layerwise_runs, layerwise_note=self.layerwise_note, blocked=list(self.blocked),
             seconds=time.perf_counter() - self.start, minimal=minimal,

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import onnx
 from onnx import helper, numpy_helper
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -64,6 +65,8 @@ def constant_value(graph, producers, name: str) -> Any:
     """numpy value of an initializer or a Constant node's output, else None."""
     for init in graph.initializer:
         if init.name == name:
+            if init.HasField("data_location") and init.data_location == onnx.TensorProto.EXTERNAL:
+                return None  # a large weight held by the weight store: not a LayerNorm constant
             return numpy_helper.to_array(init)
     node = producers.get(name)
     if node is not None and node.op_type == "Constant":

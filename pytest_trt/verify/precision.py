@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.dtypes import FP32, normalize_precision
 from ..errors import PatternError, PrecisionError, UsageError
 from ..layers.report import EVIDENCE, LayerReport, evidence_text
-from ..plan.policy import Rule, validate_pattern
+from ..plan.rules import Rule, validate_pattern
 from .collapse import (
     DEFAULT_MAX_MYELIN_SHARE,
     DEFAULT_NODES_PER_LAYER,
@@ -440,9 +440,9 @@ def _context(engine, report, plan) -> dict[str, Any]:
     if report is not None:
         return {"model": model, "policy": policy, "backend": report.backend, "typing": report.typing,
                 "source": report.source, "emulated": report.emulated}
-    backend = getattr(engine, "backend_name", "?")
-    return {"model": model, "policy": policy, "backend": backend, "typing": getattr(engine, "typing", "?"),
-            "source": "probe", "emulated": backend == "emulate"}
+    return {"model": model, "policy": policy, "backend": getattr(engine, "backend_name", "?"),
+            "typing": getattr(engine, "typing", "?"), "source": "probe",
+            "emulated": getattr(engine, "layer_evidence", "emulated") == "emulated"}
 
 
 def _typing(engine, report) -> str:

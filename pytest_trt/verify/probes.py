@@ -58,9 +58,11 @@ from onnx import helper, numpy_helper
 from ..backends.base import BuildConfig, get_backend
 from ..cache import ArtifactCache
 from ..core.dtypes import ELEM_FLOAT
+from ..core.jsonsafe import json_number
 from ..errors import ModelError, UsageError
 from ..model.load import load_model
-from ..plan.policy import PrecisionPolicy, Rule
+from ..plan.policy import PrecisionPolicy
+from ..plan.rules import Rule
 from ..reference.baseline import reference_outputs
 from .layernorm_graph import LayerNormInstance, constant_value, find_layernorms
 
@@ -110,7 +112,7 @@ def probe_shape(plan: PrecisionPlan, inst: LayerNormInstance, rows: int) -> tupl
                 for i in n.input[1:] if n.op_type == "LayerNormalization" else n.input:
                     for init in graph.initializer:
                         if init.name == i:
-                            hidden = int(numpy_helper.to_array(init).size)
+                            hidden = int(np.prod(init.dims, dtype=np.int64)) if init.dims else 1
                 if hidden:
                     break
     if not hidden:
@@ -240,13 +242,9 @@ class ProbeMeasurement:
                 f"{' -> low precision' if self.flagged else ''}")
 
     def to_json(self) -> dict[str, Any]:
-        return {"probe": self.probe, "description": self.description, "max_abs_err": _num(self.max_abs_err),
-                "rel_err": _num(self.rel_err), "nonfinite": self.nonfinite, "total": self.total,
+        return {"probe": self.probe, "description": self.description, "max_abs_err": json_number(self.max_abs_err),
+                "rel_err": json_number(self.rel_err), "nonfinite": self.nonfinite, "total": self.total,
                 "flagged": self.flagged}
-
-
-def _num(x: float):
-    return x if math.isfinite(x) else str(x)
 
 
 @dataclass
@@ -367,12 +365,12 @@ def probe_layernorm(engine: Engine, inst: LayerNormInstance, *, cache=None, back
     compute = list(planned_of)
     precs = sorted(set(planned_of.values()))
     planned = precs[0] if len(precs) == 1 else "mixed"
-    emulated = probe_engine.backend_name == "emulate"
+    emulated = probe_engine.layer_evidence == "emulated"
     notes = [f"built alone ({len(inst.nodes)} nodes) with backend {probe_engine.backend_name}: fusion with "
              f"neighbouring layers may differ from the engine under test"]
     if emulated:
-        notes.append("emulate backend: the figures describe the emulation's rounding of stored tensors "
-                     "(CPU, ONNX Runtime), not TensorRT")
+        notes.append(f"{probe_engine.backend_name} backend: the figures describe the emulation's rounding of stored "
+                     f"tensors, not TensorRT")
     verdict = LOW_VERDICT if any(m.flagged for m in measurements) else FP32_VERDICT
     return ProbeResult(inst.label, inst.form, list(inst.nodes), compute, planned, shape[-1],
                        probe_engine.backend_name, emulated, tolerance, measurements, verdict, notes)

@@ -84,7 +84,7 @@ def test_run_layerwise(tensorrt_backend, engine_cache, ln_model, ln_feeds):
     if tensorrt_backend.compat().has_unfused_debug_tensors():
         assert "engine under test" in note
     else:
-        assert "SEPARATE probe build" in note
+        assert "SEPARATE layerwise build" in note
     assert values, note
     reference = fp32_intermediates(ln_model, ln_feeds, names=list(values))
     name = next((n for n in values if "/LayerNorm/" in n), next(iter(values)))

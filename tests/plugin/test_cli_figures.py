@@ -79,5 +79,8 @@ def test_locate_labels_the_policy_precision_and_shows_the_figures(cli):
 
     text = cli("locate", str(ENCODER), "--fp16", "--keep-fp32", "*/LayerNorm/*")
     assert text.returncode == 0, text.stdout + text.stderr
-    assert "outputs within tolerance [precision fp16; rtol 0.02, atol 0.01" in text.stdout, text.stdout
+    # the criterion, as every report words it (each value with its source)
+    assert ("outputs within tolerance [precision fp16; rtol=0.02, atol=0.01, min_cosine=0.9999 (fp16 default)]"
+            in text.stdout), text.stdout
+    assert data["compare"]["criterion"]["outputs"]["last_hidden_state"]["atol"]["source"] == "fp16 default"
     assert "max abs err" in text.stdout and "SNR" in text.stdout and "x tol" in text.stdout

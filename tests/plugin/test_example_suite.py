@@ -29,6 +29,8 @@ def test_negative_control_is_xfailed_as_shipped(pytester):
     result = pytester.runpytest(str(suite), "--trt-fp16", "-rx")
     result.assert_outcomes(passed=1, xfailed=1)
     result.stdout.fnmatch_lines(["*XFAIL*test_negative_control_layernorm_in_fp16_is_caught*negative control*"])
+    # the suite's own configuration neither saves runs nor compares with one (issue 31)
+    assert "pytest-trt: runs in" not in result.stdout.str() and not (pytester.path / ".trt-runs").exists()
 
 
 def test_keeping_layernorm_fp32_in_the_negative_control_makes_the_run_fail(pytester):

@@ -22,6 +22,7 @@ from pytest_trt.backends import Backend, get_backend
 
 class Emu2Backend(Backend):
     name = "emu2"
+    disclaimer = "CPU precision emulation (emu2 over ONNX Runtime), not TensorRT"
 
     def __init__(self):
         self.inner = get_backend("emulate")
@@ -83,6 +84,58 @@ def test_conftest_backend_is_selected_by_name_runs_tests_and_reports(pytester):
     (test,) = data["tests"]
     assert test["emu2"] == {"engines": ["emu2"]}
     assert [e["backend"] for e in test["engines"]] == ["emu2"]
+
+
+def test_a_plugin_backend_states_its_disclaimer_in_every_report(pytester):
+    """The backend says what its results are (``Backend.disclaimer``); no report tests its name. Before,
+    the terminal, the failure message and the HTML said "not TensorRT" only for a backend named
+    ``emulate``, and the JSON said nothing: a plugin's emulation read as TensorRT everywhere."""
+    pytester.makeconftest(PLUGIN)
+    pytester.makepyfile(TESTS + """
+
+@pytest.mark.trt(model=ENCODER, dims=DIMS, requires="emu2", precision="fp16")
+def test_fails_through_emu2(trt):
+    trt.check(trt.feeds(), atol=0.0, rtol=0.0, min_cosine=-1)
+""")
+    report, html = pytester.path / "out.json", pytester.path / "out.html"
+    result = pytester.runpytest("--trt-backend", "emu2", _cache(pytester), f"--trt-report={report}",
+                                f"--trt-html={html}")
+    result.assert_outcomes(passed=1, failed=1)
+    disclaimer = "CPU precision emulation (emu2 over ONNX Runtime), not TensorRT"
+    result.stdout.fnmatch_lines([
+        f"*(backend emu2: {disclaimer})",         # the failure message
+        f"backend emu2 ({disclaimer})",           # the terminal summary
+    ])
+    data = json.loads(report.read_text())
+    assert data["session"]["backend"] == "emu2" and data["session"]["backend_disclaimer"] == disclaimer
+    assert f'<span class="tag emu">{disclaimer}</span>' in html.read_text()
+
+
+def test_a_plugin_backend_that_states_nothing_is_not_reported_as_tensorrt(pytester):
+    """A backend has to claim to be TensorRT (``disclaimer = None``): one that says nothing gets the
+    plugin disclaimer in every report."""
+    pytester.makeconftest(PLUGIN.replace('    disclaimer = "CPU precision emulation (emu2 over ONNX Runtime), '
+                                         'not TensorRT"\n', ""))
+    pytester.makepyfile(TESTS)
+    report = pytester.path / "out.json"
+    result = pytester.runpytest("--trt-backend", "emu2", _cache(pytester), f"--trt-report={report}")
+    result.assert_outcomes(passed=1)
+    said = "emu2 is a plugin backend that does not state that it runs TensorRT"
+    result.stdout.fnmatch_lines([f"backend emu2 ({said})"])
+    assert json.loads(report.read_text())["session"]["backend_disclaimer"] == said
+
+
+def test_the_builtin_backends_answer_for_themselves():
+    """The contract callers rely on instead of the name (pytest_trt.backends.base)."""
+    from pytest_trt.backends import get_backend
+
+    emulate, trt, rtx = get_backend("emulate"), get_backend("tensorrt"), get_backend("tensorrt-rtx")
+    assert emulate.disclaimer == "CPU precision emulation on ONNX Runtime, not TensorRT"
+    assert trt.disclaimer is None and rtx.disclaimer is None
+    assert (emulate.uses_gpu, trt.uses_gpu, rtx.uses_gpu) == (False, True, True)
+    assert (emulate.shape_specific, trt.shape_specific) == (False, True)
+    assert "emulation has no weak typing" in emulate.typing_reason("weak")
+    assert emulate.typing_reason("strong") is None and trt.typing_reason("auto") is None
 
 
 def test_plugin_module_given_with_p_and_the_ini_value(pytester):

@@ -157,6 +157,7 @@ def test_ledger_table_sorts_in_a_real_browser(tmp_path):
     stay inside the page at 1280 px."""
     from types import SimpleNamespace
 
+    from pytest_trt.backends import get_backend
     from pytest_trt.layers.report import LayerReport
     from pytest_trt.layers.timing import LayerProfile
     from pytest_trt.ledger import build_ledger
@@ -175,7 +176,7 @@ def test_ledger_table_sorts_in_a_real_browser(tmp_path):
     ledger = build_ledger(plan, LayerReport.from_inspector_json(inspector, plan, typing="strong"), profile)
     res = [{"nodeid": "test_bert.py::test_ledger", "outcome": "passed", "records": [
         {"kind": "ledger", "model": "bert", "policy": "fp16", "backend": "tensorrt", "ledger": ledger.to_json()}]}]
-    session = SimpleNamespace(settings=Settings(), backend=SimpleNamespace(name="tensorrt"), backend_reason="test")
+    session = SimpleNamespace(settings=Settings(), backend=get_backend("tensorrt"), backend_reason="test")
     text = html_report.render_html(session, res, 0)
     assert text.count("<script>") == 1 and "<script src" not in text
     probe = tmp_path / "probe.html"

@@ -3,6 +3,7 @@ saved .npz replays the failure through `pytest-trt compare --load-inputs`."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -123,3 +124,66 @@ def test_save_falsifying_example_escapes_the_inputs_comment(tmp_path):
                          env={"PATH": f"{fake}:/usr/bin:/bin"})
     assert ran.returncode == 0, ran.stderr
     assert not list(tmp_path.rglob("PWNED*"))
+
+
+#: a property whose failure is only its criterion: a per-output tolerance (the marker's, on "a") and a
+#: cosine floor (trt.check()'s), both tighter than the FP16 defaults, under which every example passes
+CRITERION_TEST = """
+import pytest
+from hypothesis import HealthCheck, given, settings
+from pytest_trt import strategies
+
+MODEL = {model!r}
+
+@settings(max_examples=20, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(feeds=strategies.feeds(MODEL))
+@pytest.mark.trt(model=MODEL, precision="fp16", atol={{"a": 1e-6}}, rtol={{"a": 1e-6}})
+def test_two_outputs_under_a_tight_criterion(trt, feeds):
+    trt.check(feeds, min_cosine=0.99999999)
+"""
+
+
+def _two_outputs(path):
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(0)
+    weights = [(f"w{k}", (rng.standard_normal((64, 64)) / 8).astype(np.float32)) for k in (1, 2)]
+    onnx.save(tm.graph_model([helper.make_node("MatMul", ["x", "w1"], ["a"], name="/a/MatMul"),
+                              helper.make_node("MatMul", ["x", "w2"], ["b"], name="/b/MatMul")],
+                             [("x", TensorProto.FLOAT, [1, 8, 64])],
+                             [("a", TensorProto.FLOAT, [1, 8, 64]), ("b", TensorProto.FLOAT, [1, 8, 64])], weights),
+              path)
+
+
+def test_a_replayed_example_is_judged_by_the_tests_whole_criterion(pytester):
+    """The replay command written beside a failing example carries the test's criterion (per-output
+    tolerances and the metric floors, with their sources) in ``<stem>.criterion.json``. Before, it
+    carried ``--atol``/``--rtol`` only when every output had the same, and never a floor: this
+    example, failing only its per-output tolerance and its cosine floor, replayed as a pass (exit 0)."""
+    model_path = pytester.path / "two_outputs.onnx"
+    _two_outputs(model_path)
+    pytester.makepyfile(test_criterion_property=CRITERION_TEST.format(model=str(model_path)))
+    cache = str(pytester.path / "cache")
+    result = pytester.runpytest("--trt-cache-dir=" + cache)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*replay: pytest-trt compare * --criterion *.criterion.json *"])
+
+    [saved] = list((pytester.path / "trt-artifacts").glob("*.npz"))
+    criterion = json.loads(saved.with_suffix(".criterion.json").read_text())
+    a, b = criterion["outputs"]["a"], criterion["outputs"]["b"]
+    assert a["atol"] == {"value": 1e-6, "level": "marker", "source": "marker"}
+    assert b["atol"] == {"value": 0.01, "level": "default", "source": "fp16 default"}
+    assert a["min_cosine"] == b["min_cosine"] == {"value": 0.99999999, "level": "argument", "source": "trt.check()"}
+
+    command = saved.with_suffix(".sh").read_text().strip().splitlines()[-1]
+    cli = [sys.executable, "-m", "pytest_trt.cli", *shlex.split(command)[1:], "--cache-dir", cache]
+    replay = subprocess.run(cli, capture_output=True, text=True, cwd=pytester.path)
+    assert replay.returncode == 1, replay.stdout + replay.stderr
+    # each value says where it came from; the floor is written as given (not rounded to 1)
+    assert "min_cosine=0.99999999 (trt.check(), from " in replay.stdout
+    assert "atol per output: 'a' 1e-06 (marker, from " in replay.stdout
+    assert replay.stdout.count("< min_cosine 0.99999999") == 2
+    # the same inputs under the FP16 defaults pass: the criterion alone makes them fail
+    at_defaults = [c for c in cli if c not in ("--criterion", str(saved.with_suffix(".criterion.json")))]
+    assert subprocess.run(at_defaults, capture_output=True, text=True, cwd=pytester.path).returncode == 0

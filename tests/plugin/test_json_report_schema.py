@@ -3,7 +3,9 @@
 One pytester run over a small real project (the example suite's encoder on the emulate
 backend): a passing FP16 check with LayerNorm and Softmax kept FP32 plus a precision
 check and a ledger, an all-FP16 check that fails (LayerNorm fed outliers) after locating the node that
-broke it (a layerwise record), and the same as a negative control (``xfail(strict=True, raises=AccuracyError)``). The report it writes must
+broke it (a layerwise record), and the same as a negative control (``xfail(strict=True, raises=AccuracyError)``),
+compared with a run saved before (``--trt-compare-run``) and saved itself with its outputs
+(``--trt-autosave --trt-save-outputs``), so the history keys are filled. The report it writes must
 validate against ``pytest_trt/report/report.schema.json`` (the ``jsonschema`` library),
 and its key structure (keys and JSON types, not values) must equal the checked-in golden
 file ``tests/plugin/golden/json_report_structure.json``.
@@ -63,6 +65,7 @@ MACHINE_DEPENDENT = {
     "session.libraries",      # which libraries are installed (null: not installed)
     "session.gpus",           # empty without a GPU
     "session.gpu_assignment",  # null without --trt-gpus
+    "session.fingerprint",    # versions and GPU: null where not installed; git commit: null outside a work tree
 }
 
 
@@ -105,10 +108,14 @@ def report(tmp_path_factory) -> dict:
     (root / "test_encoder.py").write_text(SUITE, encoding="utf-8")
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_XDIST_", "PYTEST_TRT_", "PYTEST_ADDOPTS")) and k != "CUDA_VISIBLE_DEVICES"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--trt-backend=emulate",
-         f"--trt-cache-dir={root / 'cache'}", "--trt-report=report.json", "test_encoder.py"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    common = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--trt-backend=emulate",
+              f"--trt-cache-dir={root / 'cache'}", "--trt-storage=runs"]
+    proc = subprocess.run([*common, "--trt-save=base", "-k", "layernorm_fp32", "test_encoder.py"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = subprocess.run([*common, "--trt-compare-run=base", "--trt-autosave", "--trt-save-outputs",
+                           "--trt-report=report.json", "test_encoder.py"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # test_all_fp16 fails
     return json.loads((root / "report.json").read_text(encoding="utf-8"))
 
@@ -122,6 +129,11 @@ def test_the_run_is_the_one_the_golden_file_describes(report):
     assert control["expected_failure"]["verdict"] == "caught"
     assert [p["passed"] for t in report["tests"] for p in t["precision"]] == [True]
     assert [bool(lw["found"]) for t in report["tests"] for lw in t["layerwise"]] == [True]
+    history = report["history"]
+    assert history["compared_with"].endswith("-base") and history["saved_as"]
+    assert [r["nodeid"].split("::")[1] for r in history["drift"]["outputs"]] == ["test_layernorm_fp32"]
+    assert all(c["outputs_file"] for t in report["tests"] for c in t["accuracy"])
+    assert report["realized"] and all(t["realized"] for t in report["tests"])
 
 
 def test_report_validates_against_the_schema(report):
@@ -135,6 +147,8 @@ def test_report_validates_against_the_schema(report):
 
 def test_schema_rejects_a_report_that_breaks_it(report):
     """The schema can fail: a missing summary key, a wrong type, another version."""
+    from pytest_trt.report.json_report import SCHEMA_VERSION
+
     validator = jsonschema.Draft202012Validator(schema())
     broken = json.loads(json.dumps(report))
     del broken["summary"]["outputs_failed"]
@@ -143,8 +157,6 @@ def test_schema_rejects_a_report_that_breaks_it(report):
     messages = [e.message for e in validator.iter_errors(broken)]
     assert any("'outputs_failed' is a required property" in m for m in messages), messages
     assert any("3 is not of type" in m for m in messages), messages
-    from pytest_trt.report.json_report import SCHEMA_VERSION
-
     assert any(f"{SCHEMA_VERSION} was expected" in m for m in messages), messages
 
 

@@ -25,6 +25,7 @@ _VALUES = {
     "trt-engine-memory": ("1G", "2G", "3G"),
     "trt-gpus": ("1", "2", "3"),
     "trt-remote-cache": ("file:///ini-store", "file:///env-store", "file:///cli-store"),
+    "trt-compare-fail": ("max_abs:+1%", "max_abs:+2%", "cosine:-1e-5"),
 }
 
 
@@ -211,3 +212,49 @@ class TestClass:
     pytester.runpytest(f"--trt-cache-dir={pytester.path / 'c'}").assert_outcomes(passed=3)
     pytester.runpytest(f"--trt-cache-dir={pytester.path / 'c'}", "--trt-atol=0.3", "--trt-seed=11").assert_outcomes(
         passed=3)
+
+
+def test_the_reports_carry_the_criterion_with_the_level_of_each_value(pytester):
+    """The criterion object records where each value came from (issue 28's precedence, issue 27's
+    criterion): the JSON report's accuracy entries say it per output, the HTML's failure card and the
+    failure message too."""
+    import json
+
+    model = Path(__file__).resolve().parents[2] / "example_suite" / "models" / "encoder_opset14.onnx"
+    pytester.makeini("[pytest]\ntrt_atol = 0.4\n")
+    pytester.makepyfile(f"""
+import pytest
+KW = dict(model={str(model)!r}, precision="fp16", dims={{"batch": 1, "sequence": 4}})
+
+@pytest.mark.trt(**KW, atol={{"fp16": 0.3, "bf16": 0.5}})
+def test_marker(trt):
+    trt.check(min_cosine=0.99)
+
+@pytest.mark.trt(**KW)
+def test_session(trt):
+    trt.check(rtol=0.0, atol=0.0)
+
+@pytest.mark.trt(**KW)
+def test_ini(trt):
+    trt.check()
+""")
+    report, html = pytester.path / "r.json", pytester.path / "r.html"
+    result = pytester.runpytest(f"--trt-cache-dir={pytester.path / 'c'}", "--trt-rtol=0.25", f"--trt-report={report}",
+                                f"--trt-html={html}")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*differ from the reference [[]precision fp16; rtol=0, atol=0 (trt.check()); "
+                                 "min_cosine=0.9999 (fp16 default)[]]*"])
+    entries = {t["nodeid"].split("::")[1]: t["accuracy"][0]["criterion"]["outputs"]["last_hidden_state"]
+               for t in json.loads(report.read_text())["tests"]}
+    marker, session = entries["test_marker"], entries["test_session"]
+    assert marker["atol"] == {"value": 0.3, "level": "marker", "source": "marker"}
+    assert marker["rtol"] == {"value": 0.25, "level": "command line", "source": "--trt-rtol"}
+    assert marker["min_cosine"] == {"value": 0.99, "level": "argument", "source": "trt.check()"}
+    assert session["atol"] == {"value": 0.0, "level": "argument", "source": "trt.check()"}
+    assert entries["test_ini"]["atol"] == {"value": 0.4, "level": "ini", "source": "ini trt_atol"}
+    pytester.makeini("[pytest]\ntrt_atol = 0.4\n")
+    result = pytester.runpytest(f"--trt-cache-dir={pytester.path / 'c'}", f"--trt-report={report}", "-k", "marker")
+    result.assert_outcomes(passed=1)
+    criterion = json.loads(report.read_text())["tests"][0]["accuracy"][0]["criterion"]["outputs"]["last_hidden_state"]
+    assert criterion["rtol"] == {"value": 0.02, "level": "default", "source": "fp16 default"}
+    assert "criterion rtol=0, atol=0 (trt.check()); min_cosine=0.9999 (fp16 default)" in html.read_text()

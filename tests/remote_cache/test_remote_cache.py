@@ -482,3 +482,35 @@ def test_cli_compare_publishes_and_a_reader_fetches(tmp_path, keys):
     assert fetched.returncode == 0, fetched.stderr
     events = [json.loads(line) for line in (tmp_path / "c2" / "events.jsonl").read_text().splitlines()]
     assert {e["event"] for e in events} == {"remote_hit"}, events
+
+
+def test_an_emulation_graph_and_the_weight_set_it_uses_travel_together(remote, keys, tmp_path):
+    """A big model's emulation entry names its weight set (``uses``, signed); a runner with an empty
+    local cache fetches both, verified, and builds nothing (issue 29)."""
+    from pytest_trt.backends import get_backend
+    from pytest_trt.backends.base import BuildConfig
+    from pytest_trt.core import runstate
+    from pytest_trt.inputs import make_feeds
+    from pytest_trt.model import load_model
+    from pytest_trt.model.big_models import write_decoder
+    from pytest_trt.plan.policy import PrecisionPolicy
+
+    url, _ = remote
+    info = write_decoder(tmp_path / "m" / "decoder.onnx", layers=1, hidden=128, intermediate=256, seq=4)
+    outputs = []
+    for name, tier in (("builder", builder(url, keys)), ("runner", reader(url, keys))):
+        with runstate.scoped():
+            model = load_model(info.path)
+            cache = ArtifactCache(tmp_path / name, remote=tier)
+            engine = get_backend("emulate").build(PrecisionPolicy("fp16").resolve(model), BuildConfig(), cache)
+            outputs.append(engine.run(make_feeds(model))["last_hidden_state"])
+            stats = cache.stats
+            kinds = sorted(e.kind for e in cache.entries())
+        assert kinds == ["emulate", "weights"]
+        if name == "builder":
+            assert stats.builds == 2 and stats.remote_uploads == 2
+        else:
+            assert stats.builds == 0 and stats.remote_hits == 2  # the graph, then the weight set it uses
+            (graph,) = [e for e in ArtifactCache(tmp_path / name).entries() if e.kind == "emulate"]
+            assert graph.manifest["uses"][0]["kind"] == "weights"  # sealed from the signed payload
+    assert (outputs[0] == outputs[1]).all()

@@ -41,6 +41,9 @@ GUARDS = {
     "IExecutionContext.unfused_tensors_debug_state": "has_unfused_debug_state",
     "ICudaEngine.device_memory_size": "has_device_memory_size",
     "ICudaEngine.device_memory_size_v2": "has_device_memory_size_v2",
+    "OnnxParser.load_model_proto": "has_user_initializers",
+    "OnnxParser.load_initializer": "has_user_initializers",
+    "OnnxParser.parse_model_proto": "has_user_initializers",
 }
 
 #: Every API difference between the versions of the matrix among the members the adapter uses
@@ -56,6 +59,10 @@ DIFFERENCES = {
     "IExecutionContext.unfused_tensors_debug_state": {"10.0.1", "10.8.0.43"},
     "ICudaEngine.device_memory_size": {"11.0.0.114", "11.4.0.106", "1.7.1.116"},
     "ICudaEngine.device_memory_size_v2": {"10.0.1"},
+    # user initializers (a big model's weights by pointer): onnx-tensorrt's 10.13 GA release notes
+    "OnnxParser.load_model_proto": {"10.0.1", "10.8.0.43", "10.12.0.36"},
+    "OnnxParser.load_initializer": {"10.0.1", "10.8.0.43", "10.12.0.36"},
+    "OnnxParser.parse_model_proto": {"10.0.1", "10.8.0.43", "10.12.0.36"},
 }
 
 

@@ -159,7 +159,10 @@ def _real_surface(version: str, rtx: bool) -> dict | None:
 #: from 10.12 (absent in 10.0.1 and 10.8.0.43), in 11.x and TensorRT-RTX 1.7.1; weak-typing
 #: members (``BuilderFlag.FP16/BF16/INT8/OBEY_PRECISION_CONSTRAINTS``, ``ILayer.precision``,
 #: ``ILayer.set_output_type``) up to 10.16, not in 11.x nor RTX.
-VERSION_FACTS = {"unfused_debug_min": (10, 12)}
+VERSION_FACTS = {"unfused_debug_min": (10, 12),
+                 # OnnxParser.load_model_proto / load_initializer / parse_model_proto (onnx-tensorrt 10.13 GA
+                 # release notes: "Added loadModelProto, loadInitializer and parseModelProto APIs for IParser")
+                 "user_initializers_min": (10, 13)}
 RTX_SUPPORTED_CC = ("8.0", "8.6", "8.9", "12.0", "12.1")
 
 _ELEM_TO_DT = {1: "FLOAT", 10: "HALF", 16: "BF16", 6: "INT32", 7: "INT64", 9: "BOOL", 3: "INT8", 2: "UINT8"}
@@ -212,6 +215,8 @@ class FakeState:
     last_config: object = None
     timing_loaded: list = field(default_factory=list)
     parsed_files: list = field(default_factory=list)
+    #: initializers handed to the parser by pointer (OnnxParser.load_initializer)
+    user_initializers: list = field(default_factory=list)
 
 
 def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs) -> types.ModuleType:
@@ -464,6 +469,41 @@ def make_fake_tensorrt(version: str = "10.13.3.9", *, rtx: bool = False, **knobs
                 net.mark_output(tensor(out.name))
             net.model_bytes = bytes(model)
             return True
+
+    if rtx or major_minor >= VERSION_FACTS["user_initializers_min"]:
+        def load_model_proto(self, model, path=None):
+            """Real signature ``load_model_proto(self, model: Buffer, path: str = None) -> bool``."""
+            self._loaded = onnx.load_from_string(bytes(model))
+            self._user = {}
+            return True
+
+        def load_initializer(self, name, data, size):
+            """Real signature ``load_initializer(self, name: str, data: int, size: int) -> bool``: ``data``
+            is a pointer; False before load_model_proto, for an unknown name or a size that does not match."""
+            loaded = getattr(self, "_loaded", None)
+            init = next((i for i in loaded.graph.initializer if i.name == name), None) if loaded else None
+            if init is None:
+                return False
+            n = int(np.prod(init.dims, dtype=np.int64)) if init.dims else 1
+            if int(size) != n * np.dtype(onnx.helper.tensor_dtype_to_np_dtype(init.data_type)).itemsize:
+                return False
+            self._user[name] = ctypes.string_at(int(data), int(size))  # (the real parser reads it in place)
+            state.user_initializers.append(name)
+            return True
+
+        def parse_model_proto(self):
+            """Real signature ``parse_model_proto(self) -> bool``: the loaded model with the user's initializers."""
+            proto = self._loaded
+            for init in proto.graph.initializer:
+                if init.name in self._user:
+                    init.raw_data = self._user[init.name]
+                    init.data_location = onnx.TensorProto.DEFAULT
+                    del init.external_data[:]
+            return self.parse(proto.SerializeToString())
+
+        OnnxParser.load_model_proto = load_model_proto
+        OnnxParser.load_initializer = load_initializer
+        OnnxParser.parse_model_proto = parse_model_proto
 
     mod.OnnxParser = OnnxParser
 

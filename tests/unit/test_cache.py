@@ -240,6 +240,15 @@ def _edit_manifest(**changes):
     return edit
 
 
+def _edit_file_record(name: str, **changes):
+    def edit(entry: Path):
+        m = json.loads((entry / "manifest.json").read_text())
+        m["files"][name].update(changes)
+        (entry / "manifest.json").write_text(json.dumps(m))
+
+    return edit
+
+
 def _entry_is_symlink(entry: Path):
     copy = entry.parent.parent / "elsewhere"
     shutil.copytree(entry, copy)
@@ -281,6 +290,10 @@ CORRUPTIONS = {
     "kind-mismatch": (_edit_manifest(kind="baseline"), "says kind 'baseline', expected 'engine'"),
     "old-format": (_edit_manifest(format_version=0), "format_version 0 in manifest.json"),
     "entry-is-symlink": (_entry_is_symlink, "not a directory"),
+    # one well-formedness check with the remote tier's (cache.entry.well_formed_file_record): a size
+    # that is negative or a bool is a malformed record here too, as in a signed remote manifest
+    "negative-size": (_edit_file_record("engine.plan", size=-1), "malformed file record 'engine.plan'"),
+    "bool-size": (_edit_file_record("engine.plan", size=True), "malformed file record 'engine.plan'"),
 }
 
 

@@ -25,6 +25,8 @@ import pytest
 from pytest_trt import cache
 from pytest_trt.cli import build_parser
 from pytest_trt.compare.tolerances import DEFAULT_MIN_COSINE, DEFAULT_TOLERANCES
+from pytest_trt.model.weights import MEMO_DIR
+from pytest_trt.realize.weight_sets import WEIGHTS_KIND
 from pytest_trt.run.settings import OPTIONS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,7 +62,8 @@ def surface() -> dict:
         "cli": _cli_surface(),
         "default_tolerances": {k: list(v) for k, v in DEFAULT_TOLERANCES.items()},
         "default_min_cosine": dict(DEFAULT_MIN_COSINE),
-        "cache_layout": {"marker": cache.MARKER, "scratch": cache.SCRATCH_DIR},
+        "cache_layout": {"marker": cache.MARKER, "scratch": cache.SCRATCH_DIR, "memo": MEMO_DIR,
+                         "weight_set_kind": WEIGHTS_KIND},
     }
 
 

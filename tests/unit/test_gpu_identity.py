@@ -128,8 +128,8 @@ def test_worker_ids_from_the_public_tx_option(tx, dist, ids):
 def test_every_record_names_the_gpu_its_process_runs_on(machine):
     """Engine and accuracy records carry the GPU (name, UUID) of their process: under --trt-gpus the
     worker's assigned one (its CUDA_VISIBLE_DEVICES); null on the emulate backend (CPU)."""
-    from types import SimpleNamespace
 
+    from pytest_trt.backends import get_backend
     from pytest_trt.report.json_report import entry_of_test
     from pytest_trt.run.session import BuildEvent, TrtSession
     from pytest_trt.run.settings import Settings
@@ -138,7 +138,7 @@ def test_every_record_names_the_gpu_its_process_runs_on(machine):
         machine.setenv("CUDA_VISIBLE_DEVICES", token)
         machine.setenv("PYTEST_XDIST_WORKER", worker_id)
         environment.forget_gpus()
-        session = TrtSession(settings=Settings(), backend=SimpleNamespace(name=backend), backend_reason="test")
+        session = TrtSession(settings=Settings(), backend=get_backend(backend), backend_reason="test")
         return session.record_gpu()
 
     assert worker("gw0", "0") == {"name": "NVIDIA H100 80GB HBM3", "uuid": H100, "cuda_visible_devices": "0",

@@ -211,8 +211,8 @@ class _FakeEngine:
 def test_locate_uses_the_engines_note_and_partial_values(chain):
     model, plan = chain
     values = {"s": REF["s"] + 0.5, "y": REF["y"] + 0.5}  # a probe that saw only two tensors
-    found = locate_divergence(_FakeEngine(plan, values, "probe build: a different engine"), {}, reference=REF)
-    assert isinstance(found, Divergence) and found.note == "probe build: a different engine"
+    found = locate_divergence(_FakeEngine(plan, values, "layerwise build: a different engine"), {}, reference=REF)
+    assert isinstance(found, Divergence) and found.note == "layerwise build: a different engine"
     assert found.first.tensor == "s" and found.first.node == "/b/Add"
     text = found.message()
-    assert "2 of 4 float tensors compared" in text and "probe build: a different engine" in text
+    assert "2 of 4 float tensors compared" in text and "layerwise build: a different engine" in text

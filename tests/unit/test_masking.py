@@ -100,7 +100,7 @@ def test_suggest_says_a_bf16_gpt2_with_a_mask_inside_passes_as_given(tmp_path, c
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "as given: passes" in out and "nothing needs to change" in out
-    assert "masking values such as an attention mask's -FLT_MAX become +-inf at /transformer/h.0/attn/Add" in out
+    assert "masking values such as an attention mask's -FLT_MAX become +-inf or the largest finite value at /transformer/h.0/attn/Add" in out
 
 
 # ----------------------------------------------------------------------------- the rule on small graphs
@@ -146,3 +146,81 @@ def test_sentinels_are_flt_max_and_the_constants_beyond_the_range():
     assert list(sentinels(model, 3.3895313892515355e38)) == [FLT_MAX]
     assert list(is_masking(np.array([1e9 + 10, 1e9 * 1.01, FLT_MAX, 2e5]), np.array([1e9, FLT_MAX]))) == [
         True, False, True, False]
+
+
+# ----------------------------------------------------------------------------- clamped, not only -inf
+# A realization clamps a stored -FLT_MAX to the low precision's largest finite value (FP16 -65504):
+# `locate` named a dynamo-exported Llama's mask `node_Where_225` the first divergent node (rel 1.0).
+DECODER = Path(__file__).resolve().parents[2] / "example_suite" / "models" / "decoder_dynamo.onnx"
+FP16_MAX, BF16_MAX = 65504.0, 3.3895313892515355e38
+
+
+@pytest.mark.parametrize("limit", [FP16_MAX, BF16_MAX])
+def test_saturation_is_infinity_or_the_largest_finite_value_of_the_same_sign_at_a_masking_value(limit):
+    from pytest_trt.locate.masking import saturation
+
+    marks = np.array([1e9, FLT_MAX]) if limit == FP16_MAX else np.array([FLT_MAX])
+    #                    mask clamped   mask -> -inf   wrong sign   below R          NaN         not beyond R
+    reference = np.array([-FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX, -FLT_MAX, -1.0])
+    engine = np.array([-limit, -np.inf, limit, -limit / 2, np.nan, -limit])
+    assert list(saturation(engine, reference, limit, marks)) == [True, True, False, False, False, False]
+    if limit == FP16_MAX:  # a model constant beyond the range (-1e9) is a sentinel too, plus what a mask path adds
+        assert list(saturation(np.array([-limit, -limit]), np.array([-1e9 - 3, -1e9]), limit, marks)) == [True, True]
+    # a real overflow (a Pow of an outlier: FP32 1.5e5, or 3e38 computed) matches no sentinel: clamped or inf, an error
+    overflow = np.array([1.5e5, 1.5e5, 3e38])
+    assert not saturation(np.array([limit, np.inf, limit]), overflow, limit, marks).any()
+
+
+def test_a_clamped_mask_is_saturated_and_a_clamped_real_overflow_is_still_the_first_divergent_node():
+    from pytest_trt.locate.divergence import DEFAULT_THRESHOLDS, compare_tensors
+    from pytest_trt.reference.baseline import fp32_intermediates
+
+    model = _masked_model(-FLT_MAX, scale=1e5)  # x * 1e5 reaches 3e5 (computed), the fill is -FLT_MAX
+    plan = PrecisionPolicy("fp16").resolve(model)
+    # no x of +-1: x * 1e5 would equal the model's constant 1e5, a sentinel by the rule
+    feeds = {"x": np.array([[1.5, -1.25, 2, -2], [0.5, -0.5, 3, -3]], np.float32)}
+    reference = fp32_intermediates(model, feeds)
+    values = {k: np.clip(v, -FP16_MAX, FP16_MAX) for k, v in reference.items()}  # both clamped to +-65504
+    rows = {t.node: t for t in compare_tensors(model, plan, values, reference, threshold=DEFAULT_THRESHOLDS["fp16"])}
+    assert rows["mask"].saturated == 4 and rows["scale"].saturated == 0
+    assert rows["scale"].divergent and rows["scale"].rel > 0.5  # 3e5 held as 65504: reported
+    assert not rows["mask"].divergent  # carries the scale's error at the kept positions, introduces none
+    assert [t.node for t in rows.values() if t.divergent] == ["scale"]
+
+
+def _locate_decoder(tokens: str, tmp_path, capsys, monkeypatch) -> str:
+    monkeypatch.setenv("PYTEST_TRT_CACHE_DIR", str(tmp_path / "cache"))
+    rc = cli_main(["locate", str(DECODER), "--fp16", "--keep-fp32", "*/input_layernorm/*", "--backend", "emulate",
+                   "--input-shapes", "input_ids:[2,16]", "attention_mask:[2,16]",
+                   "--val-range", f"input_ids:{tokens}", "attention_mask:[1,1]"])
+    out = capsys.readouterr().out
+    return f"rc={rc}\n{out}"
+
+
+def test_locate_on_the_dynamo_decoder_does_not_name_its_clamped_mask(tmp_path, capsys, monkeypatch):
+    out = _locate_decoder("[0,247]", tmp_path, capsys, monkeypatch)
+    assert out.startswith("rc=0"), out
+    assert "first divergent node" not in out and "node_Where_225" not in out.split("masking values:")[0], out
+    assert ("masking values: 2160 element(s) where FP32 holds a masking constant beyond the fp16 range (such as an "
+            "attention mask's -FLT_MAX) are +-inf or +-65504 (the largest finite fp16 value) in the engine at "
+            "/model/layers.0/self_attn/node_Where_225") in out
+
+
+def test_locate_on_the_dynamo_decoder_still_names_the_real_overflow_first(tmp_path, capsys, monkeypatch):
+    # outlier tokens: the post-attention RMSNorm's Pow (FP16) squares |x| > 255.9 past 65504
+    out = _locate_decoder("[248,255]", tmp_path, capsys, monkeypatch)
+    assert out.startswith("rc=1"), out
+    assert ("first divergent node: /model/layers.0/post_attention_layernorm/node_pow_2 (Pow, fp16; LlamaRMSNorm), "
+            "tensor 'pow_2': max abs error inf (64 Inf where the FP32 reference is finite)") in out
+    assert "node_Where_225" not in out.split("masking values:")[0], out
+
+
+def test_suggest_on_the_dynamo_decoder_starts_from_the_real_overflow_not_the_mask(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PYTEST_TRT_CACHE_DIR", str(tmp_path / "cache"))
+    rc = cli_main(["suggest", str(DECODER), "--fp16", "--keep-fp32", "*/input_layernorm/*", "--backend", "emulate",
+                   "--input-shapes", "input_ids:[2,16]", "attention_mask:[2,16]",
+                   "--val-range", "input_ids:[248,255]", "attention_mask:[1,1]"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "; first divergent node: /model/layers.0/post_attention_layernorm/node_pow_2\n" in out, out
+    assert "become +-inf or the largest finite value at node_Where_225" in out, out

@@ -26,7 +26,7 @@ ENGINE = EngineRecord(model="m.onnx", policy="fp16", backend="emulate", cache_hi
 
 def test_every_kind_the_reports_read_has_a_type():
     assert set(RECORD_TYPES) == {"engine", "parser", "accuracy", "precision", "layerwise", "baseline_fallback",
-                                 "ledger"}
+                                 "ledger", "realized"}
 
 
 def test_ledger_record_round_trips_and_is_never_condensed():

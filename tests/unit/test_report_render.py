@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from pytest_trt.backends import get_backend
 from pytest_trt.compare import compare_outputs
 from pytest_trt.report import html_report, json_report, plots, summary
 from pytest_trt.run.settings import Settings
@@ -26,8 +27,7 @@ from pytest_trt.run.settings import Settings
 
 def fake_session(tmp_path=None, **settings):
     s = Settings(precision="fp16", precision_source="--trt-fp16", seed=3, **settings)
-    return SimpleNamespace(settings=s, backend=SimpleNamespace(name="emulate"),
-                           backend_reason="auto: TensorRT not installed")
+    return SimpleNamespace(settings=s, backend=get_backend("emulate"), backend_reason="auto: TensorRT not installed")
 
 
 def engine_record(model="enc.onnx", policy="fp16; fp32: */LayerNorm/*", hit=False, seconds=0.5, key="k1"):
@@ -322,7 +322,7 @@ def test_terminal_summary_is_silent_without_results():
 def test_json_report_schema(results, tmp_path):
     path = json_report.write_json_report(tmp_path / "sub" / "r.json", fake_session(), results, 1)
     data = json.loads(path.read_text())  # strict JSON: no NaN literals
-    assert data["schema_version"] == json_report.SCHEMA_VERSION == 5
+    assert data["schema_version"] == json_report.SCHEMA_VERSION == 7
     assert data["exitstatus"] == 1
     meta = data["session"]
     for key in ("pytest_trt", "libraries", "gpu", "gpus", "backend", "backend_reason", "seed", "precision"):
@@ -389,7 +389,7 @@ def test_html_tables_and_precision_view(results, monkeypatch):
     assert text.count('class="tag my"') == 3 + 0  # Myelin nodes among the LayerNorm's constrained nodes
     assert "/l0/LayerNorm/Pow" in text and 'class="tag mm"' in text
     assert "first divergent node" in text and "/c/Pow (Pow, fp16), tensor /c/Pow_output_0" in text
-    assert "CPU emulation, not TensorRT" in text
+    assert "CPU precision emulation on ONNX Runtime, not TensorRT" in text  # the backend's disclaimer
 
 
 def test_html_escapes_names():

@@ -46,7 +46,8 @@ def _settings(tmp_path, **kw):
 
 def test_weak_typing_on_tensorrt_11_is_a_usage_error(fake_trt, tmp_path):
     fake_trt("11.4.0.106")
-    with pytest.raises(UsageError, match=r"--trt-typing weak cannot be honoured by tensorrt: TensorRT 11 has no "
+    with pytest.raises(UsageError, match=r"--trt-typing weak cannot be honoured by tensorrt \(requested with --trt-backend tensorrt\): "
+                                         r"TensorRT 11 has no "
                                          r"weak typing"):
         TrtSession.create(_settings(tmp_path, backend="tensorrt", typing="weak"))
     session = TrtSession.create(_settings(tmp_path, backend="tensorrt", typing="strong"))
@@ -61,7 +62,8 @@ def test_the_cli_names_its_own_typing_flag(fake_trt, tmp_path):
     fake_trt("11.4.0.106")
     args = build_parser().parse_args(["compare", "m.onnx", "--backend", "tensorrt", "--typing", "weak",
                                       f"--cache-dir={tmp_path / 'cache'}"])
-    with pytest.raises(UsageError, match=r"^--typing weak cannot be honoured by tensorrt: TensorRT 11 has no weak"):
+    with pytest.raises(UsageError, match=r"^--typing weak cannot be honoured by tensorrt \(requested with --backend tensorrt\): "
+                                         r"TensorRT 11 has no weak"):
         session_from_args(args)
 
 

@@ -211,6 +211,7 @@ class _NoisyBackend:
     """Emulation whose outputs are off by 1e-3 even in FP32 (a backend whose FP32 differs)."""
 
     name = "noisy"
+    disclaimer = "noisy emulation"
 
     def build(self, plan, config, cache, *, rebuild=False):
         engine = get_backend("emulate").build(plan, config, None)
@@ -332,6 +333,7 @@ def test_builds_count_every_engine_built(encoder, outlier_feeds):
 
     class Counting:
         name = "emulate"
+        disclaimer = "counted emulation"
 
         def build(self, plan, config, cache, *, rebuild=False):
             calls.append(plan.fingerprint())

@@ -236,10 +236,10 @@ def test_check_network_dtypes(use_fake, plan):
     from pytest_trt.realize import realize_strong
 
     assert fake.OnnxParser(network, None).parse(realize_strong(plan).SerializeToString())
-    assert check_network_dtypes(network, plan, compat) == []
+    assert check_network_dtypes(network, plan) == []
     sub = next(layer for layer in network.layers if layer.name == f"{LN}/Sub")
     sub.get_output(0).dtype = fake.DataType.HALF
-    found = check_network_dtypes(network, plan, compat)
+    found = check_network_dtypes(network, plan)
     assert [(m.node, m.tensor, m.planned, m.actual) for m in found] == [
         (f"{LN}/Sub", f"{LN}/Sub_output_0", "fp32", "fp16")]
     assert "planned fp32" in found[0].describe()
@@ -456,8 +456,8 @@ def test_run_layerwise_with_debug_tensors(use_fake, plan, cache, release):
     fake, backend = use_fake(release[0], rtx=release[1])
     engine = build(backend, plan, cache)
     values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
-    if not TrtCompat(fake).has_unfused_debug_tensors():  # before 10.12: the probe build
-        assert "SEPARATE probe build" in note and len(cache.entries("engine-probe")) == 1
+    if not TrtCompat(fake).has_unfused_debug_tensors():  # before 10.12: the layerwise build
+        assert "SEPARATE layerwise build" in note and len(cache.entries("engine-probe")) == 1
         return
     assert "debug tensors of the engine under test" in note
     assert f"{LN}/Pow_output_0" in values and values[f"{LN}/Pow_output_0"].dtype == np.float32
@@ -466,14 +466,14 @@ def test_run_layerwise_with_debug_tensors(use_fake, plan, cache, release):
 
 
 @pytest.mark.parametrize("version", ["10.0.1", "10.8.0.43"])
-def test_run_layerwise_probe_build_before_10_12(use_fake, plan, cache, version):
+def test_run_layerwise_uses_a_layerwise_build_before_10_12(use_fake, plan, cache, version):
     fake, backend = use_fake(version)
     engine = build(backend, plan, cache)
     values, note = engine.run_layerwise(tm.sample_feeds(plan.model.proto))
-    assert "SEPARATE probe build" in note and "DIFFERENT engine" in note
+    assert "SEPARATE layerwise build" in note and "DIFFERENT engine" in note
     assert len(cache.entries("engine-probe")) == 1
     assert f"{LN}/Pow_output_0" in values and "output" in values
-    assert engine._probe.record["probe_outputs"] > 0
+    assert engine.layerwise_engine.record["probe_outputs"] > 0
 
 
 def test_dtype_names():
@@ -635,7 +635,7 @@ def test_debug_tensors_with_internal_names_are_named_through_the_layer_report(us
     assert f"{LN}/Sub_output_0" in values and f"{LN}/Pow_output_0" in values
     assert set(values) <= set(plan.tensor_precision)
     if not TrtCompat(fake).has_unfused_debug_tensors():
-        assert "SEPARATE probe build" in note
+        assert "SEPARATE layerwise build" in note
         return
     assert "named through the engine's layer report" in note and "PARTIAL" not in note
     assert cache.entries("engine-probe") == []
@@ -653,7 +653,7 @@ def test_debug_tensors_with_internal_names_are_named_through_the_layer_report(us
     np.testing.assert_array_equal(values[f"{LN}/Sub_output_0"], reference[f"{LN}/Sub_output_0"])
 
 
-def test_partial_capture_falls_back_to_the_probe_build(use_fake, plan, cache, release):
+def test_partial_capture_falls_back_to_the_layerwise_build(use_fake, plan, cache, release):
     missing = f"{LN}/Sqrt_output_0"
     fake, backend = use_fake(release[0], rtx=release[1], internal_tensor_names=True, unemitted_debug=(missing,))
     engine = build(backend, plan, cache)
@@ -662,7 +662,7 @@ def test_partial_capture_falls_back_to_the_probe_build(use_fake, plan, cache, re
     if TrtCompat(fake).has_unfused_debug_tensors():
         assert "PARTIAL capture: 1 ONNX tensor(s)" in note and missing in note and "DIFFERENT engine" in note
     else:
-        assert "SEPARATE probe build" in note
+        assert "SEPARATE layerwise build" in note
     assert len(cache.entries("engine-probe")) == 1
 
 
@@ -824,3 +824,36 @@ def test_shape_tensor_inputs_are_given_by_value(use_fake, cache, release):
         np.testing.assert_array_equal(out["y"], -x.reshape(shape))
     with pytest.raises(InputError, match=r"shape values: min \(1, 1\) max \(12, 12\)"):
         engine.run({"x": x, "shape": np.array((1, 13), np.int64)})
+
+
+# -- models with external weights (issue 29) ---------------------------------------------------
+@pytest.mark.parametrize("typing", ["strong", "weak"])
+def test_external_weights_reach_the_parser_by_pointer_or_from_the_models_own_file(use_fake, cache, release,
+                                                                                 tmp_path, typing):
+    from pytest_trt.inputs import make_feeds
+    from pytest_trt.model.big_models import write_decoder
+
+    fake, backend = use_fake(release[0], rtx=release[1])
+    if typing == "weak" and not TrtCompat(fake).has_weak_typing():
+        pytest.skip(f"{release} has no weak typing")
+    info = write_decoder(tmp_path / "m" / "decoder.onnx", layers=1, hidden=128, intermediate=256, seq=4)
+    model = load_model(info.path)
+    assert model.has_external_weights
+    big_plan = PrecisionPolicy(default="fp16", keep_fp32=("*/input_layernorm/*",)).resolve(model)
+    engine = build(backend, big_plan, cache, typing=typing)
+    if typing == "weak":  # the original model: parsed from its own file, external data beside it
+        assert fake.state.parsed_files == [str(info.path)] and not fake.state.user_initializers
+        assert engine.record["parsed_from_file"].startswith("the model's own file")
+    elif TrtCompat(fake).has_user_initializers():  # 10.13+, 11.x, RTX: the realization's weights by pointer
+        assert not fake.state.parsed_files
+        assert len(fake.state.user_initializers) == 3  # gate, up, down: from the shared FP16 weight set
+        assert engine.record["parsed_from_file"].startswith("user initializers")
+        assert [e.kind for e in cache.entries()].count("weights") == 1
+    else:  # older parsers: a temporary folder with the graph and a data file, removed afterwards
+        (parsed,) = fake.state.parsed_files
+        assert not Path(parsed).exists() and "temporary copy" in engine.record["parsed_from_file"]
+    feeds = make_feeds(model)
+    from pytest_trt.reference.baseline import fp32_baseline
+
+    expected = fp32_baseline(model, feeds)["last_hidden_state"]
+    np.testing.assert_allclose(engine.run(feeds)["last_hidden_state"], expected, rtol=2e-2, atol=2e-2)

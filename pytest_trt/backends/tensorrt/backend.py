@@ -58,12 +58,15 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...cache.files import tree_size
 from ...core import runstate
 from ...core.environment import gpus, tensorrt_unavailable_reason
 from ...errors import BackendUnavailable, BuildError, UnsupportedGpu
 from ...layers.network_rule import weak_typing_failures
 from ...layers.report import LayerReport
 from ...layers.timing import LayerProfile
+from ...realize.weight_sets import WeightSets
+from ...reference.baseline import release_heavy_sessions
 from ..base import Backend, BuildConfig, BuildInfo, Engine
 from .build import ENGINE_FILE, EXTERNAL_DATA_THRESHOLD, RECORD_FILE, build_into
 from .compat import (
@@ -94,6 +97,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...plan import PrecisionPlan
 
 TIMING_CACHE_DIR = "timing-cache"
+#: the cache kind and key part of layerwise builds: spelled "probe" on disk since 0.1.0 (renaming them
+#: would orphan every cached layerwise build); in code and docs they are "layerwise builds", and
+#: "probe" means the numeric LayerNorm probes of :mod:`pytest_trt.verify.probes`
+LAYERWISE_KIND = "engine-probe"
+LAYERWISE_PART = "probe"
 #: Bump when the way engines are built changes, so old cache entries are not reused.
 #: 2: build.json records the parsed dtype of every planned node (``network_nodes``) and
 #: the verdict of the planned-vs-parsed rule per mismatch; a lowered node fails the build.
@@ -153,6 +161,7 @@ class TensorRTEngine(Engine):
         super().__init__(plan, config, build_info)
         self.backend_name = backend.name
         self.typing = typing
+        self.layer_evidence = "observed"  # layers() reads the built engine's inspector
         self._backend = backend
         self._data = data
         self.record = record
@@ -163,7 +172,7 @@ class TensorRTEngine(Engine):
         self._engine = None
         self._context = None
         self._unavailable: str | None = None
-        self._probe: TensorRTEngine | None = None
+        self._layerwise: TensorRTEngine | None = None
         self._listener = None
         #: engine tensor name -> (why it could not be named as an ONNX tensor, value) of the last
         #: debug-tensor capture (run_layerwise)
@@ -262,8 +271,8 @@ class TensorRTEngine(Engine):
         self._listener = None
         self._run_state = {}
         self._device_memory = 0
-        if self._probe is not None:
-            self._probe.release()
+        if self._layerwise is not None:
+            self._layerwise.release()
 
     def _loaded_compat(self) -> TrtCompat:
         """The library the engine was deserialized with (deserializing it first when needed)."""
@@ -344,16 +353,16 @@ class TensorRTEngine(Engine):
         switches on; the tensors arrive under TensorRT's internal names and are named through
         the layer report (:mod:`pytest_trt.backends.tensorrt.debug_tensors`); those that cannot be mapped are kept
         in :attr:`unmapped_debug_tensors`, never compared. ONNX tensors at a layer boundary of
-        the engine that were not emitted make the capture partial: they come from the probe
-        build, and the note says so. Without debug tensors: the probe build for everything.
+        the engine that were not emitted make the capture partial: they come from the layerwise
+        build (:attr:`layerwise_engine`), and the note says so. Without debug tensors: the
+        layerwise build for everything.
         """
         float_names = computed_float_tensors(self.plan)
         if self.debug_tensors and self._backend.compat().has_debug_listener():
             return self._run_with_debug_tensors(feeds, float_names)
-        probe = self._probe_engine()
-        raw = probe._run_all(feeds)
+        raw = self._layerwise_build()._run_all(feeds)
         values = {n: to_float32(a, None) for n, a in raw.items() if n in float_names}
-        note = (f"{self.backend_name}: SEPARATE probe build with every float tensor marked as an output; it is a "
+        note = (f"{self.backend_name}: SEPARATE layerwise build with every float tensor marked as an output; it is a "
                 f"DIFFERENT engine from the one under test (extra outputs change fusion and tactics). "
                 f"{len(values)} of {len(float_names)} float tensors captured")
         return values, note
@@ -386,13 +395,13 @@ class TensorRTEngine(Engine):
             note += f"; {len(collector.skipped)} debug tensor(s) of types the runner cannot read skipped"
         if not missing:
             return values, note + f"; {len([n for n in float_names if n not in values])} fused away"
-        raw = self._probe_engine()._run_all(feeds)
+        raw = self._layerwise_build()._run_all(feeds)
         filled = [n for n in missing if n in raw]
         for n in filled:
             values[n] = to_float32(raw[n], None)
         note += (f"; PARTIAL capture: {len(missing)} ONNX tensor(s) at a layer boundary of the engine were "
                  f"not emitted ({', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}): "
-                 f"{len(filled)} of them taken from a SEPARATE probe build with every float tensor marked "
+                 f"{len(filled)} of them taken from a SEPARATE layerwise build with every float tensor marked "
                  f"as an output, a DIFFERENT engine from the one under test")
         return values, note
 
@@ -400,11 +409,17 @@ class TensorRTEngine(Engine):
         return execute(self._compat or self._backend.compat(), self.load(), self._ctx(), feeds, self._mem(),
                         label=self._label(), state=self._run_state)
 
-    def _probe_engine(self) -> TensorRTEngine:
-        if self._probe is None:
-            self._probe = self._backend._build_engine(self.plan, self.config, self._cache, probe=True,
-                                                      memory=self._memory)
-        return self._probe
+    @property
+    def layerwise_engine(self) -> TensorRTEngine | None:
+        """The layerwise build (:meth:`run_layerwise` without debug tensors, or to fill a partial
+        capture), None until one was needed."""
+        return self._layerwise
+
+    def _layerwise_build(self) -> TensorRTEngine:
+        if self._layerwise is None:
+            self._layerwise = self._backend._build_engine(self.plan, self.config, self._cache, layerwise=True,
+                                                          memory=self._memory)
+        return self._layerwise
 
 
 # --------------------------------------------------------------------------------------
@@ -414,6 +429,9 @@ class TensorRTBackend(Backend):
     """TensorRT (10.x weak or strong typing, 11.x strong) on the first visible CUDA GPU."""
 
     name = "tensorrt"
+    disclaimer = None  # TensorRT itself
+    uses_gpu = True
+    shape_specific = True
 
     def __init__(self):
         self._compat: TrtCompat | None = None
@@ -447,6 +465,13 @@ class TensorRTBackend(Backend):
 
     def device(self) -> dict[str, Any]:
         return device_info()
+
+    def typing_reason(self, typing: str) -> str | None:
+        """Why the installed version cannot honour ``typing`` (``auto`` always can: it resolves to what
+        the version has)."""
+        if typing == "auto":
+            return None
+        return version_typing_reason(self.name, installed_version(self.name), typing)
 
     def layer_timing_reason(self) -> str | None:
         """None: TensorRT engines time their layers (``IProfiler``), on a GPU that can load them."""
@@ -483,7 +508,7 @@ class TensorRTBackend(Backend):
         self.require()
         return self._build_engine(plan, config, cache, rebuild=rebuild)
 
-    def _build_engine(self, plan, config: BuildConfig, cache, *, rebuild: bool = False, probe: bool = False,
+    def _build_engine(self, plan, config: BuildConfig, cache, *, rebuild: bool = False, layerwise: bool = False,
                       memory=None) -> TensorRTEngine:
         compat = self.compat()
         typing = compat.resolve_typing(config.typing)
@@ -491,12 +516,17 @@ class TensorRTBackend(Backend):
         if reason:
             raise BackendUnavailable(reason)
         label = f"{plan.model.label} [{plan.policy.describe()}] on {compat.label}, {typing} typing"
-        if probe:
-            label += " (layerwise probe)"
+        if layerwise:
+            label += " (layerwise build)"
         timing_path = self._timing_cache_path(compat, cache)
 
+        # a model with external weights: the realization refers to its weight sets (shared with emulate)
+        sets = WeightSets(plan.model, cache, rebuild=rebuild) if plan.model.has_external_weights else None
+
         def build_fn(tmp_dir: Path) -> None:
-            build_into(compat, self.name, plan, config, typing, Path(tmp_dir), probe=probe, timing_path=timing_path)
+            release_heavy_sessions()  # the builder needs the memory a big model's ONNX Runtime sessions hold
+            build_into(compat, self.name, plan, config, typing, Path(tmp_dir), layerwise=layerwise,
+                       timing_path=timing_path, sets=sets)
 
         if cache is None:
             with tempfile.TemporaryDirectory(prefix="pytest-trt-engine-") as tmp:
@@ -508,14 +538,16 @@ class TensorRTBackend(Backend):
         else:
             parts = self.cache_parts(plan, config)
             parts["typing"] = typing
-            if probe:
-                parts["probe"] = "all float tensors marked as outputs"
-            result = cache.get_or_build("engine-probe" if probe else "engine", parts, build_fn, rebuild=rebuild,
+            if layerwise:  # the on-disk names ("engine-probe", "probe") predate the name "layerwise build"
+                parts[LAYERWISE_PART] = "all float tensors marked as outputs"
+            result = cache.get_or_build(LAYERWISE_KIND if layerwise else "engine", parts, build_fn, rebuild=rebuild,
                                         label=label)
             data = (result.path / ENGINE_FILE).read_bytes()
             record = json.loads((result.path / RECORD_FILE).read_text())
+            written = 0 if result.cache_hit else tree_size(result.path)
             info = BuildInfo(cache_hit=result.cache_hit, build_seconds=result.build_seconds, key=result.key,
-                             path=str(result.path), waited_seconds=result.waited_seconds)
+                             path=str(result.path), waited_seconds=result.waited_seconds,
+                             bytes_written=written + (sets.written if sets is not None else 0))
         return TensorRTEngine(plan, config, info, backend=self, typing=typing, data=data, record=record,
                               cache=cache, memory=memory)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from filelock import FileLock
 from ... import realize  # a module reference: the realization is looked up at build time (tests replace it)
 from ...errors import BackendUnavailable, BuildError, PytestTrtError
 from ...layers.network_rule import LOWER
+from ...realize.weight_sets import bind, read_refs, save_with_weights
 from ..base import BuildConfig
 from .compat import TrtCompat, get_logger, log
 from .network import (
@@ -61,16 +63,20 @@ class _EngineBuild:
     """One build, stage by stage; ``stage`` names where a failure happened (for the message)."""
 
     def __init__(self, compat: TrtCompat, backend_name: str, plan: PrecisionPlan, config: BuildConfig,
-                 typing: str, *, probe: bool) -> None:
-        self.compat, self.plan, self.config, self.typing, self.probe = compat, plan, config, typing, probe
+                 typing: str, *, layerwise: bool) -> None:
+        self.compat, self.plan, self.config, self.typing, self.layerwise = compat, plan, config, typing, layerwise
         self.logger = get_logger(compat.trt)
         self.strong = typing == "strong"
         self.stage = "setup"
         self.parser_errors: list[Any] = []
         self.record: dict[str, Any] = {
-            "library": compat.label, "backend": backend_name, "typing": typing, "probe": probe,
+            "library": compat.label, "backend": backend_name, "typing": typing, "probe": layerwise,
             "config": config.to_json(), "low_precision": getattr(plan, "low_precision", None), "notes": [],
         }
+        #: the model's weight sets (a model with external weights; set by :func:`build_into`)
+        self.sets: Any = None
+        #: what the parser reads by pointer: kept alive until the build is done
+        self._keep: list[Any] = []
 
     def realize(self) -> onnx.ModelProto:
         self.stage = "realize"
@@ -87,26 +93,31 @@ class _EngineBuild:
         builder = trt.Builder(self.logger)
         network = builder.create_network(compat.network_flags(self.strong))
         parser = trt.OnnxParser(network, self.logger)
-        path = getattr(self.plan.model, "path", None)
-        with parse_source(proto, path, copy=not self.strong) as (model_bytes, model_file):
-            if model_file is not None:
-                self.record["parsed_from_file"] = "external data (model over the 2 GiB protobuf limit)"
-                ok = parser.parse_from_file(str(model_file))
-            elif path is not None:
-                ok = parser.parse(model_bytes, str(path))
-            else:
-                ok = parser.parse(model_bytes)
+        model = self.plan.model
+        if getattr(model, "has_external_weights", False):
+            ok = parse_with_weights(compat, parser, proto, model, self.sets, self.record, self._keep)
+        else:
+            path = getattr(model, "path", None)
+            with parse_source(proto, copy=not self.strong) as (model_bytes, model_file):
+                if model_file is not None:
+                    self.record["parsed_from_file"] = "external data (model over the 2 GiB protobuf limit)"
+                    ok = parser.parse_from_file(str(model_file))
+                elif path is not None:
+                    ok = parser.parse(model_bytes, str(path))
+                else:
+                    ok = parser.parse(model_bytes)
         if not ok:
             self.parser_errors = compat.parser_errors(parser)
             raise _Failure("the ONNX parser rejected the model")
         return builder, network
 
     def prepare_network(self, network) -> None:
-        """Strong typing: the network against the plan; weak typing: the plan's hints; then debug/probe outputs."""
+        """Strong typing: the network against the plan; weak typing: the plan's hints; then debug outputs (or, for a
+        layerwise build, every float tensor marked as an output)."""
         self.stage = "network"
         compat, plan, record = self.compat, self.plan, self.record
         if self.strong:
-            mismatches = check_network_dtypes(network, plan, compat)
+            mismatches = check_network_dtypes(network, plan)
             record["network_mismatches"] = [m.to_json() for m in mismatches]
             record["network_nodes"] = network_node_dtypes(network, plan)
             lowered = [m for m in mismatches if m.verdict == LOWER]
@@ -117,7 +128,7 @@ class _EngineBuild:
         else:
             applied = apply_weak_hints(compat, network, realize.weak_hints(plan), plan)
             record["weak_hints"] = applied.to_json()
-        if self.probe:
+        if self.layerwise:  # "probe": the build record's key since 0.1.0 (cached records keep it)
             record["probe_outputs"] = mark_float_outputs(network, computed_float_tensors(plan))
             record["unfused_debug_tensors"] = False
         else:
@@ -145,9 +156,13 @@ class _EngineBuild:
 
 
 def build_into(compat: TrtCompat, backend_name: str, plan: PrecisionPlan, config: BuildConfig, typing: str,
-               tmp_dir: Path, *, probe: bool, timing_path: Path | None) -> None:
-    """Build one engine into ``tmp_dir`` (``engine.plan`` + ``build.json``) or raise BuildError."""
-    job = _EngineBuild(compat, backend_name, plan, config, typing, probe=probe)
+               tmp_dir: Path, *, layerwise: bool, timing_path: Path | None, sets: Any = None) -> None:
+    """Build one engine into ``tmp_dir`` (``engine.plan`` + ``build.json``) or raise BuildError.
+
+    ``sets``: the model's :class:`~pytest_trt.realize.weight_sets.WeightSets` when it has external weights
+    (the strongly typed realization refers to its converted weight set)."""
+    job = _EngineBuild(compat, backend_name, plan, config, typing, layerwise=layerwise)
+    job.sets = sets
     start = time.perf_counter()
     with job.logger.capture() as messages:
         try:
@@ -164,15 +179,52 @@ def build_into(compat: TrtCompat, backend_name: str, plan: PrecisionPlan, config
             if isinstance(exc, PytestTrtError) and job.stage == "realize":
                 raise
             raise BuildError(build_error_message(
-                compat, plan, config, typing, job.stage, messages, job.parser_errors, exc, probe=probe)) from exc
+                compat, plan, config, typing, job.stage, messages, job.parser_errors, exc, layerwise=layerwise)) from exc
     record = job.record
     record["build_seconds"] = round(time.perf_counter() - start, 3)
     record["warnings"] = [m.message for m in messages if m.severity == "warning"][:50]
     (tmp_dir / RECORD_FILE).write_text(json.dumps(record, indent=1, sort_keys=True))
 
 
+def parse_with_weights(compat: TrtCompat, parser, proto, model, sets, record: dict, keep: list) -> bool:
+    """Parse ``proto`` (the model itself, or a realization referring to its weights) without copying them.
+
+    * the model as written, from a file: ``parse_from_file`` on the model's own path (its external data
+      beside it: TensorRT maps it);
+    * a realization, where the parser takes user initializers (TensorRT 10.13+, TensorRT-RTX):
+      ``load_model_proto`` + ``load_initializer`` with a pointer to each mapped (or converted) weight
+      + ``parse_model_proto``; ``keep`` holds the arrays as long as the parser lives;
+    * a realization on an older TensorRT: a temporary folder holding the graph and a data file (a
+      copy of the realized weights: the one case that costs one; said in the build record).
+    """
+    own = proto is model.proto and not read_refs(proto)
+    if own and model.path is not None:
+        record["parsed_from_file"] = "the model's own file, external data beside it"
+        return bool(parser.parse_from_file(str(model.path)))
+    if compat.has_user_initializers():
+        bound = bind(proto, model, sets, as_inputs=False)
+        keep.append(bound)
+        if not parser.load_model_proto(bound.proto.SerializeToString()):
+            return False
+        for name, arr in bound.arrays.items():
+            if not parser.load_initializer(name, int(arr.ctypes.data), int(arr.nbytes)):
+                return False
+        record["parsed_from_file"] = (f"user initializers: {len(bound.arrays)} weights "
+                                      f"({bound.nbytes} bytes) given by pointer, not copied")
+        return bool(parser.parse_model_proto())
+    tmp = tempfile.mkdtemp(prefix="pytest-trt-parse-")
+    try:
+        model_file = Path(tmp) / "model.onnx"
+        save_with_weights(proto, model, model_file, sets)
+        record["parsed_from_file"] = (f"a temporary copy with external data ({model_file.with_name('model.onnx.data').stat().st_size} "
+                                      f"bytes): {compat.label} has no OnnxParser.load_initializer")
+        return bool(parser.parse_from_file(str(model_file)))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 @contextlib.contextmanager
-def parse_source(proto, path, *, copy: bool):
+def parse_source(proto, *, copy: bool):
     """``(bytes, None)`` for a model under the protobuf limit, else ``(None, model file)`` with the
     weights written as external data into a temporary directory (removed afterwards).
 
@@ -242,7 +294,7 @@ def _config_line(compat: TrtCompat, plan, config: BuildConfig, typing: str) -> s
 
 
 def build_error_message(compat: TrtCompat, plan, config: BuildConfig, typing: str, stage: str, messages,
-                        parser_errors, exc: Exception, *, probe: bool) -> str:
+                        parser_errors, exc: Exception, *, layerwise: bool) -> str:
     """The message of a failed build: stage, node (when TensorRT names one), config, TensorRT's errors."""
     errors = [m for m in messages if m.severity in ("error", "internal_error")]
     groups = [(pe.line() for pe in parser_errors), (m.line() for m in errors)]
@@ -252,7 +304,7 @@ def build_error_message(compat: TrtCompat, plan, config: BuildConfig, typing: st
         node = node_from_log([pe.desc for pe in parser_errors] + [m.message for m in errors], plan.nodes)
     what = _STAGES.get(stage, stage)
     head = (f"TensorRT build failed for {plan.model.label} [{plan.policy.describe()}] while {what}"
-            + (f", at node {node!r}" if node else "") + (" (layerwise probe build)" if probe else ""))
+            + (f", at node {node!r}" if node else "") + (" (layerwise build)" if layerwise else ""))
     body = [head, _config_line(compat, plan, config, typing)]
     body.append(str(exc) if isinstance(exc, _Failure) else f"{type(exc).__name__}: {exc}")
     if lines:

@@ -194,6 +194,13 @@ class TrtCompat:
             return self.rtx or self.version >= UNFUSED_DEBUG_MIN
         return False
 
+    def has_user_initializers(self) -> bool:
+        """``OnnxParser.load_model_proto`` / ``load_initializer`` / ``parse_model_proto``: weights handed to the
+        parser by pointer instead of read from a file (TensorRT 10.13+ release notes, TensorRT-RTX 1.7.1)."""
+        parser_cls = getattr(self.trt, "OnnxParser", None)
+        return parser_cls is not None and all(
+            hasattr(parser_cls, m) for m in ("load_model_proto", "load_initializer", "parse_model_proto"))
+
     def has_debug_listener(self) -> bool:
         """``IDebugListener`` + ``IExecutionContext.set_debug_listener`` (10.0+, pyCore.cpp)."""
         return hasattr(self.trt, "IDebugListener")

@@ -84,7 +84,7 @@ class DtypeMismatch:
                 "planned": self.planned, "actual": self.actual, "verdict": self.verdict}
 
 
-def check_network_dtypes(network, plan: PrecisionPlan, compat: TrtCompat | None = None) -> list[DtypeMismatch]:
+def check_network_dtypes(network, plan: PrecisionPlan) -> list[DtypeMismatch]:
     """Compare a parsed (strongly typed) network with the plan, before building.
 
     For each layer carrying a planned compute node (layer name == node name, or its
@@ -228,7 +228,7 @@ def apply_weak_hints(compat: TrtCompat, network, hints, plan: PrecisionPlan) -> 
 
 
 def mark_float_outputs(network, names: set[str]) -> int:
-    """Probe builds: mark every layer output whose name is in ``names`` (float tensors that
+    """Layerwise builds: mark every layer output whose name is in ``names`` (float tensors that
     ONNX nodes produce) as a network output (Polygraphy's ``ModifyNetworkOutputs`` with
     ``MARK_ALL`` does the same for every tensor; marking changes fusion)."""
     marked = 0

@@ -20,7 +20,7 @@ import numpy as np
 from ...core.lazy import lazy_import
 from ...errors import BackendUnavailable, BuildError, InputError
 from ...layers.inspector import FLOAT_PRECISIONS
-from ...realize.strong import bf16_bits_to_fp32, to_bf16_bits
+from ...model.weights import bf16_bits_to_fp32, to_bf16_bits
 from .compat import TrtCompat, dtype_name, get_logger
 
 if TYPE_CHECKING:  # pragma: no cover

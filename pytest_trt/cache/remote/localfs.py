@@ -25,7 +25,7 @@ from typing import BinaryIO
 
 from .signing import RejectedEntry
 
-__all__ = ["UnsafeStorePath", "exists", "link_new", "open_regular", "write_new"]
+__all__ = ["UnsafeStorePath", "exists", "link_new", "list_names", "open_regular", "remove_tree", "write_new"]
 
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -163,3 +163,50 @@ def link_new(root: str, staged: list[str], published: list[str]) -> bool:
     except FileExistsError:
         return False
     return True
+
+
+def list_names(root: str, parts: list[str]) -> list[str]:
+    """The names in the folder ``root/parts...`` (opened without following links below the root);
+    ``[]`` when it does not exist."""
+    try:
+        if _DIR_FD:
+            with _folder(root, parts, create=False) as fd:
+                return sorted(os.listdir(fd))
+        return sorted(os.listdir(_checked_parent(root, [*parts, ""], create=False)))
+    except FileNotFoundError:
+        return []
+
+
+def _remove_at(fd: int, name: str) -> None:
+    """Delete ``name`` in the folder ``fd`` (a folder with everything in it), never following a link."""
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=fd)
+        return
+    child = os.open(name, os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC, dir_fd=fd)
+    try:
+        for entry in list(os.scandir(child)):
+            _remove_at(child, entry.name)
+    finally:
+        os.close(child)
+    with contextlib.suppress(FileNotFoundError):
+        os.rmdir(name, dir_fd=fd)
+
+
+def remove_tree(root: str, parts: list[str]) -> None:
+    """Delete ``root/parts...`` and everything in it, following no link: a link planted in its place
+    or inside it is removed as a link, never followed (each folder opened relative to its parent)."""
+    if _DIR_FD:
+        with _folder(root, parts[:-1], create=False) as fd:
+            _remove_at(fd, parts[-1])
+        return
+    path = os.path.join(_checked_parent(root, parts, create=False), parts[-1])
+    if os.path.islink(path) or not os.path.isdir(path):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    else:
+        shutil.rmtree(path)

@@ -236,17 +236,25 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
-def sign_manifest(private_key: ed25519.Ed25519PrivateKey, payload: dict) -> bytes:
-    """The bytes of a signed manifest for ``payload`` (a JSON object)."""
+def sign_manifest(private_key: ed25519.Ed25519PrivateKey, payload: dict, *, context: bytes = SIGNING_CONTEXT,
+                  fmt: str = FORMAT) -> bytes:
+    """The bytes of a signed manifest for ``payload`` (a JSON object).
+
+    ``context`` and ``fmt``: the signed prefix and the envelope's format. The saved runs
+    (:mod:`pytest_trt.history.store`) sign with their own, so a signature made for one kind of
+    object never verifies as the other."""
     body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    signature = private_key.sign(SIGNING_CONTEXT + body)
-    envelope = {"format": FORMAT, "key_id": key_id(private_key.public_key()), "payload": _b64(body),
+    signature = private_key.sign(context + body)
+    envelope = {"format": fmt, "key_id": key_id(private_key.public_key()), "payload": _b64(body),
                 "signature": _b64(signature)}
     return (json.dumps(envelope, indent=1, sort_keys=True) + "\n").encode("utf-8")
 
 
-def verify_manifest(data: bytes, trusted: dict[str, ed25519.Ed25519PublicKey]) -> dict:
+def verify_manifest(data: bytes, trusted: dict[str, ed25519.Ed25519PublicKey], *, context: bytes = SIGNING_CONTEXT,
+                    fmt: str = FORMAT) -> dict:
     """The payload of a manifest whose signature verifies with a trusted key; raises RejectedEntry(reason).
+
+    ``context`` and ``fmt`` as in :func:`sign_manifest`.
 
     Nothing in ``data`` is trusted before the signature verifies: its size is capped, its
     nesting bounded before it is parsed (:func:`~pytest_trt.jsonsafe.loads_bounded`), and every
@@ -258,8 +266,8 @@ def verify_manifest(data: bytes, trusted: dict[str, ed25519.Ed25519PublicKey]) -
         envelope = loads_bounded(data)
     except ValueError as exc:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
         raise RejectedEntry(f"the manifest is not valid JSON ({_short(exc)}; truncated or tampered)") from None
-    if not isinstance(envelope, dict) or envelope.get("format") != FORMAT:
-        raise RejectedEntry(f"the manifest is not a {FORMAT} envelope")
+    if not isinstance(envelope, dict) or envelope.get("format") != fmt:
+        raise RejectedEntry(f"the manifest is not a {fmt} envelope")
     kid = envelope.get("key_id")
     if not isinstance(kid, str) or kid not in trusted:
         shown = repr(kid[:32]) if isinstance(kid, str) else f"of type {type(kid).__name__}"
@@ -275,7 +283,7 @@ def verify_manifest(data: bytes, trusted: dict[str, ed25519.Ed25519PublicKey]) -
     except (ValueError, binascii.Error):
         raise RejectedEntry("the manifest's payload or signature is not base64 (tampered)") from None
     try:
-        trusted[kid].verify(signature, SIGNING_CONTEXT + body)
+        trusted[kid].verify(signature, context + body)
     except crypto_exceptions.InvalidSignature:
         raise RejectedEntry(f"its signature does not verify with the trusted key {kid} (tampered manifest, "
                             f"or signed by another key claiming that id)") from None

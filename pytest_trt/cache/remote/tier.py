@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..._version import __version__
 from ...errors import CacheError, CacheWarning, UsageError
-from .. import CacheStats, safe_relative_path, same_parts
+from .. import CacheStats, same_parts
+from ..entry import well_formed_file_record
 from ..files import space_hint, why
-from ..key import KEY_RE
 from .layout import (
     DEFAULT_TIMEOUT,
     ENV_KEY,
@@ -265,7 +265,7 @@ class RemoteTier:
         if not isinstance(files, dict) or not files:
             raise RejectedEntry("the signed manifest lists no files")
         for name, meta in files.items():
-            if not _well_formed(name, meta):
+            if not well_formed_file_record(name, meta):
                 raise RejectedEntry(f"the signed manifest has a malformed file record {str(name)[:80]!r}")
         return files
 
@@ -300,8 +300,7 @@ class RemoteTier:
                 and not self.uploads_stopped and (kind, key) not in self._publish_checked
                 and not local_manifest.get("origin"))
 
-    def ensure_published(self, kind: str, key: str, parts: dict, entry: Path, local_manifest: dict, *,
-                         label: str = "") -> bool:
+    def ensure_published(self, kind: str, key: str, entry: Path, local_manifest: dict, *, label: str = "") -> bool:
         """Upload a local hit whose key has no published manifest of this builder's key id.
 
         A builder killed (or cut off) during its upload left the entry in its local cache, and
@@ -311,11 +310,12 @@ class RemoteTier:
         """
         if not self.wants_publish_check(kind, key, local_manifest):
             return False
-        return self.publish(kind, key, parts, entry, local_manifest, label=label, republish=True)
+        return self.publish(kind, key, entry, local_manifest, label=label, republish=True)
 
-    def publish(self, kind: str, key: str, parts: dict, entry: Path, local_manifest: dict, *,
-                label: str = "", republish: bool = False) -> bool:
-        """Upload the sealed local ``entry`` and publish it if no entry is published for the key.
+    def publish(self, kind: str, key: str, entry: Path, local_manifest: dict, *, label: str = "",
+                republish: bool = False) -> bool:
+        """Upload the sealed local ``entry`` and publish it if no entry is published for the key
+        (the signed key parts are the local manifest's, which the cache checked against the request).
 
         Returns True when this upload became the published entry. Never raises for transport
         problems: they warn and stop uploads (full, read-only) or the remote (unreachable).
@@ -345,6 +345,8 @@ class RemoteTier:
             "files": files, "build_seconds": local_manifest.get("build_seconds"), "label": label,
             "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "pytest_trt": __version__,
         }
+        if local_manifest.get("uses"):  # the entries it needs (a weight set): signed with it, sealed with it on fetch
+            payload["uses"] = local_manifest["uses"]
         manifest = sign_manifest(signer, payload)
         self.transport.http_status = None
         try:
@@ -389,14 +391,3 @@ def _empty(directory: Path) -> None:
                           str(directory))
 
 
-def _well_formed(name: Any, meta: Any) -> bool:
-    """A signed file record: a safe relative name (not the manifest's), a size >= 0 and a sha256."""
-    return (
-        safe_relative_path(name)
-        and name != MANIFEST
-        and isinstance(meta, dict)
-        and isinstance(meta.get("size"), int)
-        and meta["size"] >= 0
-        and isinstance(meta.get("sha256"), str)
-        and bool(KEY_RE.match(meta["sha256"]))
-    )

@@ -3,7 +3,8 @@
 Under a URL (``file://``, WebDAV ``http(s)://``, ``s3://`` ...) the tier needs five
 operations: read a small object (a manifest), stream a file into a local one while hashing,
 write an object, publish a manifest only if absent (``link(2)``, WebDAV ``MOVE`` with
-``Overwrite: F``, ``pipe_file(mode="create")``), and see whether a name exists.
+``Overwrite: F``, ``pipe_file(mode="create")``), and see whether a name exists. The saved runs
+(:mod:`pytest_trt.history.store`) use the same transport and two more: list a folder and remove one.
 :class:`Transport` does them and counts requests into the session's
 :class:`~pytest_trt.cache.CacheStats`; :func:`describe_error` and
 :func:`is_connection_error` tell an unreachable remote from one that refuses. WebDAV goes
@@ -381,6 +382,62 @@ class Transport:
             self.call(fs.pipe_file, path, source)
         else:
             self.call(fs.put_file, str(source), path)
+
+    def list_names(self, path: str) -> list[str]:
+        """The names directly under the folder ``path`` (sorted); ``[]`` when it does not exist.
+
+        WebDAV: one ``PROPFIND`` of depth 1; ``file://``: the folder opened without following links;
+        other filesystems: ``ls``. Used by the saved runs (:mod:`pytest_trt.history.store`), not by the cache.
+        """
+        if self.local:
+            return list(self.call(localfs.list_names, self.root, self._parts(path)))
+        try:
+            if self.webdav:
+                found = self.call(self.fs.client.ls, path, detail=False)
+            else:
+                found = self.call(self._opened().ls, path, detail=False)
+        except FileNotFoundError:
+            return []
+        except Exception as exc:
+            if type(exc).__name__ == "ResourceNotFound":  # webdav4's 404
+                return []
+            raise
+        names = {str(entry.get("name") if isinstance(entry, dict) else entry).rstrip("/").rsplit("/", 1)[-1]
+                 for entry in found}
+        return sorted(n for n in names if n)
+
+    def remove_tree(self, path: str) -> None:
+        """Delete the folder (or object) ``path`` and everything under it; nothing when it is absent.
+
+        ``file://``: no link is followed (:func:`~pytest_trt.cache.remote.localfs.remove_tree`).
+        """
+        if self.local:
+            self.call(localfs.remove_tree, self.root, self._parts(path))
+            return
+        try:
+            if self.webdav:
+                self._webdav_delete(path)
+            else:
+                self.call(self._opened().rm, path, recursive=True)
+        except FileNotFoundError:
+            return
+        except Exception as exc:
+            if type(exc).__name__ == "ResourceNotFound":
+                return
+            raise
+
+    def _webdav_delete(self, path: str) -> None:
+        """WebDAV ``DELETE`` of a collection or a resource: a collection's URL ends with ``/`` (nginx
+        answers 409 Conflict otherwise, RFC 4918 allows either), so a 409 is retried with it."""
+        client = self.fs.client
+        url = str(client.join_url(path)).rstrip("/")
+        for target in (url, url + "/"):
+            response = client.http.request("DELETE", target)
+            if response.status_code == 404:
+                raise FileNotFoundError(errno.ENOENT, "not on the remote", path)
+            if response.status_code != 409 or target.endswith("/"):
+                response.raise_for_status()
+                return
 
     def publish_if_absent(self, staged: str, published: str, manifest: bytes) -> bool:
         """Make ``staged`` (an uploaded manifest) the object ``published`` unless that exists; True if it did."""

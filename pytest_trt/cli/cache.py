@@ -1,0 +1,124 @@
+"""``pytest-trt cache list|prune``: what the artifact cache holds, by model and kind, and pruning it.
+
+``list`` shows every entry grouped by the model it was made from (engines, emulation graphs,
+baselines, weight sets), with sizes and last use; ``prune`` removes entries last used more than
+``--max-age`` ago and/or least recently used ones until the cache holds at most ``--max-size``.
+Entries that share a model's weight set are removed together (:mod:`pytest_trt.cache.prune`).
+The flags are defined with the other subcommands' in :mod:`pytest_trt.cli.commands`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime
+from pathlib import Path
+
+from ..cache import ArtifactCache, CacheEntry, is_cache_dir
+from ..cache.prune import groups, plan_prune, uses_of
+from ..core.locations import default_cache_dir
+from ..errors import UsageError
+from ..run.settings import parse_size
+from .common import emit_json
+
+_AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_age(text: str) -> float:
+    """``"7d"`` -> seconds; UsageError naming ``--max-age`` otherwise."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", str(text).lower())
+    if not m:
+        raise UsageError(f"invalid --max-age {text!r}: use a number with a unit s, m, h, d or w, e.g. 7d")
+    return float(m.group(1)) * _AGE_UNITS[m.group(2) or "s"]
+
+
+def _open(args, *, read_only: bool) -> ArtifactCache:
+    root = Path(args.cache_dir or default_cache_dir()).expanduser()
+    if not root.is_dir():
+        raise UsageError(f"no pytest-trt cache at {root.resolve()}: give --cache-dir DIR, the cache directory "
+                         f"your test runs use")
+    if not is_cache_dir(root):
+        raise UsageError(f"{root.resolve()} is not a pytest-trt cache (no .pytest-trt-cache marker): give "
+                         f"--cache-dir DIR, the cache directory your test runs use")
+    return ArtifactCache(root, read_only=read_only)
+
+
+def model_label(entry: CacheEntry) -> str:
+    """The model an entry was made from, as its label names it (``decoder.onnx``)."""
+    label = entry.label
+    if label.startswith("baseline "):
+        label = label[len("baseline "):]
+    for cut in (" [", " weights "):
+        if cut in label:
+            label = label[:label.index(cut)]
+    return label or "(no label)"
+
+
+def _model_of(entry: CacheEntry) -> str:
+    parts = (entry.manifest or {}).get("parts") or {}
+    return str(parts.get("model", "")) if isinstance(parts, dict) else ""
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n < 1e9 else f"{n / 1e9:.2f} GB"
+
+
+def _when(t: float) -> str:
+    return datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
+
+
+def _record(e: CacheEntry) -> dict:
+    return {**e.to_json(), "model": _model_of(e), "model_label": model_label(e),
+            "uses": [{"kind": k, "key": key} for k, key in uses_of(e.manifest)]}
+
+
+def run_list(args) -> int:
+    cache = _open(args, read_only=True)
+    entries = cache.entries()
+    if args.json:
+        emit_json({"cache": str(cache.root), "size_bytes": sum(e.size_bytes for e in entries),
+                   "entries": [_record(e) for e in entries], "groups": len(groups(entries))})
+        return 0
+    total = sum(e.size_bytes for e in entries)
+    print(f"pytest-trt cache {cache.root}: {len(entries)} entries, {_mb(total)}")
+    by_model: dict[tuple[str, str], list[CacheEntry]] = {}
+    for e in entries:
+        by_model.setdefault((model_label(e), _model_of(e)), []).append(e)
+    for (label, sha), members in sorted(by_model.items(), key=lambda kv: -sum(e.size_bytes for e in kv[1])):
+        size = sum(e.size_bytes for e in members)
+        print(f"{label}  (model {sha[:12] or '?'}): {len(members)} entries, {_mb(size)}")
+        for e in sorted(members, key=lambda e: (e.kind, -e.last_used)):
+            uses = ", ".join(f"{k} {key[:12]}" for k, key in uses_of(e.manifest))
+            print(f"  {e.kind:<12} {_mb(e.size_bytes):>10}  used {_when(e.last_used)}  {e.key[:12]}  {e.label}"
+                  + (f"  (uses {uses})" if uses else ""))
+    return 0
+
+
+def run_prune(args) -> int:
+    if args.max_age is None and args.max_size is None:
+        raise UsageError("prune needs --max-age AGE and/or --max-size SIZE (e.g. --max-age 7d)")
+    older_than = time.time() - parse_age(args.max_age) if args.max_age is not None else None
+    try:
+        max_bytes = parse_size(args.max_size)
+    except UsageError:
+        raise UsageError(f"invalid --max-size {args.max_size!r}: use a number of bytes or a suffix K, M, G, "
+                         f"e.g. 20G") from None
+    cache = _open(args, read_only=args.dry_run)
+    before = cache.entries()
+    if args.dry_run:
+        removed = [m for g in plan_prune(before, max_bytes=max_bytes, older_than=older_than) for m in g.members]
+    else:
+        removed = cache.prune(max_bytes, older_than=older_than)
+    freed = sum(e.size_bytes for e in removed)
+    left = len(before) - len(removed)
+    left_bytes = sum(e.size_bytes for e in before) - freed
+    if args.json:
+        emit_json({"cache": str(cache.root), "dry_run": bool(args.dry_run), "removed": [_record(e) for e in removed],
+                   "removed_bytes": freed, "remaining": left, "remaining_bytes": left_bytes})
+        return 0
+    verb = "would remove" if args.dry_run else "removed"
+    print(f"pytest-trt cache {cache.root}: {verb} {len(removed)} entries ({_mb(freed)}); "
+          f"{left} entries ({_mb(left_bytes)}) remain")
+    for e in removed:
+        print(f"  {e.kind:<12} {_mb(e.size_bytes):>10}  used {_when(e.last_used)}  {e.label}")
+    return 0

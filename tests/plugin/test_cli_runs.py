@@ -1,0 +1,149 @@
+"""``pytest-trt runs list|show|diff|recheck|prune`` (issue 31) on runs real sessions saved.
+
+Exit codes like the rest of the console script: 0, 1 (``diff --fail`` regression, a failing
+re-check), 2 (usage: a missing or damaged run, the wrong model). A few are checked on the real
+console script in a subprocess; the rest in-process through ``pytest_trt.cli.main``. ``recheck``
+judges a run's saved outputs again from another cache directory and agrees with the verdicts the
+session recorded, a failing one included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from encoder_suite import ENCODER, ENCODER_PREAMBLE
+
+from pytest_trt.cli import main
+from pytest_trt.history.store import PREFIX
+
+SUITE = f"""
+import pytest
+{ENCODER_PREAMBLE}
+KEEP = ["*/LayerNorm/*", "op:Softmax"]
+
+@pytest.mark.trt(model=ENCODER, keep_fp32=KEEP, dims=DIMS, val_range=NORMAL, atol={{"fp16": 1e-2, "bf16": 5e-2}})
+def test_kept(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS))
+
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL)
+def test_all_fp16_fails(trt):
+    trt.check(trt.feeds(outliers=OUTLIERS), atol=1e-2)
+"""
+
+
+@pytest.fixture(scope="module")
+def _sessions(tmp_path_factory) -> Path:
+    """Two sessions of the suite, once per module: ``fp16`` (saved with outputs) and ``bf16``."""
+    root = tmp_path_factory.mktemp("runs-project")
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "test_suite.py").write_text(SUITE)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_XDIST_", "PYTEST_TRT_", "PYTEST_ADDOPTS"))}
+    common = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--trt-cache-dir={root / 'cache'}",
+              "--trt-storage=runs"]
+    for args in (["--trt-fp16", "--trt-save=fp16", "--trt-save-outputs"], ["--trt-bf16", "--trt-save=bf16"]):
+        proc = subprocess.run([*common, *args], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 1, proc.stdout + proc.stderr  # test_all_fp16_fails fails
+    return root / "runs"
+
+
+@pytest.fixture
+def saved(_sessions, tmp_path) -> Path:
+    """A copy of the two saved runs (tests may prune or damage it); the storage's path."""
+    copy = tmp_path / "runs"
+    shutil.copytree(_sessions, copy)
+    return copy
+
+
+def cli(capsys, *args) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_list_and_show(saved, capsys):
+    code, out, _ = cli(capsys, "runs", "list", f"--storage={saved}")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"saved runs in {saved}: 2"
+    assert lines[1].split()[0] == "1" and lines[1].endswith("emulate fp16  2 test(s), 2 output(s) +outputs")
+    assert "exit 1" in lines[1] and lines[2].split()[1].endswith("-bf16")
+    code, out, _ = cli(capsys, "runs", "show", "fp16", f"--storage={saved}")
+    assert code == 0 and "  backend: emulate" in out and "  precision: fp16" in out
+    assert "FAIL test_suite.py::test_all_fp16_fails[last_hidden_state]" in out
+    # each output's criterion as the run recorded it, every value with where it came from
+    assert "[fp16: rtol=0.02, min_cosine=0.9999 (fp16 default); atol=0.01 (marker)]" in out, out
+    assert "[fp16: rtol=0.02, min_cosine=0.9999 (fp16 default); atol=0.01 (trt.check())]" in out, out
+    code, out, _ = cli(capsys, "runs", "list", f"--storage={saved}", "--json")
+    data = json.loads(out)
+    assert [r["name"] for r in data["runs"]] == ["fp16", "bf16"] and data["runs"][0]["summary"]["saved_outputs"]
+
+
+def test_diff_gates_in_both_directions(saved, capsys):
+    code, out, _ = cli(capsys, "runs", "diff", "fp16", "bf16", f"--storage={saved}", "--fail", "max_abs:+25%")
+    assert code == 1
+    assert "drift gate FAILED" in out and "test_suite.py::test_kept[last_hidden_state] max_abs" in out
+    assert "cause: default precision fp16 -> bf16" in out
+    code, out, _ = cli(capsys, "runs", "diff", "bf16", "fp16", f"--storage={saved}", "--fail", "max_abs:+25%")
+    assert code == 0 and "improved" in out
+    code, out, _ = cli(capsys, "runs", "diff", "1", "2", f"--storage={saved}", "--json")  # no gate: never fails
+    assert code == 0 and json.loads(out)["gate"] == []
+
+
+def test_recheck_from_another_cache_directory_agrees_with_the_recorded_verdicts(saved, capsys, tmp_path):
+    code, out, _ = cli(capsys, "runs", "recheck", "fp16", f"--storage={saved}", "--model", str(ENCODER),
+                       f"--cache-dir={tmp_path / 'elsewhere'}", "--json")
+    result = json.loads(out)
+    verdicts = {c["nodeid"].split("::")[1]: (c["passed"], c["recorded_passed"]) for c in result["checks"]}
+    assert verdicts == {"test_kept": (True, True), "test_all_fp16_fails": (False, False)}
+    assert result["agrees"] and code == 1  # a failing check fails the re-check, as it failed the session
+    assert (tmp_path / "elsewhere").is_dir()  # the baselines were computed here, in this cache
+    # a model that is not the one the run tested: a usage error naming the recorded model
+    other = Path(__file__).resolve().parents[2] / "example_suite" / "models" / "convnet.onnx"
+    code, _, err = cli(capsys, "runs", "recheck", "fp16", f"--storage={saved}", "--model", str(other))
+    assert code == 2 and "is not the model of any check saved in run" in err and "encoder_opset14.onnx" in err
+    code, _, err = cli(capsys, "runs", "recheck", "bf16", f"--storage={saved}", "--model", str(ENCODER))
+    assert code == 2 and "saved without --trt-save-outputs" in err
+
+
+def test_recheck_refuses_saved_outputs_that_were_tampered_with(saved, capsys):
+    [npz] = list(saved.glob(f"{PREFIX}/*-fp16/outputs/*.npz"))[:1] or [None]
+    assert npz is not None
+    data = bytearray(npz.read_bytes())
+    data[-100] ^= 1
+    npz.write_bytes(bytes(data))
+    code, _, err = cli(capsys, "runs", "recheck", "fp16", f"--storage={saved}", "--model", str(ENCODER))
+    assert code == 2 and "is damaged" in err and "outputs/" in err
+
+
+def test_prune(saved, capsys):
+    code, out, _ = cli(capsys, "runs", "prune", f"--storage={saved}", "--keep", "1", "--dry-run")
+    assert code == 0 and out.startswith("would delete 1 run(s)") and len(list((saved / PREFIX).iterdir())) == 2
+    code, out, _ = cli(capsys, "runs", "prune", f"--storage={saved}", "--keep", "1")
+    assert code == 0 and [p.name.rsplit("-", 1)[1] for p in (saved / PREFIX).iterdir()] == ["bf16"]
+    code, _, err = cli(capsys, "runs", "prune", f"--storage={saved}")
+    assert code == 2 and "say what to delete" in err
+    code, _, err = cli(capsys, "runs", "prune", f"--storage={saved}", "--older-than", "soon")
+    assert code == 2 and "--older-than 'soon'" in err
+
+
+def _console(*args, cwd) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_TRT")}
+    return subprocess.run([sys.executable, "-m", "pytest_trt.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_exit_codes_of_the_console_script(saved):
+    assert _console("runs", "list", f"--storage={saved}", cwd=saved.parent).returncode == 0
+    gate = _console("runs", "diff", "fp16", "bf16", f"--storage={saved}", "--fail", "max_abs:+25%", cwd=saved.parent)
+    assert gate.returncode == 1 and "pytest-trt drift gate FAILED against run" in gate.stdout
+    missing = _console("runs", "show", "nope", f"--storage={saved}", cwd=saved.parent)
+    assert missing.returncode == 2 and "no saved run 'nope'" in missing.stderr
+    bad = _console("runs", "diff", "1", "2", f"--storage={saved}", "--fail", "cosine:+1", cwd=saved.parent)
+    assert bad.returncode == 2 and "--fail=cosine:+1: cosine fails only when it falls" in bad.stderr
