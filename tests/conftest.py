@@ -33,25 +33,6 @@ from tiers import (  # noqa: E402
 )
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _shared_bytecode_for_subprocesses(tmp_path_factory):
-    """Python processes started by the tests (pytester subprocess runs, the console script,
-    xdist workers of inner runs) write and read bytecode in one per-session folder.
-
-    Where ``PYTHONDONTWRITEBYTECODE`` is set (this environment, perhaps CI), every such process
-    would otherwise compile pytest-trt (and the test modules) from source again: about a quarter
-    of the suite's CPU time (issue 33). ``PYTHONPYCACHEPREFIX`` keeps the bytecode out of the
-    source tree, in a folder this session created; a prefix the caller set is kept.
-    """
-    if os.environ.get("PYTHONPYCACHEPREFIX"):
-        yield
-        return
-    with pytest.MonkeyPatch.context() as mp:
-        mp.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
-        mp.setenv("PYTHONPYCACHEPREFIX", str(tmp_path_factory.mktemp("pycache")))
-        yield
-
-
 @pytest.fixture(autouse=True)
 def _isolate_pytest_trt_env(monkeypatch):
     """Every test starts without the plugin's own environment variables (``$PYTEST_TRT_CACHE_DIR``,

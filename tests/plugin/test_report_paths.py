@@ -124,8 +124,9 @@ def test_a_full_disk_at_the_end_keeps_the_summary_removes_the_tmp_and_moves_the_
     old_json, old_html = (pytester.path / "r.json").read_text(), (pytester.path / "r.html").read_text()
     pytester.makeconftest(FULL_DISK)
     # pipes, not pytester's output files: the file-size limit would cut those too. No bytecode written
-    # either: the limit cuts a .pyc at 200 bytes, and CPython installs the cut file (it does not check
-    # the write's length), where the session's shared PYTHONPYCACHEPREFIX would serve it to later processes
+    # either: the limit would cut a .pyc the inner run writes at the end (the report modules) at 200
+    # bytes, and CPython installs the cut file (it does not check the write's length), so every later
+    # import of that module fails with "marshal data too short" where bytecode is written
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     proc = subprocess.run([sys.executable, "-m", "pytest", f"--trt-cache-dir={pytester.path / 'cache'}", "-p",
                            "no:cacheprovider", "--trt-report=r.json", "--trt-html=r.html"],

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -177,6 +178,14 @@ def finished_pytest(subprocess_env):
     return run
 
 
+def default_sigint() -> None:
+    """In the child before exec: SIGINT as Python expects it (KeyboardInterrupt), whatever the launcher
+    did. A shell that starts the suite as `cmd &` without job control ignores SIGINT for it, exec keeps
+    an ignored signal, and a child that ignores SIGINT never sees the Ctrl-C a test sends (it hung
+    until the test's timeout, 120 s)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.fixture
 def start_pytest(subprocess_env):
     """``start(cwd, *args, env=None) -> Run``: a real ``python -m pytest`` run; killed at teardown if alive."""
@@ -185,7 +194,7 @@ def start_pytest(subprocess_env):
     def start(cwd: Path, *args: str, env: dict | None = None, prefix: tuple = ()) -> Run:
         cmd = [*prefix, sys.executable, "-m", "pytest", *PYTEST_ARGS, *args]
         proc = subprocess.Popen(cmd, cwd=cwd, env={**subprocess_env, **(env or {})}, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
+                                stderr=subprocess.STDOUT, text=True, preexec_fn=default_sigint)
         run = Run(proc, " ".join(cmd))
         runs.append(run)
         return run

@@ -91,6 +91,9 @@ def child(tmp_path):
             stderr=subprocess.PIPE,
             text=True,
             env=env,
+            # SIGINT as Python expects it, even where the launcher ignores it (`cmd &` without job
+            # control): the SIGINT test below would otherwise wait out its timeout
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         procs.append(proc)
         return proc
