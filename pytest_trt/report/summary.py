@@ -16,6 +16,7 @@ from ..core.formatting import fmt_cell_err, fmt_cell_tol, fmt_ratio
 from ..ledger.render import summary_lines as ledger_summary_lines
 from .condense import condense_records
 from .junit import junit_properties
+from .outcomes import checked_nothing
 from .rows import (
     BAD_STATUSES,
     EVIDENCE,
@@ -211,6 +212,20 @@ def untested_controls_lines(results, *, shown: int = 10) -> list[str]:
     return lines
 
 
+def unchecked_lines(results, *, shown: int = 10) -> list[str]:
+    """trt tests that passed without checking anything (:func:`~pytest_trt.report.outcomes.checked_nothing`:
+    no check, precision assertion, parser check, locate, suggest or ledger, and no engine): pytest
+    counts them "passed" and exits 0, but they say nothing about the engine."""
+    unchecked = [r for r in results if checked_nothing(r)]
+    if not unchecked:
+        return []
+    ids = ", ".join(str(r.get("nodeid")) for r in unchecked[:shown])
+    more = f" and {len(unchecked) - shown} more (see --trt-report / --trt-html)" if len(unchecked) > shown else ""
+    return [f"trt tests: {len(unchecked)} trt test(s) passed without checking anything: {ids}{more}",
+            "  (no trt.check(), assert_precision, check_parser, locate or suggest, and no engine built: call a "
+            "check; --trt-require-run fails such tests)"]
+
+
 def write_terminal_summary(tr, session, results) -> None:
     """The ``pytest-trt`` section at the end of the run (controller only).
 
@@ -235,7 +250,7 @@ def _write_results(tr, session, results) -> bool:
     tr.section("pytest-trt", sep="=")
     skipped = getattr(session, "skipped", [])
     tr.write_line(skipped_line(len(trt_tests), skipped), yellow=bool(skipped))
-    for line in untested_controls_lines(results):
+    for line in untested_controls_lines(results) + unchecked_lines(results):
         tr.write_line(line, yellow=True)
     tr.write_line(backend_line(session))
     if not results:
@@ -389,7 +404,7 @@ def _write_parser_lines(tr, rows: list[dict]) -> None:
 __all__ = [
     # the terminal summary
     "TERMINAL_ROWS", "backend_line", "cache_line", "engines_line", "fallback_lines", "skipped_line", "table_lines",
-    "untested_controls_lines", "write_terminal_summary",
+    "unchecked_lines", "untested_controls_lines", "write_terminal_summary",
     # re-exported from report.rows, report.condense and report.junit (their home before)
     "BAD_STATUSES", "EVIDENCE", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
     "caught", "condense_records", "engine_counts", "engine_text", "evidence_counts", "junit_properties",

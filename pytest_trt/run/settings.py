@@ -165,7 +165,8 @@ OPTIONS: tuple[Option, ...] = (
            "mismatch, x_tol) fail when they grow, floors (cosine, snr_db) when they fall; comma-separated or "
            "repeatable. An improvement is reported, never failed (default: no gate).", "list", (), metavar="EXPR"),
     Option("trt-require-run", "Every collected trt test must run: a skipped trt test (requires=, an unsupported "
-           "GPU, a skip marker) fails with the skip's reason. For CI jobs that exist to run them (default: off).",
+           "GPU, a skip marker) fails with the skip's reason, and so does one that passed without checking "
+           "anything (no check and no engine). For CI jobs that exist to run them (default: off).",
            "bool", False),
 )
 
