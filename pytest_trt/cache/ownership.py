@@ -53,15 +53,18 @@ SCRATCH_ITEM_RE = re.compile(r"^(build|trash)-[0-9a-f]{64}-[0-9]+-[0-9a-f]+$")
 PROBE_RE = re.compile(r"^\.pytest-trt-probe-[0-9]+-[0-9a-f]+$")
 
 
-def claim_root(root: Path, hint: str) -> bool:
+def claim_root(root: Path, hint: str, *, source: str | None = None) -> bool:
     """Make sure ``root`` is a pytest-trt cache; True when the cache created the directory.
 
     A new directory is created and marked; an existing one is used when it carries the
     marker or the layout of a pytest-trt 0.1.0 cache (then marked), or when it is empty or
     holds only what a user may restore into a cache (``timing-cache/``; then marked, not
     tagged). Any other directory is refused: the cache never writes into, tags or collects
-    garbage in a directory it did not create.
+    garbage in a directory it did not create. ``source`` (``$PYTEST_TRT_CACHE_DIR``, ``ini
+    trt_cache_dir``, a flag) is where the user gave ``root``: the refusal names it and its fix
+    is spelled there.
     """
+    given = f" (from {source})" if source and source != "default" else ""
     try:
         os.mkdir(root, 0o777)
         created = True
@@ -73,27 +76,27 @@ def claim_root(root: Path, hint: str) -> bool:
             created = True
         except OSError as exc:
             raise CacheError(
-                f"cannot create the pytest-trt cache directory {root}: {why(exc)}. {hint}."
+                f"cannot create the pytest-trt cache directory {root}{given}: {why(exc)}. {hint}."
             ) from exc
     except OSError as exc:
         raise CacheError(
-            f"cannot create the pytest-trt cache directory {root}: {why(exc)}. {hint}."
+            f"cannot create the pytest-trt cache directory {root}{given}: {why(exc)}. {hint}."
         ) from exc
     if not root.is_dir():
-        raise CacheError(f"the pytest-trt cache directory {root} is not a directory. {hint}.")
+        raise CacheError(f"the pytest-trt cache directory {root}{given} is not a directory. {hint}.")
     if not created and not is_cache_dir(root):
         try:
             foreign = sorted(n for n in os.listdir(root) if n not in ADOPTABLE)
         except OSError as exc:
-            raise CacheError(f"cannot read the pytest-trt cache directory {root}: {why(exc)}. "
+            raise CacheError(f"cannot read the pytest-trt cache directory {root}{given}: {why(exc)}. "
                              f"{hint}.") from exc
         if foreign:
             shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise CacheError(
-                f"{root} is not a pytest-trt cache: it holds other files ({shown}) and no {MARKER} "
+                f"{root}{given} is not a pytest-trt cache: it holds other files ({shown}) and no {MARKER} "
                 f"marker. pytest-trt keeps its artifacts in a directory of its own and deletes only what it "
                 f"created there, so it does not use this one. Give a new or empty directory, e.g. "
-                f"--trt-cache-dir={root / '.trt-cache'}."
+                f"{_example(root / '.trt-cache', source)}."
             )
     marker = root / MARKER
     if not os.path.lexists(marker):
@@ -102,11 +105,21 @@ def claim_root(root: Path, hint: str) -> bool:
                 write_new(marker, MARKER_TEXT.encode())
         except OSError as exc:
             raise CacheError(
-                f"the pytest-trt cache directory {root} is not writable: {why(exc)}. {hint}, "
+                f"the pytest-trt cache directory {root}{given} is not writable: {why(exc)}. {hint}, "
                 f"or use the entries it holds read-only (pytest --trt-cache-read-only; "
                 f"in Python ArtifactCache(..., read_only=True))."
             ) from exc
     return created
+
+def _example(path: Path, source: str | None) -> str:
+    """A new cache directory given where the refused one came from (``PYTEST_TRT_CACHE_DIR=...``,
+    ``trt_cache_dir = ... in the ini file``, else ``--trt-cache-dir=...``)."""
+    if source and source.startswith("$"):
+        return f"{source[1:]}={path}"
+    if source and source.startswith("ini "):
+        return f"{source.removeprefix('ini ')} = {path} in the ini file"
+    return f"--trt-cache-dir={path}"
+
 
 def scratch_dir(root: Path) -> Path:
     """The cache's own scratch directory, created when missing; never a link out of the cache."""

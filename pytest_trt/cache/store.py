@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.locations import default_cache_dir
+from ..core.locations import CACHE_DIR_ENV, default_cache_dir
 from ..errors import CacheError, CacheWarning, UsageError
 from ..model.weights import MEMO_DIR, DigestMemo
 from .entry import (
@@ -70,6 +70,22 @@ _PROBE_PREFIX = ".pytest-trt-probe-"
 _HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
 
 
+def _from(source: str | None) -> str:
+    """`` (from $PYTEST_TRT_CACHE_DIR)``: where the cache directory came from, when the user gave it."""
+    return f" (from {source})" if source and source != "default" else ""
+
+
+def _hint_dir(source: str | None) -> str:
+    """How to give another cache directory, in the terms of where this one came from (``source``:
+    ``$PYTEST_TRT_CACHE_DIR``, ``ini trt_cache_dir``, a flag, ``default`` or None)."""
+    if source == f"${CACHE_DIR_ENV}":
+        return (f"Set {CACHE_DIR_ENV} to a writable directory (or pass --trt-cache-dir=DIR, which takes "
+                f"precedence over it)")
+    if source and source.startswith("ini "):
+        return f"Set {source.removeprefix('ini ')} in the ini file to a writable directory (or pass --trt-cache-dir=DIR)"
+    return _HINT_DIR
+
+
 class ArtifactCache:
     """A content-addressed, process-safe artifact cache under ``root``.
 
@@ -85,6 +101,9 @@ class ArtifactCache:
         remote: a :class:`~pytest_trt.cache.remote.RemoteTier` asked on a local miss (its
             verified files are sealed and installed like a build) and given every entry this
             cache builds (a read-write tier uploads it). Not with ``read_only``.
+        source: where ``root`` came from, as the user gave it (``--trt-cache-dir``,
+            ``$PYTEST_TRT_CACHE_DIR``, ``ini trt_cache_dir``, ``default``): errors about the
+            directory name it and say how to change it there. None: a caller's own path.
 
     Raises:
         CacheError: the root cannot be created or is not writable (and not ``read_only``).
@@ -99,6 +118,7 @@ class ArtifactCache:
         lock_timeout: float | None = None,
         stale_seconds: float = STALE_SECONDS,
         remote: RemoteTier | None = None,
+        source: str | None = None,
     ) -> None:
         if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 0):
             raise UsageError(f"cache max_bytes must be a non-negative integer or None, not {max_bytes!r}")
@@ -108,6 +128,8 @@ class ArtifactCache:
         self.lock_timeout = lock_timeout
         self.stale_seconds = stale_seconds
         self.remote = remote
+        self.source = source
+        hint = _hint_dir(source)
         #: what this process's cache did (hits, builds, remote traffic): a
         #: :class:`~pytest_trt.cache.remote.CacheStats`, shared with the remote tier
         self.stats = remote.stats if remote is not None else CacheStats()
@@ -124,11 +146,11 @@ class ArtifactCache:
         if self.read_only:
             if not self.root.is_dir():
                 raise CacheError(
-                    f"the read-only pytest-trt cache directory {self.root} does not exist. "
+                    f"the read-only pytest-trt cache directory {self.root}{_from(source)} does not exist. "
                     f"Point --trt-cache-dir=DIR at an existing cache, or open a writable one."
                 )
             return
-        created = claim_root(self.root, _HINT_DIR)
+        created = claim_root(self.root, hint, source=source)
         try:
             (self.root / "locks").mkdir(exist_ok=True)
             scratch = scratch_dir(self.root)
@@ -144,7 +166,7 @@ class ArtifactCache:
                     write_new(self.root / "CACHEDIR.TAG", _CACHEDIR_TAG.encode())
         except OSError as exc:
             raise CacheError(
-                f"the pytest-trt cache directory {self.root} is not writable: {why(exc)}. {_HINT_DIR}, "
+                f"the pytest-trt cache directory {self.root}{_from(source)} is not writable: {why(exc)}. {hint}, "
                 f"or use the entries it holds read-only (pytest --trt-cache-read-only; "
                 f"in Python ArtifactCache(..., read_only=True))."
             ) from exc
