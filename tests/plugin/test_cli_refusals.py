@@ -85,3 +85,41 @@ def test_layers_exit_status_as_a_subprocess(tmp_path):
                            "emulate", f"--cache-dir={tmp_path / 'cache'}", "--seed", "5"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+
+
+# -- token ids beyond the embedding table ---------------------------------------------------
+LLAMA_SHAPES = ("--input-shapes", "input_ids:[2,16]", "attention_mask:[2,16]")
+
+
+def test_a_val_range_beyond_the_embedding_is_an_input_error_before_anything_runs(tmp_path, capsys):
+    rc, out, err = _cli(capsys, "compare", LLAMA, "--fp16", "--backend", "emulate", f"--cache-dir={tmp_path / 'c'}",
+                        *LLAMA_SHAPES, "--val-range", "input_ids:[0,300]", "attention_mask:[1,1]")
+    assert rc == 2
+    assert ("llama_dynamo_opset18.onnx: val_range['input_ids'] [0, 300] for input 'input_ids' is outside the 256 "
+            "rows of 'model.embed_tokens.weight', the table it indexes (valid ids: 0 to 255); use "
+            "val_range={'input_ids': (0, 255)} or --val-range input_ids:[0,255]") in err, err
+    assert "ONNXRuntimeError" not in err and out == ""
+
+
+def test_loaded_ids_beyond_the_embedding_are_an_input_error(tmp_path, capsys):
+    ids = np.arange(32, dtype=np.int64).reshape(2, 16)
+    ids[1, 3] = 300
+    np.savez(tmp_path / "ids.npz", input_ids=ids, attention_mask=np.ones((2, 16), np.int64))
+    rc, _, err = _cli(capsys, "compare", LLAMA, "--fp16", "--backend", "emulate", f"--cache-dir={tmp_path / 'c'}",
+                      "--load-inputs", tmp_path / "ids.npz")
+    assert rc == 2
+    assert ("input 'input_ids' holds 1 id(s) outside the 256 rows of 'model.embed_tokens.weight', the table it "
+            "indexes (ids 0 to 300; first at index (1, 3), 300; valid: 0 to 255)") in err, err
+
+
+def test_the_marker_and_the_api_check_the_range_too():
+    from pytest_trt.errors import InputError
+    from pytest_trt.inputs import make_feeds
+
+    with pytest.raises(InputError, match=r"val_range\['input_ids'\] \[0, 256\] for input 'input_ids' is outside "
+                                         r"the 256 rows of 'model.embed_tokens.weight'"):
+        make_feeds(LLAMA, shapes={"input_ids": (1, 4), "attention_mask": (1, 4)},
+                   val_range={"input_ids": (0, 256), "attention_mask": (1, 1)})
+    feeds = make_feeds(LLAMA, shapes={"input_ids": (1, 4), "attention_mask": (1, 4)},
+                       val_range={"input_ids": (0, 255), "attention_mask": (1, 1)})
+    assert int(feeds["input_ids"].max()) <= 255
