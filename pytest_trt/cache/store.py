@@ -91,8 +91,9 @@ class ArtifactCache:
 
     Args:
         root: the cache directory; created when missing.
-        max_bytes: size limit of all entries together, enforced by LRU eviction after
-            each store; None for no limit.
+        max_bytes: size limit of all entries together, enforced by LRU eviction when the
+            cache is opened (a cache already over it, e.g. a smaller ``--trt-cache-max-size``
+            than last time, shrinks at once) and after each store; None for no limit.
         read_only: serve hits from an existing cache without writing anything; a miss
             raises :class:`CacheError`. Without it an unwritable root raises at once.
         lock_timeout: seconds to wait for another process building the same key before
@@ -171,6 +172,9 @@ class ArtifactCache:
                 f"in Python ArtifactCache(..., read_only=True))."
             ) from exc
         self.collect_garbage()
+        if self.max_bytes is not None:  # a cache over the limit shrinks when opened, not only after a store
+            with contextlib.suppress(CacheError):
+                self.prune()
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
@@ -587,6 +591,8 @@ class ArtifactCache:
                 except OSError:
                     continue
                 removed.append(e)
+                self.stats.evictions += 1
+                self.stats.evicted_bytes += size
                 self._record_quietly("evict", e.kind, e.key, e.label, 0.0, bytes=size, path=str(e.path))
             return removed
         finally:

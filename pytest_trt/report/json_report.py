@@ -16,7 +16,9 @@ Changelog
   ``tests[].checked`` (false for it), its ``verdict`` is ``"passed, but nothing was checked"``,
   and ``summary.passed_unchecked`` counts such tests. ``tests`` lists only trt tests in the new
   sense (a plugin fixture in the test's closure; a test marked ``trt`` itself without one is a
-  usage error, an inherited marker makes no trt test).
+  usage error, an inherited marker makes no trt test). ``summary.cache_evictions`` and
+  ``cache_evicted_bytes``: entries the size limit (``--trt-cache-max-size``) evicted, also when
+  the session opened the cache.
 * **7** (issue 31, saved runs): ``session.fingerprint`` (the environment a saved run records:
   backend and versions, GPU model, compute capability, driver, CUDA, ONNX Runtime, onnx, numpy,
   pytest-trt, default precision, typing, baseline provider, seed, git commit); each accuracy entry
@@ -128,7 +130,8 @@ Schema (``schema_version`` 8; the normative form is ``report.schema.json``)
         "local_hits": 3, "cache_builds": 2,
         "remote_hits": 1, "remote_misses": 2, "remote_rejected": 0,   # rejected: failed verification, rebuilt
         "remote_uploads": 2, "remote_bytes": 5242880,                 # bytes down + up
-        "remote_requests": 17, "cache_seconds_saved": 31.2            # estimated from recorded build times
+        "remote_requests": 17, "cache_seconds_saved": 31.2,           # estimated from recorded build times
+        "cache_evictions": 0, "cache_evicted_bytes": 0                # by the size limit (--trt-cache-max-size)
       },
       "tests": [                                        # every trt test, in report order
         {
@@ -419,7 +422,8 @@ def cache_summary(session) -> dict[str, Any]:
     return {"local_hits": stats.local_hits, "cache_builds": stats.builds, "remote_hits": stats.remote_hits,
             "remote_misses": stats.remote_misses, "remote_rejected": stats.remote_rejected,
             "remote_uploads": stats.remote_uploads, "remote_bytes": stats.remote_bytes,
-            "remote_requests": stats.remote_requests, "cache_seconds_saved": round(stats.seconds_saved, 4)}
+            "remote_requests": stats.remote_requests, "cache_seconds_saved": round(stats.seconds_saved, 4),
+            "cache_evictions": stats.evictions, "cache_evicted_bytes": stats.evicted_bytes}
 
 
 def _jsonable_ratio(x):

@@ -111,7 +111,7 @@ def _mb(n: int) -> str:
 
 def cache_line(session) -> str | None:
     """``cache entries: 3 local hit(s), 2 built (engines, baselines, emulation graphs); remote (rw): 2 hit(s),
-    ...; ~31.0s of builds saved`` (None if unused).
+    ...; ~31.0s of builds saved; 4 evicted (4.8 MB) to stay under 1.0 kB (--trt-cache-max-size)`` (None if unused).
 
     Counts every cache kind (engines, baselines, emulation graphs) of every xdist worker, so its
     figures differ from the ``engines:`` line, which counts engines only; the line says so.
@@ -121,7 +121,7 @@ def cache_line(session) -> str | None:
         return None
     stats = stats_of()
     remote = getattr(session, "_remote", None) or getattr(getattr(session, "_cache", None), "remote", None)
-    if not (stats.local_hits or stats.builds or stats.remote_hits or remote is not None):
+    if not (stats.local_hits or stats.builds or stats.remote_hits or stats.evictions or remote is not None):
         return None
     text = (f"cache entries: {stats.local_hits} local hit(s), {stats.builds} built "
             f"(engines, baselines, emulation graphs)")
@@ -134,6 +134,13 @@ def cache_line(session) -> str | None:
         if stats.remote_errors or stats.remote_upload_failures:
             text += f", {stats.remote_errors + stats.remote_upload_failures} transport error(s)"
     text += f"; ~{stats.seconds_saved:.1f}s of builds saved"
+    if stats.evictions:
+        settings = getattr(session, "settings", None)
+        limit = getattr(settings, "cache_max_bytes", None)
+        flag = getattr(settings, "sources", {}).get("trt_cache_max_size", "default")
+        flag = "--trt-cache-max-size" if flag == "default" else flag
+        why = f" to stay under {_mb(limit)} ({flag})" if limit is not None else ""
+        text += f"; {stats.evictions} evicted ({_mb(stats.evicted_bytes)}){why}"
     return text
 
 
