@@ -223,4 +223,4 @@ def test_suggest_on_the_dynamo_decoder_starts_from_the_real_overflow_not_the_mas
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "; first divergent node: /model/layers.0/post_attention_layernorm/node_pow_2\n" in out, out
-    assert "become +-inf or the largest finite value at node_Where_225" in out, out
+    assert "become +-inf or the largest finite value at /model/layers.0/self_attn/node_Where_225" in out, out
