@@ -341,25 +341,30 @@ def pytest_runtest_makereport(item, call):
         # after the UnsupportedGpu skip: a failed parser check (it runs on the CPU) fails the test
         # even when the engine cannot load on this GPU
         _apply_parser_checks(report, records, excinfo)
-    if trt_test and report.skipped and not hasattr(report, "wasxfail"):
+    if trt_test:
+        _require_run(item, call, report, session, records)
+        _attach_results(item, call, report, session)
+    return report
+
+
+def _require_run(item, call, report, session, records) -> None:
+    """A skipped trt test's reason on its report; under ``--trt-require-run`` a skipped trt test, and one
+    that passed without checking anything (no record but a baseline note), fail instead."""
+    source = session.settings.sources.get("trt_require_run", "--trt-require-run")
+    if report.skipped and not hasattr(report, "wasxfail"):
         reason = skip_reason_of(report)
         if session.settings.require_run:
-            source = session.settings.sources.get("trt_require_run", "--trt-require-run")
             report.outcome = "failed"
             report.longrepr = (f"{item.nodeid}: pytest-trt: skipped ({reason}), but {source} asks every "
                                f"collected trt test to run here")
         else:
             report.user_properties.append((SKIP_PROPERTY, reason))
-    if trt_test and call.when == "call" and report.passed and not hasattr(report, "wasxfail") \
+    elif call.when == "call" and report.passed and not hasattr(report, "wasxfail") \
             and session.settings.require_run and not checked_something(records):
-        source = session.settings.sources.get("trt_require_run", "--trt-require-run")
         report.outcome = "failed"
         report.longrepr = (f"{item.nodeid}: pytest-trt: passed without checking anything (no trt.check(), "
                            f"assert_precision, check_parser, locate or suggest, and no engine built), but {source} "
                            f"asks every collected trt test to test its engine here")
-    if trt_test:
-        _attach_results(item, call, report, session)
-    return report
 
 
 def _auto_ledger(item, *, quiet: bool) -> None:

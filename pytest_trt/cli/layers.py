@@ -85,17 +85,8 @@ def run(args) -> int:
     session = session_from_args(args)
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
-    if args.load_inputs:
-        config = build_config_from_args(args, feeds_from_args(args, model, shapes_only=not ledger))
-    elif args.input_shapes or session.backend.shape_specific:
-        # only the shapes matter (the optimization profile); values, e.g. an integer input's
-        # range, do not: the same profile compare builds from its feeds, so the cache entry is shared
-        shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else None
-        config = session.build_config(profiles=(resolve_profile(model, shapes=shapes),))
-    else:
-        config = session.build_config()  # a backend not building for shapes (emulate) needs no inputs
-    engine, event = session.engine(plan, config)
-    if args.ledger or args.export_profile or args.export_trace:
+    engine, event = session.engine(plan, _build_config(args, session, model, shapes_only=not ledger))
+    if ledger:
         return _ledger(args, session, model, engine, event, plan, given)
     report = engine.layers()
     checks, failed = [], []
@@ -120,6 +111,19 @@ def run(args) -> int:
         for error in failed:
             print(cli_spelling(str(error)), file=sys.stderr)
     return 1 if failed else 0
+
+
+def _build_config(args, session, model, *, shapes_only: bool):
+    """The build config: the shapes of ``--load-inputs`` (only their shapes unless the ledger times on
+    them), else of ``--input-shapes`` (or the model's own) where the backend builds for shapes."""
+    if args.load_inputs:
+        return build_config_from_args(args, feeds_from_args(args, model, shapes_only=shapes_only))
+    if args.input_shapes or session.backend.shape_specific:
+        # only the shapes matter (the optimization profile); values, e.g. an integer input's
+        # range, do not: the same profile compare builds from its feeds, so the cache entry is shared
+        shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else None
+        return session.build_config(profiles=(resolve_profile(model, shapes=shapes),))
+    return session.build_config()  # a backend not building for shapes (emulate) needs no inputs
 
 
 def _ledger(args, session, model, engine, event, plan, given: list[str]) -> int:

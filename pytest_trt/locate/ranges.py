@@ -97,33 +97,45 @@ def range_overflows(plan: PrecisionPlan, feeds: dict) -> list[RangeOverflow]:
     Constants are clamped at realization and say so in its notes.
     """
     graph = plan.model.graph
-    names = plan.model.names
     low = {t: p for t, p in plan.tensor_precision.items() if p in RANGE and t not in plan.constant_tensors}
     readers = _low_readers(plan, low)
     producers = {out: node for node in graph.node for out in node.output if out}
-    inputs = [i.name for i in graph.input if i.name in readers]
-    candidates = inputs + [out for node in graph.node for out in node.output if out in low or out in readers]
+    candidates = _candidates(graph, low, readers)
     if not candidates:
         return []
     computed = [name for name in candidates if name in producers]
     values = fp32_intermediates(reference_model(plan.model), feeds, names=computed) if computed else {}
     found = []
     for name in candidates:
-        value = np.asarray(values[name] if name in producers else feeds.get(name, ()))
-        if value.dtype.kind != "f" or value.size == 0:
-            continue
         precision, reader = (low[name], "") if name in low else readers[name]
-        limit = RANGE[precision]
-        finite = np.abs(value[np.isfinite(value)].astype(np.float64))
-        if finite.size and finite.max() > limit:
-            node = producers.get(name)
-            masking = bool(np.all(is_masking(finite[finite > limit], sentinels(plan.model, limit))))
-            found.append(RangeOverflow(name, node.name if node is not None else "",
-                                       node.op_type if node is not None else "input", precision,
-                                       float(finite.max()), masking,
-                                       names.canonical(node.name) if node is not None else "",
-                                       names.canonical(reader) if reader else ""))
+        value = np.asarray(values[name] if name in producers else feeds.get(name, ()))
+        overflow = _overflow(plan, name, value, precision, producers.get(name), reader)
+        if overflow is not None:
+            found.append(overflow)
     return sorted(found, key=lambda f: f.masking)  # stable: graph order within each kind
+
+
+def _candidates(graph, low: dict[str, str], readers: dict[str, tuple[str, str]]) -> list[str]:
+    """The tensors to check, in graph order: graph inputs cast down, then node outputs stored low or cast down."""
+    inputs = [i.name for i in graph.input if i.name in readers]
+    return inputs + [out for node in graph.node for out in node.output if out in low or out in readers]
+
+
+def _overflow(plan: PrecisionPlan, name: str, value: np.ndarray, precision: str, node, reader: str
+              ) -> RangeOverflow | None:
+    """``name``'s overflow (its FP32 ``value`` beyond ``precision``'s range), or None when it fits."""
+    if value.dtype.kind != "f" or value.size == 0:
+        return None
+    limit = RANGE[precision]
+    finite = np.abs(value[np.isfinite(value)].astype(np.float64))
+    if not finite.size or finite.max() <= limit:
+        return None
+    names = plan.model.names
+    masking = bool(np.all(is_masking(finite[finite > limit], sentinels(plan.model, limit))))
+    return RangeOverflow(name, node.name if node is not None else "", node.op_type if node is not None else "input",
+                         precision, float(finite.max()), masking,
+                         names.canonical(node.name) if node is not None else "",
+                         names.canonical(reader) if reader else "")
 
 
 def _low_readers(plan: PrecisionPlan, low: dict[str, str]) -> dict[str, tuple[str, str]]:

@@ -131,7 +131,8 @@ def _badge(n: int, label: str, bad: bool = False) -> str:
 
 
 def _badges(results: list[dict], rows: list[dict], prec: list[dict], counts: dict) -> str:
-    """The headline figures: tests by outcome, negative controls, outputs, precision checks, engines."""
+    """The headline figures: tests by outcome, negative controls, tests that checked nothing, outputs,
+    precision checks, engines."""
     outcomes: dict[str, int] = {}
     for res in results:
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
@@ -139,18 +140,23 @@ def _badges(results: list[dict], rows: list[dict], prec: list[dict], counts: dic
     failed_out = sum(1 for r in rows if not r["passed"] and tone_of_row(r) == "bad")
     failed_p = sum(1 for p in prec if not p["passed"] and (p.get("expected_failure") or {}).get("verdict") != "caught")
     caught = sum(1 for r in results if (r.get("expected_failure") or {}).get("verdict") == "caught")
-    unchecked = sum(1 for r in results if checked_nothing(r))
     not_counting = ", not counting negative controls)" if caught else ")"
     breakdown = ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items()))
     return ('<div class="badges">'
             + _badge(len(results), f"trt tests ({breakdown or 'none'})", bad_tests > 0)
             + (_badge(caught, "negative controls caught") if caught else "")
-            + (_badge(unchecked, "passed without checking anything", True) if unchecked else "")
+            + _unchecked_badge(results)
             + _badge(len(rows), f"outputs compared ({failed_out} outside tolerance" + not_counting, failed_out > 0)
             + _badge(len(prec), f"precision checks ({failed_p} failed" + not_counting, failed_p > 0)
             + _badge(counts["built"], f"engines built ({counts['build_seconds']:.2f}s)")
             + _badge(counts["reused"], "engines reused from the cache")
             + "</div>")
+
+
+def _unchecked_badge(results: list[dict]) -> str:
+    """A red badge for trt tests that passed without checking anything (none: no badge)."""
+    unchecked = sum(1 for r in results if checked_nothing(r))
+    return _badge(unchecked, "passed without checking anything", True) if unchecked else ""
 
 
 #: the status pill of a test, by outcome / expected-failure verdict
