@@ -61,10 +61,12 @@ def claim_root(root: Path, hint: str, *, source: str | None = None) -> bool:
     holds only what a user may restore into a cache (``timing-cache/``; then marked, not
     tagged). Any other directory is refused: the cache never writes into, tags or collects
     garbage in a directory it did not create. ``source`` (``$PYTEST_TRT_CACHE_DIR``, ``ini
-    trt_cache_dir``, a flag) is where the user gave ``root``: the refusal names it and its fix
-    is spelled there.
+    trt_cache_dir``, a flag) is where the user gave ``root``: the refusal names an environment
+    variable or the ini file (a flag is on the command line in front of the user) and spells its
+    fix there.
     """
-    given = f" (from {source})" if source and source != "default" else ""
+    # named where the user may not see it from the command line: an environment variable, the ini file
+    given = f" (from {source})" if source and source.startswith(("$", "ini ")) else ""
     try:
         os.mkdir(root, 0o777)
         created = True

@@ -71,8 +71,9 @@ _HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a wri
 
 
 def _from(source: str | None) -> str:
-    """`` (from $PYTEST_TRT_CACHE_DIR)``: where the cache directory came from, when the user gave it."""
-    return f" (from {source})" if source and source != "default" else ""
+    """`` (from $PYTEST_TRT_CACHE_DIR)``: where the cache directory came from, when that is not in front of
+    the user on the command line (an environment variable, the ini file)."""
+    return f" (from {source})" if source and source.startswith(("$", "ini ")) else ""
 
 
 def _hint_dir(source: str | None) -> str:
