@@ -34,13 +34,12 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _machine import machine  # noqa: E402
+from _peak import run_measured  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -88,15 +87,11 @@ def test_big(trt):
 
 
 def measure(cmd: list[str], env: dict | None = None, cwd: Path | None = None) -> dict:
-    """Wall seconds, peak RSS (bytes) and exit code of one subprocess (``os.wait4`` of that child)."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out = proc.stdout.read() if proc.stdout else b""
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    text = out.decode(errors="replace")
-    return {"seconds": round(seconds, 2), "peak_rss": usage.ru_maxrss * 1024, "rc": proc.returncode,
+    """Wall seconds, peak RSS (bytes) and exit code of one subprocess, started from a fresh launcher
+    (``_peak.run_measured``: a child forked straight from this process would inherit our own peak)."""
+    m = run_measured(cmd, env=env, cwd=cwd)
+    text = m.output
+    return {"seconds": round(m.seconds, 2), "peak_rss": m.peak_rss, "rc": m.rc,
             "tail": text.strip().splitlines()[-3:] if text.strip() else []}
 
 

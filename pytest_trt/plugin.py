@@ -15,7 +15,7 @@ default implementation called from :func:`~pytest_trt.glue.activation.activate`.
 
 The plugin is inert until it is *in use* (shared/CONVENTIONS.md): a ``--trt-*`` option or
 ``trt_*`` ini value is given (known in ``pytest_configure``), or a trt test is collected (a
-test with the ``trt`` marker or one of the plugin's own fixtures in its closure,
+test with one of the plugin's own fixtures in its closure,
 :data:`pytest_trt.glue.items.PLUGIN_FIXTURES`; known in
 ``pytest_collection_modifyitems``). Until then it imports nothing beyond pytest, runs no
 subprocess, selects no backend and prints nothing. From then on, anything asked for that
@@ -46,9 +46,9 @@ from .glue.activation import (
     item_records,
 )
 from .glue.fixtures import trt, trt_baseline, trt_build, trt_engine, trt_session  # noqa: F401  (fixtures)
-from .glue.items import is_trt_item  # the one definition of a trt test
+from .glue.items import is_trt_item, unread_marker_message  # the one definition of a trt test
 from .report.files import refuse_report_path, report_paths
-from .report.outcomes import classify, junit_outcome_properties
+from .report.outcomes import checked_something, classify, junit_outcome_properties
 from .run import settings as _settings
 from .run.session_patterns import unmatched_message
 
@@ -57,6 +57,8 @@ RESULTS_KEY = pytest.StashKey[list]()
 PENDING_HEADER_KEY = pytest.StashKey[bool]()
 #: on a pytest-xdist worker: why the plugin could not be put in use (each trt test errors with it)
 ACTIVATION_ERROR_KEY = pytest.StashKey[str]()
+#: on a pytest-xdist worker: {nodeid: usage error} of tests marked ``trt`` that request no plugin fixture
+UNREAD_MARKERS_KEY = pytest.StashKey[dict]()
 PROPERTY = "pytest_trt"
 #: on a trt test's setup report: "this is a trt test"; on a skipped trt test's report: the reason.
 #: They ride on the reports (pytest-xdist serializes them) and never reach JUnit XML, which
@@ -112,7 +114,9 @@ def pytest_xdist_auto_num_workers(config):
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     """The first collected (and selected) trt test puts the plugin in use; a report path that is
-    a model or inputs file named in a ``trt`` marker is a usage error here."""
+    a model or inputs file named in a ``trt`` marker is a usage error here, and so is a test marked
+    ``trt`` itself that requests no plugin fixture (nothing would read its marker)."""
+    _refuse_unread_markers(config, items)
     if current_session(config) is None:
         first = next((item for item in items if is_trt_item(item)), None)
         if first is None:
@@ -128,6 +132,19 @@ def pytest_collection_modifyitems(session, config, items):
             return
         config.stash[PENDING_HEADER_KEY] = True
     _refuse_reports_over_declared_inputs(config, items)
+
+
+def _refuse_unread_markers(config, items) -> None:
+    """A ``trt`` marker on a selected test that requests no plugin fixture: a usage error naming the
+    tests and the fix (:func:`~pytest_trt.glue.items.unread_marker_message`). On a pytest-xdist
+    worker, where raising here shows only an internal error, each such test errors with it instead."""
+    unread = {item.nodeid: message for item in items if (message := unread_marker_message(item))}
+    if not unread:
+        return
+    if hasattr(config, "workerinput"):
+        config.stash[UNREAD_MARKERS_KEY] = unread
+        return
+    raise pytest.UsageError("pytest-trt: " + "\n".join(unread.values()))
 
 
 def _refuse_reports_over_declared_inputs(config, items) -> None:
@@ -162,6 +179,9 @@ def pytest_runtest_setup(item):
     error = item.config.stash.get(ACTIVATION_ERROR_KEY, None)
     if error is not None and is_trt_item(item):
         raise pytest.UsageError(error)
+    unread = item.config.stash.get(UNREAD_MARKERS_KEY, {}).get(item.nodeid)
+    if unread is not None:
+        raise pytest.UsageError(f"pytest-trt: {unread}")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -321,18 +341,30 @@ def pytest_runtest_makereport(item, call):
         # after the UnsupportedGpu skip: a failed parser check (it runs on the CPU) fails the test
         # even when the engine cannot load on this GPU
         _apply_parser_checks(report, records, excinfo)
-    if trt_test and report.skipped and not hasattr(report, "wasxfail"):
+    if trt_test:
+        _require_run(item, call, report, session, records)
+        _attach_results(item, call, report, session)
+    return report
+
+
+def _require_run(item, call, report, session, records) -> None:
+    """A skipped trt test's reason on its report; under ``--trt-require-run`` a skipped trt test, and one
+    that passed without checking anything (no record but a baseline note), fail instead."""
+    source = session.settings.sources.get("trt_require_run", "--trt-require-run")
+    if report.skipped and not hasattr(report, "wasxfail"):
         reason = skip_reason_of(report)
         if session.settings.require_run:
-            source = session.settings.sources.get("trt_require_run", "--trt-require-run")
             report.outcome = "failed"
             report.longrepr = (f"{item.nodeid}: pytest-trt: skipped ({reason}), but {source} asks every "
                                f"collected trt test to run here")
         else:
             report.user_properties.append((SKIP_PROPERTY, reason))
-    if trt_test:
-        _attach_results(item, call, report, session)
-    return report
+    elif call.when == "call" and report.passed and not hasattr(report, "wasxfail") \
+            and session.settings.require_run and not checked_something(records):
+        report.outcome = "failed"
+        report.longrepr = (f"{item.nodeid}: pytest-trt: passed without checking anything (no trt.check(), "
+                           f"assert_precision, check_parser, locate or suggest, and no engine built), but {source} "
+                           f"asks every collected trt test to test its engine here")
 
 
 def _auto_ledger(item, *, quiet: bool) -> None:
@@ -375,7 +407,7 @@ def _attach_results(item, call, report, session) -> None:
     blob = {**facts, "records": [rec.to_json() for rec in records]}
     report.user_properties.append((PROPERTY, json.dumps(blob, default=str)))
     if report.when != "teardown":
-        item.user_properties.extend(junit_outcome_properties(facts))
+        item.user_properties.extend(junit_outcome_properties({**facts, "records": records}))
         if records:
             item.user_properties.extend(_junit_properties(records))
         elif facts.get("message"):

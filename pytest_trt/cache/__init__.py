@@ -68,9 +68,10 @@ Decisions:
 * LRU: the last use of an entry is its ``manifest.json`` mtime, set to the current time
   (``os.utime``, nanoseconds) when the entry is stored and on every hit. No extra file
   (which the "exactly the listed files" check would have to exempt) and no dependence on
-  atime (``noatime`` mounts). After storing an entry, when ``max_bytes`` is set, entries
-  are evicted oldest-use first until the entries total at most ``max_bytes``; never the
-  entry just stored, never one whose lock another process holds. Eviction cannot see a
+  atime (``noatime`` mounts). When ``max_bytes`` is set, entries are evicted oldest-use
+  first until the entries total at most ``max_bytes``, when the cache is opened and after
+  storing an entry; never the entry just stored, never one whose lock another process holds.
+  ``CacheStats.evictions`` / ``evicted_bytes`` count them (the terminal summary's cache line). Eviction cannot see a
   process that holds a returned path without the lock; the entry it just got is the most
   recently used one, and files it already opened stay readable on POSIX.
 

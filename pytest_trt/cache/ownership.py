@@ -12,9 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import stat
 from pathlib import Path
 
+from ..core.locations import CACHE_DIR_ENV
 from ..errors import CacheError
 from .files import why, write_new
 
@@ -29,7 +31,9 @@ __all__ = [
     "is_cache_dir",
     "is_real_dir",
     "is_regular",
+    "open_root",
     "scratch_dir",
+    "source_note",
 ]
 
 #: The file that makes a directory a pytest-trt cache. Written when the cache creates the
@@ -51,17 +55,75 @@ MARKER_TEXT = (
 #: the names of the scratch items the cache creates and of its write probes: nothing else is collected
 SCRATCH_ITEM_RE = re.compile(r"^(build|trash)-[0-9a-f]{64}-[0-9]+-[0-9a-f]+$")
 PROBE_RE = re.compile(r"^\.pytest-trt-probe-[0-9]+-[0-9a-f]+$")
+_PROBE_PREFIX = ".pytest-trt-probe-"
+_CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by pytest-trt.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+_HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
 
 
-def claim_root(root: Path, hint: str) -> bool:
+def source_note(source: str | None) -> str:
+    """`` (from $PYTEST_TRT_CACHE_DIR)``: where the cache directory came from, when that is not in front of
+    the user on the command line (an environment variable, the ini file)."""
+    return f" (from {source})" if source and source.startswith(("$", "ini ")) else ""
+
+
+def hint_dir(source: str | None) -> str:
+    """How to give another cache directory, in the terms of where this one came from (``source``:
+    ``$PYTEST_TRT_CACHE_DIR``, ``ini trt_cache_dir``, a flag, ``default`` or None)."""
+    if source == f"${CACHE_DIR_ENV}":
+        return (f"Set {CACHE_DIR_ENV} to a writable directory (or pass --trt-cache-dir=DIR, which takes "
+                f"precedence over it)")
+    if source and source.startswith("ini "):
+        return f"Set {source.removeprefix('ini ')} in the ini file to a writable directory (or pass --trt-cache-dir=DIR)"
+    return _HINT_DIR
+
+
+def open_root(root: Path, source: str | None) -> None:
+    """Open ``root`` for writing: claim it (:func:`claim_root`), create ``locks/`` and the scratch
+    directory, probe both with a real write, and tag a directory the cache created (``CACHEDIR.TAG``).
+
+    Raises:
+        CacheError: naming the directory, where it came from (``source``) and the fix there.
+    """
+    hint = hint_dir(source)
+    created = claim_root(root, hint, source=source)
+    try:
+        (root / "locks").mkdir(exist_ok=True)
+        scratch = scratch_dir(root)
+        # Entries, kind directories and events.jsonl live in the root itself: probe it (a
+        # real write, since os.access() says yes to root on a chmod-protected directory).
+        for where in (root, scratch):
+            probe = where / f"{_PROBE_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+            fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            os.close(fd)
+            os.unlink(probe)
+        if created:  # a cache tag only on a directory the cache created itself
+            with contextlib.suppress(FileExistsError):  # another process was first
+                write_new(root / "CACHEDIR.TAG", _CACHEDIR_TAG.encode())
+    except OSError as exc:
+        raise CacheError(
+            f"the pytest-trt cache directory {root}{source_note(source)} is not writable: {why(exc)}. {hint}, "
+            f"or use the entries it holds read-only (pytest --trt-cache-read-only; "
+            f"in Python ArtifactCache(..., read_only=True))."
+        ) from exc
+
+
+def claim_root(root: Path, hint: str, *, source: str | None = None) -> bool:
     """Make sure ``root`` is a pytest-trt cache; True when the cache created the directory.
 
     A new directory is created and marked; an existing one is used when it carries the
     marker or the layout of a pytest-trt 0.1.0 cache (then marked), or when it is empty or
     holds only what a user may restore into a cache (``timing-cache/``; then marked, not
     tagged). Any other directory is refused: the cache never writes into, tags or collects
-    garbage in a directory it did not create.
+    garbage in a directory it did not create. ``source`` (``$PYTEST_TRT_CACHE_DIR``, ``ini
+    trt_cache_dir``, a flag) is where the user gave ``root``: the refusal names an environment
+    variable or the ini file (a flag is on the command line in front of the user) and spells its
+    fix there.
     """
+    given = source_note(source)
     try:
         os.mkdir(root, 0o777)
         created = True
@@ -73,27 +135,27 @@ def claim_root(root: Path, hint: str) -> bool:
             created = True
         except OSError as exc:
             raise CacheError(
-                f"cannot create the pytest-trt cache directory {root}: {why(exc)}. {hint}."
+                f"cannot create the pytest-trt cache directory {root}{given}: {why(exc)}. {hint}."
             ) from exc
     except OSError as exc:
         raise CacheError(
-            f"cannot create the pytest-trt cache directory {root}: {why(exc)}. {hint}."
+            f"cannot create the pytest-trt cache directory {root}{given}: {why(exc)}. {hint}."
         ) from exc
     if not root.is_dir():
-        raise CacheError(f"the pytest-trt cache directory {root} is not a directory. {hint}.")
+        raise CacheError(f"the pytest-trt cache directory {root}{given} is not a directory. {hint}.")
     if not created and not is_cache_dir(root):
         try:
             foreign = sorted(n for n in os.listdir(root) if n not in ADOPTABLE)
         except OSError as exc:
-            raise CacheError(f"cannot read the pytest-trt cache directory {root}: {why(exc)}. "
+            raise CacheError(f"cannot read the pytest-trt cache directory {root}{given}: {why(exc)}. "
                              f"{hint}.") from exc
         if foreign:
             shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
             raise CacheError(
-                f"{root} is not a pytest-trt cache: it holds other files ({shown}) and no {MARKER} "
+                f"{root}{given} is not a pytest-trt cache: it holds other files ({shown}) and no {MARKER} "
                 f"marker. pytest-trt keeps its artifacts in a directory of its own and deletes only what it "
                 f"created there, so it does not use this one. Give a new or empty directory, e.g. "
-                f"--trt-cache-dir={root / '.trt-cache'}."
+                f"{_example(root / '.trt-cache', source)}."
             )
     marker = root / MARKER
     if not os.path.lexists(marker):
@@ -102,11 +164,21 @@ def claim_root(root: Path, hint: str) -> bool:
                 write_new(marker, MARKER_TEXT.encode())
         except OSError as exc:
             raise CacheError(
-                f"the pytest-trt cache directory {root} is not writable: {why(exc)}. {hint}, "
+                f"the pytest-trt cache directory {root}{given} is not writable: {why(exc)}. {hint}, "
                 f"or use the entries it holds read-only (pytest --trt-cache-read-only; "
                 f"in Python ArtifactCache(..., read_only=True))."
             ) from exc
     return created
+
+def _example(path: Path, source: str | None) -> str:
+    """A new cache directory given where the refused one came from (``PYTEST_TRT_CACHE_DIR=...``,
+    ``trt_cache_dir = ... in the ini file``, else ``--trt-cache-dir=...``)."""
+    if source and source.startswith("$"):
+        return f"{source[1:]}={path}"
+    if source and source.startswith("ini "):
+        return f"{source.removeprefix('ini ')} = {path} in the ini file"
+    return f"--trt-cache-dir={path}"
+
 
 def scratch_dir(root: Path) -> Path:
     """The cache's own scratch directory, created when missing; never a link out of the cache."""

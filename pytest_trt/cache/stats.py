@@ -37,6 +37,9 @@ class CacheStats:
     remote_requests: int = 0
     build_seconds: float = 0.0
     seconds_saved: float = 0.0
+    #: entries evicted by the size limit (``max_bytes``, ``--trt-cache-max-size``) or a prune, and their bytes
+    evictions: int = 0
+    evicted_bytes: int = 0
 
     @property
     def remote_bytes(self) -> int:

@@ -36,20 +36,11 @@ from .entry import (
     validate_entry,
 )
 from .eventlog import EventLog, flush_pending
-from .files import NO_SPACE, fsync_dir, remove_tree, space_hint, touch, tree_size, why, write_new
+from .files import NO_SPACE, fsync_dir, remove_tree, space_hint, touch, tree_size, why
+from .garbage import collect_scratch
 from .key import KEY_RE, KIND_RE, RESERVED_KINDS, check_kind, content_key
 from .locks import hold, try_hold
-from .ownership import (
-    LEGACY_SCRATCH_DIR,
-    MARKER,
-    PROBE_RE,
-    SCRATCH_DIR,
-    SCRATCH_ITEM_RE,
-    claim_root,
-    is_cache_dir,
-    is_real_dir,
-    scratch_dir,
-)
+from .ownership import MARKER, SCRATCH_DIR, is_cache_dir, open_root, scratch_dir, source_note
 from .prune import groups, uses_of
 from .stats import CacheStats
 
@@ -61,22 +52,15 @@ __all__ = ["MARKER", "SCRATCH_DIR", "STALE_SECONDS", "ArtifactCache", "default_c
 #: A scratch item older than this (and, for a build directory, whose lock is free) is garbage.
 STALE_SECONDS = 600.0
 
-_CACHEDIR_TAG = (
-    "Signature: 8a477f597d28d172789f06886806bc55\n"
-    "# This file is a cache directory tag created by pytest-trt.\n"
-    "# For information about cache directory tags see https://bford.info/cachedir/\n"
-)
-_PROBE_PREFIX = ".pytest-trt-probe-"
-_HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
-
 
 class ArtifactCache:
     """A content-addressed, process-safe artifact cache under ``root``.
 
     Args:
         root: the cache directory; created when missing.
-        max_bytes: size limit of all entries together, enforced by LRU eviction after
-            each store; None for no limit.
+        max_bytes: size limit of all entries together, enforced by LRU eviction when the
+            cache is opened (a cache already over it, e.g. a smaller ``--trt-cache-max-size``
+            than last time, shrinks at once) and after each store; None for no limit.
         read_only: serve hits from an existing cache without writing anything; a miss
             raises :class:`CacheError`. Without it an unwritable root raises at once.
         lock_timeout: seconds to wait for another process building the same key before
@@ -85,6 +69,9 @@ class ArtifactCache:
         remote: a :class:`~pytest_trt.cache.remote.RemoteTier` asked on a local miss (its
             verified files are sealed and installed like a build) and given every entry this
             cache builds (a read-write tier uploads it). Not with ``read_only``.
+        source: where ``root`` came from, as the user gave it (``--trt-cache-dir``,
+            ``$PYTEST_TRT_CACHE_DIR``, ``ini trt_cache_dir``, ``default``): errors about the
+            directory name it and say how to change it there. None: a caller's own path.
 
     Raises:
         CacheError: the root cannot be created or is not writable (and not ``read_only``).
@@ -99,6 +86,7 @@ class ArtifactCache:
         lock_timeout: float | None = None,
         stale_seconds: float = STALE_SECONDS,
         remote: RemoteTier | None = None,
+        source: str | None = None,
     ) -> None:
         if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 0):
             raise UsageError(f"cache max_bytes must be a non-negative integer or None, not {max_bytes!r}")
@@ -108,6 +96,7 @@ class ArtifactCache:
         self.lock_timeout = lock_timeout
         self.stale_seconds = stale_seconds
         self.remote = remote
+        self.source = source
         #: what this process's cache did (hits, builds, remote traffic): a
         #: :class:`~pytest_trt.cache.remote.CacheStats`, shared with the remote tier
         self.stats = remote.stats if remote is not None else CacheStats()
@@ -124,31 +113,15 @@ class ArtifactCache:
         if self.read_only:
             if not self.root.is_dir():
                 raise CacheError(
-                    f"the read-only pytest-trt cache directory {self.root} does not exist. "
+                    f"the read-only pytest-trt cache directory {self.root}{source_note(source)} does not exist. "
                     f"Point --trt-cache-dir=DIR at an existing cache, or open a writable one."
                 )
             return
-        created = claim_root(self.root, _HINT_DIR)
-        try:
-            (self.root / "locks").mkdir(exist_ok=True)
-            scratch = scratch_dir(self.root)
-            # Entries, kind directories and events.jsonl live in the root itself: probe it (a
-            # real write, since os.access() says yes to root on a chmod-protected directory).
-            for where in (self.root, scratch):
-                probe = where / f"{_PROBE_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
-                fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-                os.close(fd)
-                os.unlink(probe)
-            if created:  # a cache tag only on a directory the cache created itself
-                with contextlib.suppress(FileExistsError):  # another process was first
-                    write_new(self.root / "CACHEDIR.TAG", _CACHEDIR_TAG.encode())
-        except OSError as exc:
-            raise CacheError(
-                f"the pytest-trt cache directory {self.root} is not writable: {why(exc)}. {_HINT_DIR}, "
-                f"or use the entries it holds read-only (pytest --trt-cache-read-only; "
-                f"in Python ArtifactCache(..., read_only=True))."
-            ) from exc
+        open_root(self.root, source)
         self.collect_garbage()
+        if self.max_bytes is not None:  # a cache over the limit shrinks when opened, not only after a store
+            with contextlib.suppress(CacheError):
+                self.prune()
 
     def __repr__(self) -> str:
         ro = ", read_only=True" if self.read_only else ""
@@ -464,36 +437,7 @@ class ArtifactCache:
         """
         if self.read_only:
             return []
-        max_age = self.stale_seconds if max_age is None else max_age
-        removed = []
-        now = time.time()
-        items = []
-        for where, pattern in ((self.root / SCRATCH_DIR, SCRATCH_ITEM_RE),
-                               (self.root / LEGACY_SCRATCH_DIR, SCRATCH_ITEM_RE), (self.root, PROBE_RE)):
-            if where != self.root and not is_real_dir(where):
-                continue  # missing, or a link: never followed
-            with contextlib.suppress(OSError):
-                items += [i for i in os.scandir(where) if pattern.match(i.name)]
-        for item in items:
-            try:
-                age = now - item.stat(follow_symlinks=False).st_mtime
-            except OSError:
-                continue
-            if age < max_age:
-                continue
-            parts = item.name.split("-")
-            if parts[0] == "build" and len(parts) >= 2 and KEY_RE.match(parts[1]):
-                ctx = self._try_lock(parts[1], what=f"stale build directory {item.path}")
-                if ctx is None:
-                    continue  # its builder is alive
-                try:
-                    remove_tree(Path(item.path))
-                finally:
-                    ctx.__exit__(None, None, None)
-            else:
-                remove_tree(Path(item.path))
-            removed.append(Path(item.path))
-        return removed
+        return collect_scratch(self.root, self.stale_seconds if max_age is None else max_age, self._try_lock)
 
     # ------------------------------------------------------------------ listing, size, LRU
 
@@ -565,6 +509,8 @@ class ArtifactCache:
                 except OSError:
                     continue
                 removed.append(e)
+                self.stats.evictions += 1
+                self.stats.evicted_bytes += size
                 self._record_quietly("evict", e.kind, e.key, e.label, 0.0, bytes=size, path=str(e.path))
             return removed
         finally:

@@ -3,7 +3,8 @@
 Subcommands share the compare flags (spelled like Polygraphy's where they overlap):
 ``plan``, ``compare``, ``layers``, ``locate``, ``suggest``; ``cache list|prune`` shows and trims
 the artifact cache; ``remote-cache keygen`` makes the signing keys of a remote engine cache. Exit status: 0 pass,
-1 accuracy or precision failure, 2 usage or input error, 3 internal error.
+1 accuracy or precision failure, 2 usage or input error, 3 internal error, 141 output closed by its reader
+(``pytest-trt plan ... | head``: what a shell reports for a command killed by SIGPIPE, 128 + 13).
 
 The parser is built from light modules only (:mod:`~pytest_trt.cli.args`,
 :mod:`~pytest_trt.cli.commands`): ``--help`` and usage errors import neither numpy, onnx,
@@ -13,6 +14,7 @@ ONNX Runtime nor Polygraphy; the chosen subcommand's module is imported when it 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import traceback
 
@@ -22,9 +24,11 @@ from .args import check_args
 from .commands import SUBCOMMANDS, add_subcommands
 from .spelling import cli_spelling
 
-__all__ = ["EXIT_FAIL", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "SUBCOMMANDS", "build_parser", "main"]
+__all__ = ["EXIT_FAIL", "EXIT_INTERNAL", "EXIT_OK", "EXIT_PIPE", "EXIT_USAGE", "SUBCOMMANDS", "build_parser", "main"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: stdout closed by its reader (``| head``): 128 + SIGPIPE, what a shell reports for a command SIGPIPE killed
+EXIT_PIPE = 141
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="TensorRT engine accuracy testing outside pytest: precision plans, engine vs FP32 "
         "baseline comparison, layer reports, divergence localisation and FP32-island suggestions.",
         epilog="Exit status: 0 pass, 1 accuracy or precision failure, 2 usage or input error, "
-        "3 internal error (a bug in pytest-trt: please report it with the traceback).",
+        "3 internal error (a bug in pytest-trt: please report it with the traceback), "
+        "141 standard output closed by its reader (e.g. `| head`; 128 + SIGPIPE, as a shell reports it).",
     )
     parser.add_argument("--version", action="version", version=f"pytest-trt {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
@@ -48,6 +53,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run the console script with ``argv`` (default: ``sys.argv[1:]``); returns the exit status.
+
+    A reader that closes standard output early (``pytest-trt plan ... | head``) is no error of
+    pytest-trt: the rest of the output is dropped without a traceback and the status is
+    :data:`EXIT_PIPE`, as the Python documentation recommends for ``BrokenPipeError`` (signal
+    module, "Note on SIGPIPE")."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # inside the try: a pipe closed after the last write breaks here, not at exit
+        return status
+    except BrokenPipeError:
+        _drop_stdout()
+        return EXIT_PIPE
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null, so the interpreter's final flush of what is still buffered
+    does not raise again ("Exception ignored ... BrokenPipeError") at exit."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # replaced by a stream without a descriptor (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _main(argv=None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if not getattr(args, "command", None):
@@ -69,6 +104,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("pytest-trt: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of stdout is gone (| head): main() ends quietly with EXIT_PIPE
+        raise
     except Exception:  # never exit 1 (= "accuracy failure") because of our own bug
         traceback.print_exc()
         print(f"pytest-trt {args.command}: internal error (exit {EXIT_INTERNAL}); please report it with the "

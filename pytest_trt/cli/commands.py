@@ -92,11 +92,13 @@ def add_layers(sub: Any) -> None:
                        "what it runs: per ONNX node the planned and the observed precision, the status "
                        "(ok/mismatch/unverifiable/fixed) and the layer or Myelin region that carries it. No input "
                        "is run: only shapes matter (--input-shapes for symbolic dims on TensorRT; emulate needs "
-                       "none), --val-range is not needed. Exit 0; with --expect, 1 when an expectation fails; 2 on "
-                       "usage or input errors.")
+                       "none; --load-inputs lends its arrays' shapes), so --val-range, --seed and --allow-nonfinite "
+                       "are usage errors, except with --ledger where timing runs the engine on inputs. Exit 0; with "
+                       "--expect, 1 when an expectation fails; 2 on usage or input errors.")
     add_model_and_policy(p)
     add_engine_flags(p)
     add_input_flags(p)
+    p.set_defaults(seed=None)  # "not given" (layers refuses value flags it would ignore); 0 when inputs are made
     p.add_argument("--status", action="append", default=[], metavar="STATUS",
                    choices=("ok", "mismatch", "unverifiable", "fixed"),
                    help="show only nodes with this status (repeatable; table only)")

@@ -79,8 +79,10 @@ def session_from_args(args):
     return TrtSession.create(settings, flag_prefix="--")
 
 
-def feeds_from_args(args, model) -> dict:
-
+def feeds_from_args(args, model, *, shapes_only: bool = False) -> dict:
+    """The feeds of ``--load-inputs`` (checked against the model), else generated from ``--val-range``,
+    ``--input-shapes`` and ``--seed``. ``shapes_only``: the caller runs nothing (``layers``), so NaN/Inf
+    in loaded arrays are not looked at."""
     shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else {}
     paths = flat(args.load_inputs)
     if paths:
@@ -92,7 +94,8 @@ def feeds_from_args(args, model) -> dict:
                     raise UsageError(f"--load-inputs: input {name!r} is in both {origin[name]} and {path}; "
                                      f"give each input once")
                 feeds[name], origin[name] = array, path
-        check_feeds(model, feeds, shapes=shapes or None, allow_nonfinite=bool(getattr(args, "allow_nonfinite", False)))
+        check_feeds(model, feeds, shapes=shapes or None,
+                    allow_nonfinite=shapes_only or bool(getattr(args, "allow_nonfinite", False)))
         return feeds
     val_range = parse_val_range(flat(args.val_range)) if args.val_range else {}
     return make_feeds(model, shapes=shapes or None, val_range=val_range or None, seed=args.seed)

@@ -10,8 +10,9 @@ with ``evidence`` counts for the report and for each ``--expect`` check. On the
 
 Input shapes (``--input-shapes``) are needed for TensorRT's optimization profile when
 the model has symbolic dims; the ``emulate`` backend needs none. No input is run, so no
-value is needed either: ``--val-range`` is not asked for (an integer input's range
-matters to ``compare``, not here), and ``--load-inputs`` only lends its arrays' shapes.
+value is needed either: ``--load-inputs`` only lends its arrays' shapes (NaN/Inf in them are
+not looked at), and the flags of input *values* (``--val-range``, ``--seed``,
+``--allow-nonfinite``) are usage errors rather than silently ignored (review1).
 
 Exit 0 (a report, whatever it shows). With ``--expect PATTERN=PREC`` (repeatable) each
 expectation runs :func:`pytest_trt.assert_precision`; exit 1 if any fails.
@@ -21,7 +22,9 @@ precision and its rule, the realized precision and its evidence, the engine laye
 node (ONNX Runtime CUDA) that ran it and its time, with roll-ups per scope and per precision;
 ``--timing`` picks the timing source (auto: TensorRT's own, else ONNX Runtime CUDA, else none,
 saying why). Timing runs the engine, so then the inputs' values matter too (``--val-range`` for
-integer inputs, or ``--load-inputs``). ``--export-profile PATH`` writes trtexec's
+integer inputs, or ``--load-inputs``); where the ledger has no timing source (``--timing off``,
+the ``emulate`` backend) it runs nothing, and the value flags are usage errors again.
+``--export-profile PATH`` writes trtexec's
 ``--exportProfile`` JSON, ``--export-trace PATH`` a Chrome/Perfetto trace (both need time; each
 implies ``--ledger``).
 """
@@ -50,25 +53,41 @@ from .common import (
 )
 from .spelling import cli_spelling
 
+#: the flags of input values (not shapes): meaningful only where the engine runs inputs (``--ledger`` timing)
+VALUE_FLAGS = (("val_range", "--val-range"), ("seed", "--seed"), ("allow_nonfinite", "--allow-nonfinite"))
+
+
+def value_flags(args) -> list[str]:
+    """The input-value flags given (``--seed`` counts when given at all: its default is None here)."""
+    def given(value) -> bool:  # `--seed 0` is given (0 == False: compared by identity)
+        return value is not None and value is not False and value != []
+
+    return [flag for dest, flag in VALUE_FLAGS if given(getattr(args, dest, None))]
+
+
+def _refuse_value_flags(given: list[str], why: str) -> None:
+    if given:
+        raise UsageError(f"{' and '.join(given)}: {why}, so {'they' if len(given) > 1 else 'it'} would be ignored; "
+                         f"drop {'them' if len(given) > 1 else 'it'} (layers needs shapes only: --input-shapes, or "
+                         f"--load-inputs for its arrays' shapes)")
+
 
 def run(args) -> int:
     """The ``layers`` subcommand: print (or ``--json``) the layer report, check ``--expect`` rules."""
     expectations = [parse_rule(text, source="--expect") for text in args.expect]
+    given = value_flags(args)
+    ledger = bool(args.ledger or args.export_profile or args.export_trace)
+    if not ledger:  # before any work
+        _refuse_value_flags(given, "layers runs no input (it builds the engine and reads what it runs; --ledger "
+                                   "times it on inputs)")
+    if args.seed is None:
+        args.seed = 0
     session = session_from_args(args)
     model = session.model(args.model)
     plan = session.plan(model, policy_from_args(args))
-    if args.load_inputs:
-        config = build_config_from_args(args, feeds_from_args(args, model))
-    elif args.input_shapes or session.backend.shape_specific:
-        # only the shapes matter (the optimization profile); values, e.g. an integer input's
-        # range, do not: the same profile compare builds from its feeds, so the cache entry is shared
-        shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else None
-        config = session.build_config(profiles=(resolve_profile(model, shapes=shapes),))
-    else:
-        config = session.build_config()  # a backend not building for shapes (emulate) needs no inputs
-    engine, event = session.engine(plan, config)
-    if args.ledger or args.export_profile or args.export_trace:
-        return _ledger(args, session, model, engine, event, plan)
+    engine, event = session.engine(plan, _build_config(args, session, model, shapes_only=not ledger))
+    if ledger:
+        return _ledger(args, session, model, engine, event, plan, given)
     report = engine.layers()
     checks, failed = [], []
     for rule in expectations:
@@ -94,10 +113,27 @@ def run(args) -> int:
     return 1 if failed else 0
 
 
-def _ledger(args, session, model, engine, event, plan) -> int:
+def _build_config(args, session, model, *, shapes_only: bool):
+    """The build config: the shapes of ``--load-inputs`` (only their shapes unless the ledger times on
+    them), else of ``--input-shapes`` (or the model's own) where the backend builds for shapes."""
+    if args.load_inputs:
+        return build_config_from_args(args, feeds_from_args(args, model, shapes_only=shapes_only))
+    if args.input_shapes or session.backend.shape_specific:
+        # only the shapes matter (the optimization profile); values, e.g. an integer input's
+        # range, do not: the same profile compare builds from its feeds, so the cache entry is shared
+        shapes = parse_input_shape(flat(args.input_shapes)) if args.input_shapes else None
+        return session.build_config(profiles=(resolve_profile(model, shapes=shapes),))
+    return session.build_config()  # a backend not building for shapes (emulate) needs no inputs
+
+
+def _ledger(args, session, model, engine, event, plan, given: list[str]) -> int:
     """``--ledger``: the ledger as text or JSON, and its exports."""
     check_available(args.timing, session.backend, "--timing")
     needed = args.timing != "off" and (backend_timing_reason(session.backend) is None or ort_cuda_reason() is None)
+    if not needed:
+        why = ("--timing off" if args.timing == "off" else
+               f"no timing source here: {backend_timing_reason(session.backend)}")
+        _refuse_value_flags(given, f"layers --ledger runs no input ({why})")
     feeds = feeds_from_args(args, model) if needed else {}
     ledger = ledger_of(engine, feeds, timing=args.timing, warmup=args.warmup, iterations=args.iterations,
                        source="--timing")

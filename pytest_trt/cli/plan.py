@@ -26,6 +26,9 @@ def _check_export_path(args: argparse.Namespace) -> None:
     if target.exists() and source.exists() and target.resolve().samefile(source.resolve()):
         raise UsageError(f"--export-onnx {args.export_onnx} is MODEL itself: the realization never replaces the "
                          f"source model; give another path")
+    if target.is_dir():  # refused with or without --force: the export is one file (and its .data beside it)
+        raise UsageError(f"--export-onnx {args.export_onnx} is a directory: give a file path, e.g. "
+                         f"--export-onnx {target / (Path(args.model).stem + '_realized.onnx')}")
     if target.exists() and not args.force:
         raise UsageError(f"--export-onnx {args.export_onnx} exists; pass --force to overwrite it, or give another "
                          f"path")

@@ -2,7 +2,8 @@
 
 A saved run records what could change its figures. Once per session (``session.fingerprint`` in
 the JSON report): the backend and its library version, TensorRT and TensorRT-RTX versions, the
-GPU model, compute capability and driver, the CUDA version, ONNX Runtime, onnx and numpy
+GPU model, compute capability and driver, the CUDA version (null where the run computes on no
+GPU: an emulate backend with the CPU baseline), ONNX Runtime, onnx and numpy
 versions, the pytest-trt version, the session's default precision, typing, baseline provider and
 seed, and the git commit of the repository the tests run in (the model repository; ``dirty``
 when tracked files differ from it). Per accuracy check (``fingerprint`` of each accuracy entry):
@@ -74,12 +75,16 @@ def session_fingerprint(session: Any, ort_version: str | None = None) -> dict[st
     s = session.settings
     backend = session.backend
     versions = dict(environment.library_versions())
-    device = {}
+    device: dict[str, Any] = {}
+    # The GPU only where the run computes on one: the backend's engines (Backend.uses_gpu) or a CUDA
+    # baseline. An emulate run on a machine that happens to hold a GPU recorded it, and a later run
+    # on another machine read as "GPU A -> B" although no figure came from either.
+    on_gpu = bool(getattr(backend, "uses_gpu", False)) or str(getattr(s, "baseline_provider", "cpu")) != "cpu"
     try:
-        device = dict(backend.device() or {})
+        device = dict(backend.device() or {}) if on_gpu else {}
     except Exception:  # a plugin backend's device() is a courtesy here
         device = {}
-    if not device.get("gpu"):
+    if on_gpu and not device.get("gpu"):
         found = environment.gpus()
         if found:
             device = {"gpu": found[0].name, "compute_capability": found[0].compute_capability,

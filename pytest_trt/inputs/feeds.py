@@ -24,7 +24,7 @@ from .declarations import did_you_mean, inputs_listing
 from .files import load_feeds
 from .generation import MAKE_FEEDS_KEYS, make_feeds
 from .shapes import DimKey, ShapeSolver
-from .specs import InputSpec, ModelSource, as_model, dtype_kind, input_specs
+from .specs import InputSpec, ModelSource, as_model, dtype_kind, index_table_rows, input_specs
 
 if TYPE_CHECKING:
     import pytest
@@ -40,8 +40,9 @@ def check_feeds(model: ModelSource, feeds: Any, *, shapes: Any = None, dims: Any
 
     Checks: missing and extra input names (listing the model's inputs), arrays only,
     dtype (expected vs got, and the cast to write), rank, static dims, declared
-    ``shapes``/``dims``, one size per symbolic dim across inputs, and no NaN/Inf in
-    float feeds unless ``allow_nonfinite=True``.
+    ``shapes``/``dims``, one size per symbolic dim across inputs, no NaN/Inf in
+    float feeds unless ``allow_nonfinite=True``, and integer feeds that index a table
+    (token ids into an embedding) inside its rows.
     """
     m = as_model(model)
     specs = input_specs(m)
@@ -57,6 +58,7 @@ def check_feeds(model: ModelSource, feeds: Any, *, shapes: Any = None, dims: Any
     for s in specs:
         if s.name in feeds:
             problems += _feed_problems(s, feeds[s.name], solver, seen, allow_nonfinite)
+            problems += _index_problems(m, s, feeds[s.name])
     if problems:
         tail = f"\n{inputs_listing(specs)}" if (missing or extra) else ""
         raise InputError(f"feeds do not fit {m.label}:\n  - " + "\n  - ".join(problems) + tail)
@@ -117,6 +119,23 @@ def _shape_problems(s: InputSpec, arr: np.ndarray, solver: ShapeSolver,
                 )
             seen.setdefault(e, (v, s.name))
     return problems
+
+
+def _index_problems(m, s: InputSpec, arr: Any) -> list[str]:
+    """Ids of an integer feed outside the rows of the table it indexes (``Gather`` accepts ``[-rows, rows-1]``)."""
+    if s.kind != "int" or not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iu" or not arr.size:
+        return []
+    table = index_table_rows(m, s.name)
+    if table is None:
+        return []
+    rows = table[1]
+    bad = (arr < -rows) | (arr > rows - 1)
+    if not bad.any():
+        return []
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    return [f"input {s.name!r} holds {int(bad.sum())} id(s) outside the {rows} rows of {table[0]!r}, the table it "
+            f"indexes (ids {int(arr.min())} to {int(arr.max())}; first at index {first}, {int(arr[first])}; "
+            f"valid: 0 to {rows - 1})"]
 
 
 def _nonfinite_problems(s: InputSpec, arr: np.ndarray) -> list[str]:

@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_FLOAT_RANGE",
     "DEFAULT_OUTLIER_MAGNITUDE",
     "OutlierSpec",
+    "check_index_range",
     "fit_to_dtype",
     "normalize_offset",
     "normalize_outliers",
@@ -179,6 +180,8 @@ def resolve_val_ranges_for(m: Model, specs: list[InputSpec], val_range: Any) -> 
             continue
         what, (lo, hi) = found
         out[s.name] = fit_to_dtype(s, lo, hi, what)
+        if s.kind == "int":
+            check_index_range(m, s.name, *out[s.name], what)
     if undeclared:
         lines = [
             f"input {s.name!r} is {s.dtype_name}: declare its range, e.g. {_int_range_example(s.name, m)}"
@@ -189,6 +192,22 @@ def resolve_val_ranges_for(m: Model, specs: list[InputSpec], val_range: Any) -> 
             f"[0, vocab_size - 1], masks: [0, 1] or [1, 1]):\n  " + "\n  ".join(lines)
         )
     return out
+
+
+def check_index_range(m: Model, name: str, lo: int, hi: int, what: str) -> None:
+    """An integer input that indexes a table (token ids into an embedding: :func:`~.specs.index_table_rows`)
+    must stay inside its rows, ``[-rows, rows - 1]`` as ``Gather`` accepts them; else an
+    :class:`InputError` naming the input, the range and the table, before anything runs (ONNX
+    Runtime's own message came from deep inside the run: "Gather node ... idx=294 must be within ...")."""
+    table = index_table_rows(m, name)
+    if table is None or (-table[1] <= lo and hi <= table[1] - 1):
+        return
+    top = table[1] - 1
+    raise InputError(
+        f"{m.label}: {what} [{lo}, {hi}] for input {name!r} is outside the {table[1]} rows of {table[0]!r}, "
+        f"the table it indexes (valid ids: 0 to {top}); use val_range={{{name!r}: (0, {top})}} or "
+        f"{VAL_RANGE_OPTION} {name}:[0,{top}]"
+    )
 
 
 def per_float_input(value: Any, specs: list[InputSpec], what: str, label: str) -> dict[str, Any]:

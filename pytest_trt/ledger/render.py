@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.formatting import fmt_ms, fmt_share
 
-__all__ = ["TOP", "headline", "ledger_text", "rollup_line", "summary_lines", "top_units"]
+__all__ = ["TOP", "headline", "island_scopes", "ledger_text", "rollup_line", "summary_lines", "top_units"]
 
 #: units shown by default (terminal summary, ``pytest-trt layers --ledger`` without ``--all``)
 TOP = 10
@@ -100,12 +100,37 @@ def _matter_rows(data: dict, n: int) -> list[str]:
     if len(doubtful) > n:
         lines.append(f"    ... {len(doubtful) - n} more mismatch/unverifiable rows")
     if data.get("low_precision"):
-        islands = [s for s in data.get("scopes", ()) if s.get("precision") == "fp32"]
+        islands = island_scopes(data)
         if islands:
-            shown = ", ".join(f"{s['scope']} ({s['nodes']})" for s in islands[:6])
+            shown = ", ".join(islands[:6])
             more = f", ... ({len(islands)} scopes)" if len(islands) > 6 else ""
             lines.append(f"    FP32 islands: {shown}{more}")
     return lines
+
+
+def island_scopes(data: dict) -> list[str]:
+    """The FP32 islands of a low-precision plan, per scope in graph order, by *declared* precision (so they
+    add up to the ``fp32 (FP32 islands)`` roll-up): a scope all FP32 as ``scope (9)``, a scope with some
+    nodes FP32 as ``scope (1 of 28 nodes: op:Softmax)``, with the rules that kept them. A scope's own
+    ``precision`` (what ran there) is ``mixed`` for the latter, which left an ``op:Softmax`` island out
+    of this list (review1)."""
+    rules: dict[str, list[str]] = {}
+    for r in data.get("rows", ()):
+        if r.get("declared") == "fp32" and r.get("origin") == "model":
+            rule = str(r.get("rule") or "?").removesuffix("=fp32")
+            if rule not in rules.setdefault(str(r.get("scope")), []):
+                rules[str(r.get("scope"))].append(rule)
+    out = []
+    for s in data.get("scopes", ()):
+        declared = s.get("declared") or {}
+        fp32 = declared.get("fp32", 0)
+        if not fp32:
+            continue
+        if fp32 == sum(n for k, n in declared.items() if k != "fixed"):
+            out.append(f"{s['scope']} ({fp32})")
+        else:
+            out.append(f"{s['scope']} ({fp32} of {s['nodes']} nodes: {', '.join(rules.get(s['scope'], ['?']))})")
+    return out
 
 
 def summary_lines(data: dict, top: int = TOP) -> list[str]:

@@ -6,7 +6,14 @@ of a run cannot pass in FP16 however the tolerances are set: the stored value be
 (the tensor must stay FP32), not rounding, and saying so beats a table of NaNs.
 
 :func:`range_overflows` runs the FP32 reference with every low-precision tensor of the
-plan as an output and lists those whose largest finite magnitude exceeds the range.
+plan as an output and lists those whose largest finite magnitude exceeds the range. A tensor the
+plan stores in FP32 but casts down for a low-precision reader (an FP32 island's output feeding its
+FP16 neighbour) is checked too: keeping only ``LayerNorm/Pow`` FP32 moves the overflow into the
+Cast in front of ``ReduceMean_1``, which review1 found unreported.
+
+The fix :func:`range_message` prints is the overflowing node's *scope*
+(:func:`~pytest_trt.locate.scopes.scope_pattern` of its canonical name, as ``locate`` advises),
+where it has one: keeping the one node FP32 only moves the overflow to its reader.
 A tensor whose out-of-range values are all *masking values* (an attention mask's
 ``-FLT_MAX``, see :mod:`pytest_trt.locate.masking`) is listed as ``masking``: it saturates by
 design and is never named as the overflow to fix.
@@ -14,6 +21,7 @@ design and is never named as the overflow to fix.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +30,7 @@ import numpy as np
 from ..core.dtypes import LARGEST_FINITE
 from ..reference.baseline import fp32_intermediates, reference_model
 from .masking import is_masking, sentinels
+from .scopes import scope_pattern
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..plan import PrecisionPlan
@@ -51,51 +60,98 @@ class RangeOverflow:
     masking: bool = False
     #: the node's canonical scoped name (pytest_trt.model.names): what messages show
     canonical: str = ""
+    #: a tensor stored in FP32 and cast to ``precision`` for a reader: the reader's canonical name
+    #: (empty for a tensor the plan stores in low precision itself)
+    cast_for: str = ""
 
     @property
     def label(self) -> str:
-        return self.canonical or self.node
+        """The writing node's canonical name (the tensor's name for a graph input)."""
+        return self.canonical or self.node or self.tensor
+
+    @property
+    def fix_label(self) -> str:
+        """The node to keep FP32: the writer of a tensor stored in low precision, the reader a Cast feeds."""
+        return self.cast_for or self.label
 
     def line(self) -> str:
         """One line for the range message: the tensor, its node, its FP32 magnitude and the range."""
-        return (f"{self.tensor!r} (output of {self.label!r}, {self.op_type}) reaches {self.max_abs:.4g} in FP32, "
+        writer = f"output of {self.label!r}, {self.op_type}" if self.node else "a graph input"
+        cast = f"; stored FP32, cast to {self.precision} for {self.cast_for!r}" if self.cast_for else ""
+        return (f"{self.tensor!r} ({writer}{cast}) reaches {self.max_abs:.4g} in FP32, "
                 f"beyond the {self.precision} range ({RANGE[self.precision]:.6g})")
 
     def to_json(self) -> dict[str, Any]:
-        """The overflow as a JSON record."""
+        """The overflow as a JSON record (``cast_for``: the reader a Cast to ``precision`` feeds, or null)."""
         return {"tensor": self.tensor, "node": self.node, "canonical": self.label, "op_type": self.op_type,
-                "precision": self.precision, "max_abs": self.max_abs, "masking": self.masking}
+                "precision": self.precision, "max_abs": self.max_abs, "masking": self.masking,
+                "cast_for": self.cast_for or None}
 
 
 def range_overflows(plan: PrecisionPlan, feeds: dict) -> list[RangeOverflow]:
     """Low-precision tensors of ``plan`` whose FP32 values for ``feeds`` exceed their range: those that
     matter in graph order, then the masking ones (``masking=True``) in graph order.
 
-    Only node outputs are checked (constants are clamped at realization and say so in its notes).
+    Node outputs and graph inputs are checked: those stored in low precision, and those stored in
+    FP32 but cast down for a low-precision reader (``cast_for`` names the first such reader).
+    Constants are clamped at realization and say so in its notes.
     """
-    low = {t: p for t, p in plan.tensor_precision.items() if p in RANGE}
-    producers = {}
-    for node in plan.model.graph.node:
-        for out in node.output:
-            if out in low and out not in plan.constant_tensors:
-                producers[out] = node
-    if not producers:
+    graph = plan.model.graph
+    low = {t: p for t, p in plan.tensor_precision.items() if p in RANGE and t not in plan.constant_tensors}
+    readers = _low_readers(plan, low)
+    producers = {out: node for node in graph.node for out in node.output if out}
+    candidates = _candidates(graph, low, readers)
+    if not candidates:
         return []
-    names = list(producers)
-    values = fp32_intermediates(reference_model(plan.model), feeds, names=names)
+    computed = [name for name in candidates if name in producers]
+    values = fp32_intermediates(reference_model(plan.model), feeds, names=computed) if computed else {}
     found = []
-    for name in names:
-        value = np.asarray(values[name])
-        if value.dtype.kind != "f" or value.size == 0:
-            continue
-        limit = RANGE[low[name]]
-        finite = np.abs(value[np.isfinite(value)].astype(np.float64))
-        if finite.size and finite.max() > limit:
-            node = producers[name]
-            masking = bool(np.all(is_masking(finite[finite > limit], sentinels(plan.model, limit))))
-            found.append(RangeOverflow(name, node.name, node.op_type, low[name], float(finite.max()), masking,
-                                       plan.model.names.canonical(node.name)))
+    for name in candidates:
+        precision, reader = (low[name], "") if name in low else readers[name]
+        value = np.asarray(values[name] if name in producers else feeds.get(name, ()))
+        overflow = _overflow(plan, name, value, precision, producers.get(name), reader)
+        if overflow is not None:
+            found.append(overflow)
     return sorted(found, key=lambda f: f.masking)  # stable: graph order within each kind
+
+
+def _candidates(graph, low: dict[str, str], readers: dict[str, tuple[str, str]]) -> list[str]:
+    """The tensors to check, in graph order: graph inputs cast down, then node outputs stored low or cast down."""
+    inputs = [i.name for i in graph.input if i.name in readers]
+    return inputs + [out for node in graph.node for out in node.output if out in low or out in readers]
+
+
+def _overflow(plan: PrecisionPlan, name: str, value: np.ndarray, precision: str, node, reader: str
+              ) -> RangeOverflow | None:
+    """``name``'s overflow (its FP32 ``value`` beyond ``precision``'s range), or None when it fits."""
+    if value.dtype.kind != "f" or value.size == 0:
+        return None
+    limit = RANGE[precision]
+    finite = np.abs(value[np.isfinite(value)].astype(np.float64))
+    if not finite.size or finite.max() <= limit:
+        return None
+    names = plan.model.names
+    masking = bool(np.all(is_masking(finite[finite > limit], sentinels(plan.model, limit))))
+    return RangeOverflow(name, node.name if node is not None else "", node.op_type if node is not None else "input",
+                         precision, float(finite.max()), masking,
+                         names.canonical(node.name) if node is not None else "",
+                         names.canonical(reader) if reader else "")
+
+
+def _low_readers(plan: PrecisionPlan, low: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """``{tensor: (precision, first reader)}``: tensors stored in FP32 (not constants) that a Cast
+    turns into a low precision for a reader, each with that precision and its first reader (raw name)."""
+    cast_down = {t: dst for t, _src, dst in plan.boundaries
+                 if dst in RANGE and t not in low and t not in plan.constant_tensors}
+    found: dict[str, tuple[str, str]] = {}
+    for node in plan.model.graph.node:
+        io = plan.node_io.get(node.name)
+        if io is None:
+            continue
+        for name, precision in zip(node.input, io.inputs, strict=True):
+            if name in cast_down and precision == cast_down[name]:
+                found.setdefault(name, (precision, node.name))
+    return found
 
 
 def range_message(found: list[RangeOverflow], *, keep_flag: str = "--keep-fp32", limit: int = 5) -> str:
@@ -108,7 +164,7 @@ def range_message(found: list[RangeOverflow], *, keep_flag: str = "--keep-fp32",
     precision = found[0].precision
     lines = []
     if real:
-        lines.append(f"range: {len(real)} tensor(s) the plan stores in {precision} exceed its range in the FP32 "
+        lines.append(f"range: {len(real)} tensor(s) the plan stores in (or casts to) {precision} exceed its range in the FP32 "
                      f"reference for these inputs, so they become inf/NaN in {precision} whatever the tolerance; "
                      f"first (graph order):")
         lines += [f"  {f.line()}" for f in real[:limit]]
@@ -123,6 +179,18 @@ def range_message(found: list[RangeOverflow], *, keep_flag: str = "--keep-fp32",
                      f"a constant such as an attention mask's -FLT_MAX: {names}); they saturate in {precision} as "
                      f"the model intends, and keeping them FP32 changes nothing")
     if real:
-        lines.append(f"  fix: keep the first one's node FP32 ({keep_flag} {real[0].label!r}) and retry, or feed "
-                     f"inputs in the range the model is meant for")
+        lines.append(f"  fix: {fix_text(real[0], keep_flag)} and retry, or feed inputs in the range the model is "
+                     f"meant for")
     return "\n".join(lines)
+
+
+def fix_text(overflow: RangeOverflow, keep_flag: str = "--keep-fp32") -> str:
+    """What to keep FP32 for ``overflow``: its node's scope where the node has one (a node kept FP32 alone
+    writes an FP32 tensor that is cast back to the low precision for its reader, which overflows
+    there), else the node itself; the pattern quoted for a shell."""
+    target = overflow.fix_label
+    pattern = scope_pattern(target)
+    if pattern.endswith("/*"):
+        return (f"keep the first one's scope FP32 ({keep_flag} {shlex.quote(pattern)}; a node kept FP32 alone "
+                f"hands its output to the next node in {overflow.precision}, which overflows there)")
+    return f"keep the first one's node FP32 ({keep_flag} {shlex.quote(pattern)})"

@@ -7,19 +7,23 @@ as wide as its share of the time; without time, as wide as its share of the node
 caption says so) and a table sortable by any column (a click on its header; a small inline
 script, :data:`SORT_SCRIPT`, the report's only one: nothing is fetched). With time the table
 lists the timed units (engine layers, or ONNX nodes on ONNX Runtime CUDA) slowest first; without,
-the nodes, those whose precision is in question first.
+the nodes, those whose precision is in question first. Only the first :data:`TOP_ROWS` rows are
+shown; the rest follow in a collapsed ``<details>``, a sortable table of their own (a report with
+``--trt-ledger`` listed every node of every test: 962 rows for 5 small tests, review1).
 """
 
 from __future__ import annotations
 
 from ..core.formatting import fmt_cell_err, fmt_ms, fmt_share
-from ..ledger.render import headline, rollup_line
+from ..ledger.render import TOP, headline, rollup_line
 from .html_figures import esc
 
-__all__ = ["LEDGER_CSS", "SORT_SCRIPT", "ledger_section"]
+__all__ = ["LEDGER_CSS", "LEDGER_ROWS", "SORT_SCRIPT", "TOP_ROWS", "ledger_section"]
 
 #: table rows per ledger before the rest is left to --trt-report
 LEDGER_ROWS = 300
+#: rows shown open per ledger (the terminal summary's count); the others are in a collapsed <details>
+TOP_ROWS = TOP
 _CLASS = {"fp32": "p-fp32", "fp16": "p-fp16", "bf16": "p-bf16", "mixed": "p-mixed", "fixed": "p-int"}
 
 LEDGER_CSS = """
@@ -114,7 +118,7 @@ def _units_table(data: dict) -> str:
                     f'<td>{esc(u.get("bucket"))}</td><td>{esc(u.get("realized_bucket"))}</td>'
                     f'<td>{esc(", ".join(evidence) or "-")}</td>{_num(u["time_ms"])}'
                     f'{_pct(u["time_ms"] / total if total else None)}{_pct((u.get("stats") or {}).get("spread"))}</tr>')
-    return _table(head, body, len(units))
+    return _tables(head, body, len(units), f"{data.get('unit') or 'unit'}s")
 
 
 def _nodes_table(data: dict) -> str:
@@ -125,7 +129,7 @@ def _nodes_table(data: dict) -> str:
             f'<td>{esc(r.get("realized") or "-")}</td><td>{esc(r.get("evidence") or "-")}</td>'
             f'<td>{esc(r.get("status") or "-")}</td><td class="mono">{esc(", ".join(r.get("units") or ()) or "-")}</td>'
             f'</tr>' for r in rows[:LEDGER_ROWS]]
-    return _table(head, body, len(rows))
+    return _tables(head, body, len(rows), "nodes")
 
 
 #: column widths (%) of the two tables, in their order
@@ -133,8 +137,19 @@ _UNIT_WIDTHS = (32, 7, 21, 8, 8, 9, 6, 5, 6)
 _NODE_WIDTHS = (34, 8, 7, 14, 7, 9, 9, 12)
 
 
+def _tables(head: tuple, body: list[str], count: int, what: str) -> str:
+    """The first :data:`TOP_ROWS` rows open, the rest (up to :data:`LEDGER_ROWS` in all) in a collapsed
+    ``<details>`` holding a sortable table of its own; a note for what only --trt-report has."""
+    if len(body) <= TOP_ROWS:
+        return _table(head, body, count)
+    rest = len(body) - TOP_ROWS
+    return (_table(head, body[:TOP_ROWS], TOP_ROWS)
+            + f'<details class="ledger-rest"><summary>the other {rest} {what} (a table of its own, sortable '
+              f'too)</summary>' + _table(head, body[TOP_ROWS:], count - TOP_ROWS) + "</details>")
+
+
 def _table(head: tuple, body: list[str], count: int) -> str:
-    more = (f'<p class="note">{count - LEDGER_ROWS} more in --trt-report</p>' if count > LEDGER_ROWS else "")
+    more = (f'<p class="note">{count - len(body)} more in --trt-report</p>' if count > len(body) else "")
     widths = _UNIT_WIDTHS if len(head) == len(_UNIT_WIDTHS) else _NODE_WIDTHS
     cols = "".join(f'<col style="width:{w}%">' for w in widths)
     return (f'<table class="sortable ledger"><colgroup>{cols}</colgroup><thead><tr>'

@@ -35,7 +35,7 @@ from .html_figures import css_heatmap, css_histogram, esc, svg_curve
 from .html_history import drift_by_output, drift_cell, drift_section
 from .html_ledger import LEDGER_CSS, SORT_SCRIPT, ledger_section
 from .json_report import session_metadata
-from .outcomes import tone, verdict_text
+from .outcomes import checked_nothing, tone, verdict_text
 from .plots import matplotlib_available
 from .rows import accuracy_rows, binding_text, engine_counts, ledger_rows, precision_rows, records_of
 
@@ -131,7 +131,8 @@ def _badge(n: int, label: str, bad: bool = False) -> str:
 
 
 def _badges(results: list[dict], rows: list[dict], prec: list[dict], counts: dict) -> str:
-    """The headline figures: tests by outcome, negative controls, outputs, precision checks, engines."""
+    """The headline figures: tests by outcome, negative controls, tests that checked nothing, outputs,
+    precision checks, engines."""
     outcomes: dict[str, int] = {}
     for res in results:
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
@@ -144,11 +145,18 @@ def _badges(results: list[dict], rows: list[dict], prec: list[dict], counts: dic
     return ('<div class="badges">'
             + _badge(len(results), f"trt tests ({breakdown or 'none'})", bad_tests > 0)
             + (_badge(caught, "negative controls caught") if caught else "")
+            + _unchecked_badge(results)
             + _badge(len(rows), f"outputs compared ({failed_out} outside tolerance" + not_counting, failed_out > 0)
             + _badge(len(prec), f"precision checks ({failed_p} failed" + not_counting, failed_p > 0)
             + _badge(counts["built"], f"engines built ({counts['build_seconds']:.2f}s)")
             + _badge(counts["reused"], "engines reused from the cache")
             + "</div>")
+
+
+def _unchecked_badge(results: list[dict]) -> str:
+    """A red badge for trt tests that passed without checking anything (none: no badge)."""
+    unchecked = sum(1 for r in results if checked_nothing(r))
+    return _badge(unchecked, "passed without checking anything", True) if unchecked else ""
 
 
 #: the status pill of a test, by outcome / expected-failure verdict
@@ -171,7 +179,7 @@ def _abbr(text, width: int = NAME_CHARS) -> str:
 def _pill(res: dict) -> str:
     verdict = (res.get("expected_failure") or {}).get("verdict")
     outcome = str(res.get("outcome"))
-    label = _PILL_VERDICT.get(str(verdict)) or _PILL.get(outcome, outcome)
+    label = _PILL_VERDICT.get(str(verdict)) or ("UNCHECKED" if checked_nothing(res) else _PILL.get(outcome, outcome))
     return f'<span class="pill" title="{esc(verdict_text(res))}">{esc(label)}</span>'
 
 
@@ -184,7 +192,9 @@ _TESTS_NOTE = (
     '(1 &minus; cos) / (1 &minus; min_cosine) where a cosine floor applied; <i>SNR</i>, the noise power over '
     'the noise the SNR floor allows. A negative control '
     '(<code>xfail(strict=True, raises=AccuracyError)</code>) that failed with pytest-trt\'s verdict is '
-    '<span class="tag">XFAIL caught</span>; one that failed for another reason tested nothing.</p>')
+    '<span class="tag">XFAIL caught</span>; one that failed for another reason tested nothing. '
+    '<span class="tag">UNCHECKED</span>: a test that passed without any check, precision assertion, locate, '
+    'suggest or engine: it tested nothing.</p>')
 _TESTS_COLUMNS = (("", 112), ("x tol", 96), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
                   ("mismatched", 96), ("output", 156), ("test / model [policy]", None), ("engine", 86))
 

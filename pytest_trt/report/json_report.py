@@ -11,6 +11,14 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
+* **8** (review1): a trt test that passed without checking anything (no check, precision
+  assertion, parser check, locate, suggest or ledger, and no engine built or loaded) says so:
+  ``tests[].checked`` (false for it), its ``verdict`` is ``"passed, but nothing was checked"``,
+  and ``summary.passed_unchecked`` counts such tests. ``tests`` lists only trt tests in the new
+  sense (a plugin fixture in the test's closure; a test marked ``trt`` itself without one is a
+  usage error, an inherited marker makes no trt test). ``summary.cache_evictions`` and
+  ``cache_evicted_bytes``: entries the size limit (``--trt-cache-max-size``) evicted, also when
+  the session opened the cache.
 * **7** (issue 31, saved runs): ``session.fingerprint`` (the environment a saved run records:
   backend and versions, GPU model, compute capability, driver, CUDA, ONNX Runtime, onnx, numpy,
   pytest-trt, default precision, typing, baseline provider, seed, git commit); each accuracy entry
@@ -77,12 +85,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 7; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 8; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 7,
+      "schema_version": 8,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -105,8 +113,9 @@ Schema (``schema_version`` 7; the normative form is ``report.schema.json``)
                         "baseline_provider", "seed", "git_commit": "3f9a2c1b4d5e+dirty" | null}   # a saved run's
       },
       "summary": {
-        "tests": 4,                                     # every trt test (trt marker or a plugin fixture)
+        "tests": 4,                                     # every trt test (a plugin fixture in its closure)
         "outcomes": {"passed": 2, "failed": 1, "xfailed": 1},   # pytest's outcomes of those tests
+        "passed_unchecked": 0,                          # passed without checking anything (tests[].checked false)
         "outputs": 7, "outputs_failed": 1,              # failed: not counting caught negative controls
         "outputs_caught": 1,                            # failed in negative controls, as expected (xfail)
         "precision_checks": 2, "precision_checks_failed": 0, "precision_checks_caught": 0,
@@ -121,13 +130,17 @@ Schema (``schema_version`` 7; the normative form is ``report.schema.json``)
         "local_hits": 3, "cache_builds": 2,
         "remote_hits": 1, "remote_misses": 2, "remote_rejected": 0,   # rejected: failed verification, rebuilt
         "remote_uploads": 2, "remote_bytes": 5242880,                 # bytes down + up
-        "remote_requests": 17, "cache_seconds_saved": 31.2            # estimated from recorded build times
+        "remote_requests": 17, "cache_seconds_saved": 31.2,           # estimated from recorded build times
+        "cache_evictions": 0, "cache_evicted_bytes": 0                # by the size limit (--trt-cache-max-size)
       },
       "tests": [                                        # every trt test, in report order
         {
           "nodeid": "tests/test_encoder.py::test_fp16",
           "outcome": "passed" | "failed" | "error" | "skipped" | "xfailed" | "xpassed",   # pytest's outcome
-          "verdict": "passed" | ... | "expected failure, caught",   # the outcome as the reports word it
+          "verdict": "passed" | "passed, but nothing was checked" | ... | "expected failure, caught",
+                                                        # the outcome as the reports word it
+          "checked": true,                              # recorded a check or an engine (false + passed: a green
+                                                        # that tested nothing)
           "message": null | "AccuracyError: ...",       # failed/error/xfailed: the exception; skipped: the reason
           "expected_failure": null | {                  # an xfail marker (a negative control)
             "reason": "...", "strict": true, "raises": ["AccuracyError"] | null,
@@ -323,7 +336,7 @@ from ..core.records import (
 )
 from ..history.fingerprint import session_fingerprint
 from .files import write_atomically
-from .outcomes import verdict_text
+from .outcomes import checked_nothing, checked_something, verdict_text
 from .rows import (
     accuracy_rows,
     baseline_fallbacks,
@@ -338,7 +351,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -409,7 +422,8 @@ def cache_summary(session) -> dict[str, Any]:
     return {"local_hits": stats.local_hits, "cache_builds": stats.builds, "remote_hits": stats.remote_hits,
             "remote_misses": stats.remote_misses, "remote_rejected": stats.remote_rejected,
             "remote_uploads": stats.remote_uploads, "remote_bytes": stats.remote_bytes,
-            "remote_requests": stats.remote_requests, "cache_seconds_saved": round(stats.seconds_saved, 4)}
+            "remote_requests": stats.remote_requests, "cache_seconds_saved": round(stats.seconds_saved, 4),
+            "cache_evictions": stats.evictions, "cache_evicted_bytes": stats.evicted_bytes}
 
 
 def _jsonable_ratio(x):
@@ -425,7 +439,7 @@ def entry_of_test(res: dict) -> dict[str, Any]:
               for _, rec in records_of(single, ParserRecord)]
     fallbacks = [{k: v for k, v in f.items() if k != "tests"} for f in baseline_fallbacks(single)]
     return {"nodeid": res["nodeid"], "outcome": res.get("outcome"), "verdict": verdict_text(res),
-            "message": res.get("message"), "expected_failure": res.get("expected_failure"),
+            "checked": checked_something(res.get("records")), "message": res.get("message"), "expected_failure": res.get("expected_failure"),
             "engines": [_engine_entry(rec) for _, rec in records_of(single, EngineRecord)],
             "accuracy": [_accuracy_entry(rec) for _, rec in records_of(single, AccuracyRecord)],
             "precision": _precision_entries(single),
@@ -495,6 +509,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
         "session": session_metadata(session),
         "summary": {
             "tests": len(results), "outcomes": outcomes,
+            "passed_unchecked": sum(1 for res in results if checked_nothing(res)),
             # caught: failed as a negative control expected (xfail with pytest-trt's verdict), counted
             # apart, so that *_failed is zero on a green run
             "outputs": len(rows), "outputs_failed": _failed(rows), "outputs_caught": _caught(rows),

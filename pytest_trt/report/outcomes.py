@@ -13,6 +13,11 @@ means it tested nothing. The recommended form says so to pytest too::
 Outcomes: ``passed``, ``failed``, ``error`` (setup or teardown failed), ``skipped``,
 ``xfailed``, ``xpassed``; a strict xfail that passed is ``failed`` with
 ``expected_failure.verdict == "missed"``, as pytest counts it.
+
+A trt test that *passed without checking anything* (:func:`checked_nothing`: it recorded no
+check, precision assertion, parser check, locate or suggest result, ledger, and built or loaded
+no engine) is a pytest pass that says nothing about the engine: the reports word it
+``passed, but nothing was checked`` and give it the ``warn`` tone.
 """
 
 from __future__ import annotations
@@ -31,6 +36,29 @@ VERDICT_TEXT = {
     "missed": "negative control missed (XPASS strict)",
     "passed": "expected failure passed (XPASS)",
 }
+
+
+#: the verdict text of a test that passed without checking anything
+NOTHING_CHECKED = "passed, but nothing was checked"
+#: record kinds that are no check: a CUDA baseline's CPU fallback is a note about the reference
+_NOT_A_CHECK = frozenset({"baseline_fallback"})
+
+
+def checked_something(records) -> bool:
+    """Whether ``records`` (:class:`~pytest_trt.core.records.Record` objects or their JSON forms) hold
+    evidence of a check: any record but a baseline fallback note (an accuracy, precision, parser,
+    layerwise, realized or ledger record, or an engine the test built or loaded)."""
+    for record in records or ():
+        kind = record.get("kind") if isinstance(record, dict) else getattr(record, "kind", None)
+        if kind not in _NOT_A_CHECK:
+            return True
+    return False
+
+
+def checked_nothing(entry: dict) -> bool:
+    """A trt test that passed (pytest's ``passed``) without recording any check or engine: a green
+    that tested nothing, reported apart (terminal summary, JSON ``checked``, HTML, JUnit)."""
+    return entry.get("outcome") == "passed" and not checked_something(entry.get("records"))
 
 
 def _message(excinfo) -> str:
@@ -121,12 +149,15 @@ def verdict_text(entry: dict) -> str:
     xf = entry.get("expected_failure") or {}
     if xf.get("verdict"):
         return VERDICT_TEXT[xf["verdict"]]
+    if checked_nothing(entry):
+        return NOTHING_CHECKED
     return str(entry.get("outcome") or "?")
 
 
 def tone(entry: dict) -> str:
     """``good``, ``bad``, ``neutral`` (a negative control that caught its failure) or ``warn``
-    (tested nothing: skipped, or an expected failure for another reason)."""
+    (tested nothing: skipped, an expected failure for another reason, or passed without checking
+    anything)."""
     outcome = entry.get("outcome")
     xf = entry.get("expected_failure") or {}
     if xf.get("verdict") == "caught":
@@ -135,7 +166,7 @@ def tone(entry: dict) -> str:
         return "warn"
     if outcome in ("failed", "error"):
         return "bad"
-    if outcome == "skipped":
+    if outcome == "skipped" or checked_nothing(entry):
         return "warn"
     return "good"
 
@@ -143,9 +174,10 @@ def tone(entry: dict) -> str:
 def junit_outcome_properties(facts: dict) -> list[tuple[str, str]]:
     """``trt_outcome`` (and ``trt_verdict``/``trt_message`` where they say more) for JUnit XML."""
     props = [("trt_outcome", str(facts.get("outcome")))]
-    if facts.get("expected_failure"):
+    if facts.get("expected_failure") or checked_nothing(facts):
         props.append(("trt_verdict", verdict_text(facts)))
     return props
 
 
-__all__ = ["classify", "junit_outcome_properties", "tone", "verdict_text", "VERDICT_TEXT"]
+__all__ = ["NOTHING_CHECKED", "VERDICT_TEXT", "checked_nothing", "checked_something", "classify",
+           "junit_outcome_properties", "tone", "verdict_text"]

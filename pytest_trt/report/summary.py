@@ -16,6 +16,7 @@ from ..core.formatting import fmt_cell_err, fmt_cell_tol, fmt_ratio
 from ..ledger.render import summary_lines as ledger_summary_lines
 from .condense import condense_records
 from .junit import junit_properties
+from .outcomes import checked_nothing
 from .rows import (
     BAD_STATUSES,
     EVIDENCE,
@@ -110,7 +111,7 @@ def _mb(n: int) -> str:
 
 def cache_line(session) -> str | None:
     """``cache entries: 3 local hit(s), 2 built (engines, baselines, emulation graphs); remote (rw): 2 hit(s),
-    ...; ~31.0s of builds saved`` (None if unused).
+    ...; ~31.0s of builds saved; 4 evicted (4.8 MB) to stay under 1.0 kB (--trt-cache-max-size)`` (None if unused).
 
     Counts every cache kind (engines, baselines, emulation graphs) of every xdist worker, so its
     figures differ from the ``engines:`` line, which counts engines only; the line says so.
@@ -120,7 +121,7 @@ def cache_line(session) -> str | None:
         return None
     stats = stats_of()
     remote = getattr(session, "_remote", None) or getattr(getattr(session, "_cache", None), "remote", None)
-    if not (stats.local_hits or stats.builds or stats.remote_hits or remote is not None):
+    if not (stats.local_hits or stats.builds or stats.remote_hits or stats.evictions or remote is not None):
         return None
     text = (f"cache entries: {stats.local_hits} local hit(s), {stats.builds} built "
             f"(engines, baselines, emulation graphs)")
@@ -133,6 +134,13 @@ def cache_line(session) -> str | None:
         if stats.remote_errors or stats.remote_upload_failures:
             text += f", {stats.remote_errors + stats.remote_upload_failures} transport error(s)"
     text += f"; ~{stats.seconds_saved:.1f}s of builds saved"
+    if stats.evictions:
+        settings = getattr(session, "settings", None)
+        limit = getattr(settings, "cache_max_bytes", None)
+        flag = getattr(settings, "sources", {}).get("trt_cache_max_size", "default")
+        flag = "--trt-cache-max-size" if flag == "default" else flag
+        why = f" to stay under {_mb(limit)} ({flag})" if limit is not None else ""
+        text += f"; {stats.evictions} evicted ({_mb(stats.evicted_bytes)}){why}"
     return text
 
 
@@ -211,6 +219,20 @@ def untested_controls_lines(results, *, shown: int = 10) -> list[str]:
     return lines
 
 
+def unchecked_lines(results, *, shown: int = 10) -> list[str]:
+    """trt tests that passed without checking anything (:func:`~pytest_trt.report.outcomes.checked_nothing`:
+    no check, precision assertion, parser check, locate, suggest or ledger, and no engine): pytest
+    counts them "passed" and exits 0, but they say nothing about the engine."""
+    unchecked = [r for r in results if checked_nothing(r)]
+    if not unchecked:
+        return []
+    ids = ", ".join(str(r.get("nodeid")) for r in unchecked[:shown])
+    more = f" and {len(unchecked) - shown} more (see --trt-report / --trt-html)" if len(unchecked) > shown else ""
+    return [f"trt tests: {len(unchecked)} trt test(s) passed without checking anything: {ids}{more}",
+            "  (no trt.check(), assert_precision, check_parser, locate or suggest, and no engine built: call a "
+            "check; --trt-require-run fails such tests)"]
+
+
 def write_terminal_summary(tr, session, results) -> None:
     """The ``pytest-trt`` section at the end of the run (controller only).
 
@@ -235,7 +257,7 @@ def _write_results(tr, session, results) -> bool:
     tr.section("pytest-trt", sep="=")
     skipped = getattr(session, "skipped", [])
     tr.write_line(skipped_line(len(trt_tests), skipped), yellow=bool(skipped))
-    for line in untested_controls_lines(results):
+    for line in untested_controls_lines(results) + unchecked_lines(results):
         tr.write_line(line, yellow=True)
     tr.write_line(backend_line(session))
     if not results:
@@ -323,8 +345,10 @@ def _write_precision_lines(tr, prec: list[dict]) -> None:
     failed_p = sum(1 for p in prec if not p["passed"] and not caught(p))
     expected_p = sum(1 for p in prec if not p["passed"] and caught(p))
     as_expected = f" ({expected_p} more by negative controls, as expected: xfail)" if expected_p else ""
+    own = [p for p in prec if not caught(p)]
+    controls = [p for p in prec if caught(p)]
     tr.write_line(f"precision checks: {len(prec) - failed_p - expected_p} passed, {failed_p} failed{as_expected}; "
-                  f"{_constrained_text(prec)}", red=bool(failed_p))
+                  f"{_constrained_text(own)}{_caught_nodes_text(controls)}", red=bool(failed_p))
     for p in prec:
         if not p["passed"] and not caught(p):
             bad = [n for n in p["constrained"] if n["status"] not in GOOD_STATUSES | NEUTRAL_STATUSES]
@@ -333,16 +357,33 @@ def _write_precision_lines(tr, prec: list[dict]) -> None:
             tr.write_line(f"  FAIL {p['test']}: {p['pattern']} -> {p['precision']}: {what}{more}", red=True)
 
 
-def _constrained_text(prec: list[dict]) -> str:
-    """``constrained nodes: 9 pass, 1 unverifiable; evidence: 5 observed, ...`` over every precision check."""
+def _caught_nodes_text(controls: list[dict]) -> str:
+    """The constrained nodes of the precision checks negative controls caught, counted apart from the
+    others (as the JSON's ``*_caught`` counts are), so that a green run shows no ``fail``."""
+    if not controls:
+        return ""
+    return f"; in negative controls (caught, as expected): {_status_counts(controls)}"
+
+
+def _status_counts(prec: list[dict]) -> str:
+    """``9 pass, 1 unverifiable``: constrained nodes by status over ``prec``."""
     totals: dict[str, int] = {}
-    evidence = dict.fromkeys(EVIDENCE, 0)
     for p in prec:
         for status, n in p["counts"].items():
             totals[status] = totals.get(status, 0) + n
+    return ", ".join(f"{n} {s}" for s, n in sorted(totals.items())) or "none"
+
+
+def _constrained_text(prec: list[dict]) -> str:
+    """``constrained nodes: 9 pass, 1 unverifiable; evidence: 5 observed, ...`` over the precision checks
+    given (the terminal summary gives those of no caught negative control)."""
+    if not prec:
+        return "constrained nodes: none outside negative controls"
+    evidence = dict.fromkeys(EVIDENCE, 0)
+    for p in prec:
         for key, n in p["evidence"].items():
             evidence[key] += n
-    nodes = ", ".join(f"{n} {s}" for s, n in sorted(totals.items())) or "none"
+    nodes = _status_counts(prec)
     how = ", ".join(f"{n} {key}" for key, n in evidence.items() if n) or "none"
     emulated = " (emulated: derived from the plan's realization)" if all(p["emulated"] for p in prec) else ""
     return f"constrained nodes: {nodes}; evidence: {how}{emulated}"
@@ -389,7 +430,7 @@ def _write_parser_lines(tr, rows: list[dict]) -> None:
 __all__ = [
     # the terminal summary
     "TERMINAL_ROWS", "backend_line", "cache_line", "engines_line", "fallback_lines", "skipped_line", "table_lines",
-    "untested_controls_lines", "write_terminal_summary",
+    "unchecked_lines", "untested_controls_lines", "write_terminal_summary",
     # re-exported from report.rows, report.condense and report.junit (their home before)
     "BAD_STATUSES", "EVIDENCE", "GOOD_STATUSES", "NEUTRAL_STATUSES", "accuracy_rows", "baseline_fallbacks",
     "caught", "condense_records", "engine_counts", "engine_text", "evidence_counts", "junit_properties",

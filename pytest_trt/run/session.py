@@ -170,7 +170,8 @@ class TrtSession:
         with self._lock:
             if self._cache is None:
                 self._cache = ArtifactCache(self.settings.cache_dir, max_bytes=self.settings.cache_max_bytes,
-                                            read_only=self.settings.cache_read_only, remote=self.remote)
+                                            read_only=self.settings.cache_read_only, remote=self.remote,
+                                            source=self.settings.sources.get("trt_cache_dir"))
                 if self.settings.rebuild:
                     self._cache.fresh_after = self.started_at
                 # model identities read through this cache's digest memo (pytest_trt.model.weights.identity)

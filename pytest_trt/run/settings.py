@@ -84,8 +84,9 @@ OPTIONS: tuple[Option, ...] = (
            f"(default: ${CACHE_DIR_ENV}, else ini trt_cache_dir, else <rootdir>/{DEFAULT_CACHE_DIRNAME}). "
            f"Write it --trt-cache-dir=DIR.",
            "str", None, metavar="DIR", path=True, env=CACHE_DIR_ENV),
-    Option("trt-cache-max-size", "Evict least-recently-used cache entries beyond this size, e.g. 20G, 500M "
-           "(default: no limit).", "str", None, metavar="SIZE"),
+    Option("trt-cache-max-size", "Evict least-recently-used cache entries beyond this size, e.g. 20G, 500M, "
+           "when the session opens the cache and after each new entry; the summary's cache line counts the "
+           "evictions (default: no limit).", "str", None, metavar="SIZE"),
     Option("trt-engine-memory", "GPU memory the session's loaded engines may hold; beyond it the least recently "
            "used are released (reloaded from the cache when needed again), e.g. 8G (default: half the GPU's "
            "memory; 0: keep only the engine in use).", "str", None, metavar="SIZE"),
@@ -165,7 +166,8 @@ OPTIONS: tuple[Option, ...] = (
            "mismatch, x_tol) fail when they grow, floors (cosine, snr_db) when they fall; comma-separated or "
            "repeatable. An improvement is reported, never failed (default: no gate).", "list", (), metavar="EXPR"),
     Option("trt-require-run", "Every collected trt test must run: a skipped trt test (requires=, an unsupported "
-           "GPU, a skip marker) fails with the skip's reason. For CI jobs that exist to run them (default: off).",
+           "GPU, a skip marker) fails with the skip's reason, and so does one that passed without checking "
+           "anything (no check and no engine). For CI jobs that exist to run them (default: off).",
            "bool", False),
 )
 

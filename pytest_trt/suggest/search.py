@@ -236,7 +236,7 @@ class _Search:
                 div = self.locate(attempt, index, engine=engine)
                 bad = [t.label for t in div.tensors if t.available and t.new_nonfinite and (t.nan or t.inf)]
                 entry["nonfinite_nodes"] = bad
-                entry["masking_nodes"] = [t.node for t in div.saturated]  # said, never counted as NaN/Inf
+                entry["masking_nodes"] = [t.label for t in div.saturated]  # canonical names, as nonfinite_nodes; never NaN/Inf
                 if bad and attempt.failing_set is None:
                     attempt.failing_set = index
                 attempt.nonfinite_nodes.extend(n for n in bad if n not in attempt.nonfinite_nodes)

@@ -17,9 +17,7 @@ free, and never in CI (``PYTEST_TRT_CI_NO_SKIP=1``). Time: about 3 minutes on 2 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,6 +25,9 @@ from pathlib import Path
 import pytest
 
 from pytest_trt.model.big_models import write_decoder
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+from _peak import run_measured  # noqa: E402
 
 pytestmark = pytest.mark.big_model
 
@@ -51,12 +52,10 @@ def big(tmp_path_factory):
 
 
 def cli(*args: str, cwd: Path | None = None) -> tuple[int, str, int]:
-    """``pytest-trt ARGS`` in a subprocess: exit status, output, peak RSS in bytes (that child's)."""
-    proc = subprocess.Popen([sys.executable, "-m", "pytest_trt.cli", *args], cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    return os.waitstatus_to_exitcode(status), out, usage.ru_maxrss * 1024
+    """``pytest-trt ARGS`` in a subprocess: exit status, output, peak RSS in bytes (that child's own:
+    started from a fresh launcher, since a child forked from this process inherits this process's peak)."""
+    m = run_measured([sys.executable, "-m", "pytest_trt.cli", *args], cwd=cwd)
+    return m.rc, m.output, m.peak_rss
 
 
 def test_plan_reads_the_structure_only(big):

@@ -55,7 +55,7 @@ def test_range_diagnosis_names_the_layernorm_pow_and_sets_the_mask_aside(gpt2, o
     assert real[0] == "/h.0/ln_1/Pow" and found[0].node == "/h.0/ln_1/Pow"
     assert masks == ["/Where_1", "/h.0/attn/Add", "/h.1/attn/Add"]
     text = range_message(found)
-    assert "fix: keep the first one's node FP32 (--keep-fp32 '/h.0/ln_1/Pow')" in text
+    assert "fix: keep the first one's scope FP32 (--keep-fp32 '/h.0/ln_1/*'; " in text
     assert "not the cause: 3 tensor(s) exceed it only at masking values" in text
     assert "'/Where_1'" in text.split("not the cause")[1] and "'/Where_1'" not in text.split("not the cause")[0]
 
@@ -78,7 +78,7 @@ def test_compare_cli_names_the_first_overflow_that_matters(outlier_feeds, tmp_pa
                    "--load-inputs", str(tmp_path / "gpt2_outliers.npz")])
     out = capsys.readouterr().out
     assert rc == 1
-    assert "--keep-fp32 '/h.0/ln_1/Pow'" in out and "--keep-fp32 '/Where_1'" not in out
+    assert "--keep-fp32 '/h.0/ln_1/*'" in out and "--keep-fp32 '/Where_1'" not in out
 
 
 def test_bf16_mask_becoming_minus_inf_is_not_nan_inf_inside():
@@ -135,7 +135,7 @@ def test_a_computed_overflow_is_not_a_masking_value_even_beside_a_mask():
     feeds = {"x": np.array([[1, -1, 2, -2], [0.5, -0.5, 3, -3]], np.float32)}
     found = range_overflows(PrecisionPolicy("fp16").resolve(model), feeds)
     assert [(f.node, f.masking) for f in found] == [("scale", False), ("mask", False)]
-    assert "--keep-fp32 'scale'" in range_message(found)
+    assert "fix: keep the first one's node FP32 (--keep-fp32 scale)" in range_message(found)  # no scope
 
 
 def test_sentinels_are_flt_max_and_the_constants_beyond_the_range():
@@ -223,4 +223,4 @@ def test_suggest_on_the_dynamo_decoder_starts_from_the_real_overflow_not_the_mas
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "; first divergent node: /model/layers.0/post_attention_layernorm/node_pow_2\n" in out, out
-    assert "become +-inf or the largest finite value at node_Where_225" in out, out
+    assert "become +-inf or the largest finite value at /model/layers.0/self_attn/node_Where_225" in out, out
