@@ -19,6 +19,9 @@ in one run of this script:
   an allclose-style check ``|a - e| <= atol + rtol * |e|``). The floor: no pytest, no plugin.
 * ``pytest, by hand``: the same code as the script, as N pytest tests (no pytest-trt
   fixture): what pytest itself costs per test (setup, call, teardown, reporting).
+* ``pytest, empty``: N empty tests (``def test_empty(i): pass``, parametrized like the others):
+  pytest's own fixed cost per test, which no plugin can go below. ``(trt - empty) / script``
+  is what the plugin and the work cost over that floor, against the script.
 * ``pytest-trt``: N identical tests ``@pytest.mark.trt(...)`` + ``trt.check()`` on a warm
   ``--trt-cache-dir``: marker parsing, the memoized model/plan/engine, generated inputs, the
   FP32 baseline read from the cache (validated), the emulation run, the comparison with
@@ -28,8 +31,8 @@ Per-test time inside pytest is the wall time of the whole test protocol (setup +
 teardown + reports), taken by a ``pytest_runtest_protocol`` wrapper in the generated
 conftest; the first test of each kind is dropped (it creates the ONNX Runtime sessions).
 For each kind: the median over the tests, best (lowest) of ``--rounds`` pytest sessions
-(and of as many script runs). Each pytest round is one subprocess running both pytest kinds,
-interleaved file by file, so they see the same load.
+(and of as many script runs). Each pytest round is one subprocess running the three pytest kinds,
+one file after another, so they see nearly the same load.
 
 Target (issue 10): ``pytest-trt`` within 1.2x of ``script``.
 """
@@ -120,6 +123,13 @@ def write_project(root: Path, n: int, batch: int, seq: int, emulation: Path) -> 
         def test_plugin(trt, i):
             trt.check(rtol={RTOL}, atol={ATOL})
     """))
+    (root / "test_c_empty.py").write_text(textwrap.dedent(f"""
+        import pytest
+
+        @pytest.mark.parametrize("i", range({n}))
+        def test_empty(i):
+            pass
+    """))
     (root / "test_b_handwritten.py").write_text(textwrap.dedent(f"""
         import pytest
         from handwritten import make_session, one_check
@@ -183,8 +193,8 @@ def main(argv=None) -> int:
     print(machine())
     print(f"pytest_trt from {Path(pytest_trt.__file__).parent.parent}")
     print(f"{args.tests} tests per kind, median per test, best of {args.rounds} rounds; ms ({CLOCK})\n")
-    header = (f"{'shape':>10} {'script':>9} {'pytest,by hand':>15} {'pytest-trt':>11} "
-              f"{'trt/script':>11} {'trt/by hand':>12} {'by hand/script':>15}")
+    header = (f"{'shape':>10} {'script':>9} {'pytest,empty':>13} {'pytest,by hand':>15} {'pytest-trt':>11} "
+              f"{'trt/script':>11} {'trt/by hand':>12} {'by hand/script':>15} {'(trt-empty)/script':>19}")
     print(header)
     print("-" * len(header))
     with tempfile.TemporaryDirectory(prefix="pytest-trt-overhead-") as tmp:
@@ -199,16 +209,17 @@ def main(argv=None) -> int:
             write_project(root, args.tests, batch, seq, emulation)
             cache = tmp / f"cache-{spec}"
             run_pytest(root, cache, tmp / "warm.json", ["test_a_plugin.py"])  # populate the cache
-            best = {"script": float("inf"), "test_b_handwritten": float("inf"), "test_a_plugin": float("inf")}
+            kinds = ("test_a_plugin", "test_b_handwritten", "test_c_empty")
+            best = {"script": float("inf"), **{kind: float("inf") for kind in kinds}}
             for _ in range(args.rounds):
-                times = run_pytest(root, cache, tmp / "times.json", ["test_a_plugin.py", "test_b_handwritten.py"])
-                for kind in ("test_a_plugin", "test_b_handwritten"):
+                times = run_pytest(root, cache, tmp / "times.json", [f"{kind}.py" for kind in kinds])
+                for kind in kinds:
                     best[kind] = min(best[kind], statistics.median(times[kind][1:]))
                 best["script"] = min(best["script"], statistics.median(script_times(emulation, args.tests,
                                                                                     (batch, seq, 64))))
-            s, h, p = best["script"], best["test_b_handwritten"], best["test_a_plugin"]
-            print(f"{spec:>10} {s * 1e3:>9.3f} {h * 1e3:>15.3f} {p * 1e3:>11.3f} {p / s:>10.2f}x {p / h:>11.2f}x "
-                  f"{h / s:>14.2f}x")
+            s, h, p, e = best["script"], best["test_b_handwritten"], best["test_a_plugin"], best["test_c_empty"]
+            print(f"{spec:>10} {s * 1e3:>9.3f} {e * 1e3:>13.3f} {h * 1e3:>15.3f} {p * 1e3:>11.3f} {p / s:>10.2f}x "
+                  f"{p / h:>11.2f}x {h / s:>14.2f}x {(p - e) / s:>18.2f}x")
     return 0
 
 
