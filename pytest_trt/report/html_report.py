@@ -150,6 +150,8 @@ def _badges(results: list[dict], rows: list[dict], prec: list[dict], counts: dic
             + _badge(len(prec), f"precision checks ({failed_p} failed" + not_counting, failed_p > 0)
             + _badge(counts["built"], f"engines built ({counts['build_seconds']:.2f}s)")
             + _badge(counts["reused"], "engines reused from the cache")
+            + (_badge(counts["session_reuses"], "uses of engines built in this session")
+               if counts["session_reuses"] else "")
             + "</div>")
 
 
