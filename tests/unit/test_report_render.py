@@ -393,6 +393,8 @@ def test_html_tables_and_precision_view(results, monkeypatch):
     assert "/l0/LayerNorm/Pow" in text and 'class="tag mm"' in text
     assert "first divergent node" in text and "/c/Pow (Pow, fp16), tensor /c/Pow_output_0" in text
     assert "CPU precision emulation on ONNX Runtime, not TensorRT" in text  # the backend's disclaimer
+    # k1 is built by one test and a cache hit in another; k2 only loaded from the cache
+    assert "engines reused from the cache" in text and "uses of engines built in this session" in text
 
 
 def test_html_escapes_names():
