@@ -46,7 +46,6 @@ from ..inputs.files import comment_text, write_replay_script
 from ..ledger import ledger_of
 from ..locate.divergence import locate_divergence
 from ..plan.policy import PrecisionPolicy
-from ..plan.rules import Rule
 from ..reference.baseline import feeds_digest, normalize_baseline, reference_label, reference_model
 from ..report.files import refuse_report_path
 from ..report.plots import failing_output_figures, layerwise_record
@@ -166,29 +165,12 @@ class TrtCase:
             default = self.options["precision"] if "precision" in self.options else "fp32"
             return PrecisionPolicy(default=default, keep_fp32=tuple(keep), rules=self._rules(),
                                    as_is=True, expect_fp32=expect)
-        # Patterns from the command line / ini apply to every test; one that matches
-        # nothing in *this* model, or only its fixed nodes (which no pattern changes: a
-        # marker's or the CLI's such pattern is a PatternError), is skipped here (it is
-        # meant for other models).
-        # Each pattern's use is noted: one that matches in no model of the run fails the session.
-        nodes = list(self.model.graph.node)
-        fixed = self._fixed_nodes() if self.session.settings.keep_fp32 else frozenset()
-        for pattern in self.session.settings.keep_fp32:
-            rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
-            names = self.model.names
-            matched = any(rule.matches(n, names.get(n.name)) and n.name not in fixed for n in nodes)
-            self.session.patterns.note(pattern, self.model.label, matched, nodes, names)
-            if pattern not in keep and matched:
-                keep.append(pattern)
+        # Patterns from the command line / ini apply to every test whose model they match
+        keep = list(self.session.keep_fp32_with_session_patterns(self.model, keep))
         kwargs: dict[str, Any] = dict(default=self.precision, keep_fp32=tuple(keep), rules=self._rules())
         if expect:
             kwargs["expect_fp32"] = expect
         return PrecisionPolicy(**kwargs)
-
-    def _fixed_nodes(self) -> frozenset:
-        """Names of the model's fixed nodes (the same under every policy; the FP32 plan is memoized)."""
-        plan = self.session.plan(self.model, PrecisionPolicy("fp32"))
-        return frozenset(name for name, d in plan.nodes.items() if d.kind != "compute")
 
     def _rules(self) -> tuple:
         """The marker's ``rules=``: ``"PATTERN=PREC"`` strings, ``(pattern, precision)`` pairs, or a mapping

@@ -57,7 +57,9 @@ def trt_engine(trt):
 def trt_build(request, trt_session):
     """Factory: ``trt_build(model, policy=None, *, keep_fp32=(), precision=None, typing=None) -> Engine``.
 
-    ``precision`` defaults to the session's (``--trt-fp16``/``--trt-bf16``, else FP32).
+    ``precision`` defaults to the session's (``--trt-fp16``/``--trt-bf16``, else FP32). Without a
+    ``policy``, the session's ``--trt-keep-fp32`` patterns that match the model apply as in a ``trt``
+    test; a ``policy`` given is taken as it is.
     """
     records = item_records(request.node)
 
@@ -65,7 +67,9 @@ def trt_build(request, trt_session):
         loaded = trt_session.model(model)
         if policy is None:
             default = normalize_precision(precision) if precision else trt_session.settings.precision
-            policy = PrecisionPolicy(default=default, keep_fp32=tuple(keep_fp32), rules=tuple(rules))
+            keep = trt_session.keep_fp32_with_session_patterns(loaded, (keep_fp32,) if isinstance(keep_fp32, str)
+                                                               else keep_fp32)
+            policy = PrecisionPolicy(default=default, keep_fp32=keep, rules=tuple(rules))
         plan = trt_session.plan(loaded, policy)
         config = trt_session.build_config(typing=typing, tf32=tf32, profiles=profiles)
         reason = trt_session.backend.supports(plan, config)

@@ -21,6 +21,8 @@ from ..backends.tensorrt.parser_check import check_parser, require
 from ..core.choices import PARSER_CHECK_LIBRARY
 from ..core.records import EngineRecord
 from ..errors import UsageError
+from ..plan.policy import PrecisionPolicy
+from ..plan.rules import Rule
 from .session_patterns import SessionPatterns
 from .settings import Settings
 
@@ -233,6 +235,27 @@ class TrtSession:
             if key not in self._plans:
                 self._plans[key] = policy.resolve(model)
             return self._plans[key]
+
+    def keep_fp32_with_session_patterns(self, model: Model, keep) -> tuple[str, ...]:
+        """``keep`` plus each session-wide ``--trt-keep-fp32`` pattern (or ini twin) that matches a node
+        of ``model`` other than its fixed ones (no pattern changes those); a pattern that matches
+        nothing here is meant for other models and left out. Each pattern's use is noted: one that
+        matches in no model of the run fails the session (:mod:`pytest_trt.run.session_patterns`).
+        Used by the ``trt`` fixture's policy and by ``trt_build`` without a ``policy``."""
+        keep = list(keep)
+        if not self.settings.keep_fp32:
+            return tuple(keep)
+        plan = self.plan(model, PrecisionPolicy("fp32"))  # memoized; fixed nodes are the same under every policy
+        fixed = frozenset(name for name, d in plan.nodes.items() if d.kind != "compute")
+        nodes = list(model.graph.node)
+        names = model.names
+        for pattern in self.settings.keep_fp32:
+            rule = Rule(pattern, "fp32", source="--trt-keep-fp32")
+            matched = any(rule.matches(n, names.get(n.name)) and n.name not in fixed for n in nodes)
+            self.patterns.note(pattern, model.label, matched, nodes, names)
+            if pattern not in keep and matched:
+                keep.append(pattern)
+        return tuple(keep)
 
     def build_config(self, **overrides) -> BuildConfig:
         kwargs: dict[str, Any] = {"typing": self.settings.typing}

@@ -432,13 +432,13 @@ def resolve_settings(config) -> Settings:
     cache_dir = values["trt_cache_dir"] or str(default_cache_dir(rootdir=rootdir))
     cache_path = Path(cache_dir).expanduser()
     if not cache_path.is_absolute():
-        cache_path = (Path(str(config.invocation_params.dir)) / cache_path).resolve()
+        cache_path = (relative_base(config, sources["trt_cache_dir"]) / cache_path).resolve()
 
-    def as_path(v):  # report paths are relative to where pytest was invoked, like the cache directory
-        if not v:
+    def as_path(dest):  # a report path, relative like the cache directory's
+        if not values[dest]:
             return None
-        path = Path(v).expanduser()
-        return path if path.is_absolute() else Path(str(config.invocation_params.dir)) / path
+        path = Path(values[dest]).expanduser()
+        return path if path.is_absolute() else relative_base(config, sources[dest]) / path
 
     return Settings(
         precision=precision,
@@ -463,15 +463,15 @@ def resolve_settings(config) -> Settings:
         locate_on_failure=bool(values["trt_locate_on_failure"]),
         ledger=bool(values["trt_ledger"]),
         ledger_timing=values["trt_ledger_timing"],
-        report_json=as_path(values["trt_report"]),
-        report_html=as_path(values["trt_html"]),
+        report_json=as_path("trt_report"),
+        report_html=as_path("trt_html"),
         report_all_records=bool(values["trt_report_all_records"]),
         gpus=values["trt_gpus"],
         parser_check=values["trt_parser_check"],
         require_run=bool(values["trt_require_run"]),
         save_name=check_name(values["trt_save"], sources["trt_save"]) if values["trt_save"] else None,
         autosave=bool(values["trt_autosave"]),
-        storage=_storage(values["trt_storage"], Path(str(config.invocation_params.dir))),
+        storage=_storage(values["trt_storage"], relative_base(config, sources["trt_storage"])),
         save_outputs=bool(values["trt_save_outputs"]),
         compare_run=values["trt_compare_run"] or None,
         compare_fail=parse_gate(values["trt_compare_fail"], sources["trt_compare_fail"]),
@@ -480,12 +480,23 @@ def resolve_settings(config) -> Settings:
     )
 
 
-def _storage(value: str | None, invoked_in: Path) -> str | None:
-    """``--trt-storage``: a URL as given; a directory relative to where pytest was invoked, like the cache's."""
+def relative_base(config, source: str) -> Path:
+    """What a relative path option is relative to: the ini file's directory for a value from the ini
+    (``source`` ``"ini NAME"``; pytest's own rule for ini paths), else the directory pytest was invoked
+    in (the command line, an environment variable, a default). So ``trt_cache_dir = .trt-cache`` in
+    the project's ini names one directory wherever in the project pytest is run."""
+    if source.startswith("ini "):
+        inipath = getattr(config, "inipath", None)
+        return Path(str(inipath)).parent if inipath else Path(str(config.rootpath))
+    return Path(str(config.invocation_params.dir))
+
+
+def _storage(value: str | None, base: Path) -> str | None:
+    """``--trt-storage``: a URL as given; a directory relative to :func:`relative_base`, like the cache's."""
     if not value or "://" in value:
         return value or None
     path = Path(value).expanduser()
-    return str(path if path.is_absolute() else invoked_in / path)
+    return str(path if path.is_absolute() else base / path)
 
 
 def _default_precision(values: dict, sources: dict) -> tuple[str, str]:

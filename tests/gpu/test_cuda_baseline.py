@@ -123,3 +123,30 @@ def test_float_node_on_cpu_is_a_warning(ort, tmp_path):
     feeds = {"x": np.random.default_rng(0).standard_normal((2, 3, 3)).astype(np.float32)}
     with pytest.warns(ProviderFallbackWarning, match=r"det \(Det\)"):
         fp32_baseline(load_model(path), feeds, provider="cuda")
+
+
+def test_cold_cuda_baseline_of_a_big_model_within_the_memory_budget(ort, tmp_path):
+    """Issue 29's budget (a first run's peak RSS <= 2x the weight bytes) with the CUDA baseline: the
+    profiled placement session must not hold the weights while the baseline's session still maps them
+    (before the fix: 2.4x on a 1.66 GB model on an H100). A 1.2 GB decoder: big enough that the CUDA context (about 0.5 GB) does not decide the ratio."""
+    import sys
+
+    from pytest_trt.model.big_models import write_decoder
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _peak import run_measured
+
+    info = write_decoder(tmp_path / "model" / "decoder.onnx", target_bytes=1_200_000_000)
+    (tmp_path / "test_big.py").write_text(
+        "import pytest\n\n"
+        f"@pytest.mark.trt(model={str(info.path)!r})\n"
+        "def test_big(trt):\n"
+        "    trt.check()\n")
+    m = run_measured([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+                      str(tmp_path / "test_big.py"), "--trt-fp16", "--trt-baseline-provider=cuda",
+                      f"--trt-cache-dir={tmp_path / 'cache'}", "-W", "ignore"], cwd=tmp_path)
+    assert m.rc == 0, m.output[-3000:]
+    assert "1 passed" in m.output, m.output[-2000:]
+    assert m.peak_rss <= 2.0 * info.weight_bytes, (
+        f"cold run with the CUDA baseline: peak {m.peak_rss / 1e9:.2f} GB, over 2x the weights "
+        f"({info.weight_bytes / 1e9:.2f} GB)")

@@ -531,3 +531,28 @@ def test_a_malformed_session_pattern_is_a_usage_error_at_start(pytester):
     result = _pattern_run(pytester, "--trt-keep-fp32=op:Soft*")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--trt-keep-fp32: precision pattern 'op:Soft*': 'op:' takes one exact op type*"])
+
+
+def test_trt_build_applies_the_session_patterns_as_a_trt_test_does(pytester):
+    """Before: ``trt_build(model)`` without a policy ignored ``--trt-keep-fp32``, so an engine built by
+    hand ran the session's FP32 islands in FP16; and its model did not count for the unmatched check."""
+    pytester.makepyfile(test_build=HEADER + """
+def test_build(trt_build):
+    engine = trt_build(ENCODER, precision="fp16")
+    kept = [n for n, d in engine.plan.nodes.items() if "/LayerNorm/" in n and d.kind == "compute"]
+    assert kept and all(engine.plan.nodes[n].precision == "fp32" for n in kept), "session pattern not applied"
+
+def test_build_with_a_policy_takes_it_as_it_is(trt_build):
+    from pytest_trt import PrecisionPolicy
+    engine = trt_build(ENCODER, PrecisionPolicy("fp16"))
+    assert all(d.precision == "fp16" for d in engine.plan.nodes.values() if d.kind == "compute")
+""")
+    cache = f"--trt-cache-dir={pytester.path / 'cache'}"
+    result = pytester.runpytest_subprocess(cache, "-p", "no:cacheprovider", "--trt-keep-fp32=*/LayerNorm/*")
+    result.assert_outcomes(passed=2)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result = pytester.runpytest_subprocess(cache, "-p", "no:cacheprovider", "--trt-keep-fp32=*/LayerNrom/*",
+                                           "-k", "test_build and not policy")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*session pattern '*/LayerNrom/*' (--trt-keep-fp32 on the command line) matched no "
+                                 "node in any model*closest: */LayerNorm/*"])

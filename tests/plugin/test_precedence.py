@@ -137,6 +137,25 @@ def test_environment_cache_dir_beats_the_ini_one(pytester, monkeypatch, tmp_path
     assert settings.cache_dir == tmp_path / "from-cli"
 
 
+def test_relative_paths_in_the_ini_are_relative_to_the_ini_file_wherever_pytest_runs(pytester, monkeypatch):
+    # pytest's rule for paths in an ini file; a relative trt_cache_dir was taken from the invocation
+    # directory, so running pytest from a subfolder made (and filled) a second cache there
+    pytester.makeini("[pytest]\ntrt_cache_dir = cache\ntrt_report = out/r.json\ntrt_html = out/r.html\n"
+                     "trt_storage = runs\n")
+    sub = pytester.mkdir("sub")
+    monkeypatch.chdir(sub)
+    settings = resolve_settings(pytester.parseconfig())
+    root = pytester.path
+    assert settings.cache_dir == (root / "cache").resolve()
+    assert settings.report_json == root / "out" / "r.json" and settings.report_html == root / "out" / "r.html"
+    assert settings.storage == str(root / "runs")
+    # the command line and the environment stay relative to where pytest was invoked
+    settings = resolve_settings(pytester.parseconfig("--trt-cache-dir=here", "--trt-report=r.json"))
+    assert settings.cache_dir == (sub / "here").resolve() and settings.report_json == sub / "r.json"
+    monkeypatch.setenv("PYTEST_TRT_CACHE_DIR", "envcache")
+    assert resolve_settings(pytester.parseconfig()).cache_dir == (sub / "envcache").resolve()
+
+
 def test_an_environment_variable_alone_does_not_put_the_plugin_in_use(pytester, monkeypatch, tmp_path):
     # a CI runner may export PYTEST_TRT_CACHE_DIR for every job: a project without trt tests stays untouched
     monkeypatch.setenv("PYTEST_TRT_CACHE_DIR", str(tmp_path / "cache"))
