@@ -27,7 +27,7 @@ from .changes import layerwise_growth, precision_changes
 from .fingerprint import cause_line, environment_changes
 from .gate import METRICS, Judgement, Threshold, judge
 
-__all__ = ["DriftReport", "OutputDrift", "compare_reports", "failure_line"]
+__all__ = ["DriftReport", "OutputDrift", "compare_reports", "failure_line", "unmatched_parts"]
 
 #: the metrics the terminal's drift table shows (all are judged and in the JSON)
 SHOWN = ("x_tol", "max_abs", "max_rel", "cosine")
@@ -118,6 +118,21 @@ class DriftReport:
             "precision_changes": self.precision,
             "layerwise_growth": self.layerwise,
         }
+
+
+def unmatched_parts(drift: DriftReport) -> list[str]:
+    """What the drift did not compare, one phrase each (terminal and HTML): outputs only in one of
+    the runs, outputs of negative controls."""
+    parts = []
+    if drift.only_new:
+        parts.append(f"{len(drift.only_new)} output(s) only in this run")
+    if drift.only_old:
+        parts.append(f"{len(drift.only_old)} only in the stored run")
+    if drift.not_gated == 1:
+        parts.append("1 output of a negative control (xfail) not compared")
+    elif drift.not_gated:
+        parts.append(f"{drift.not_gated} outputs of negative controls (xfail) not compared")
+    return parts
 
 
 def failure_line(drift: DriftReport) -> str:

@@ -11,7 +11,7 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
-* **9** (review2): a trt test that passed although a check of its failed (the test caught the
+* **10** (review2 rows 2 and 4): a trt test that passed although a check of its failed (the test caught the
   failure itself: ``pytest.raises(AccuracyError)`` as a negative control, or ``try``/``except``) has
   the ``verdict`` ``"passed, a failed check was caught by the test"``;
   ``summary.passed_caught_in_test`` counts such tests, and their failed outputs, precision and
@@ -20,6 +20,8 @@ Changelog
   whose build is a check (``Backend.build_is_a_check``: a real TensorRT builder), so a test that
   only built or ran its engine on ``emulate`` is ``checked: false``, "passed, but nothing was
   checked", in ``passed_unchecked``.
+* **9** (review2 row 12e): ``summary.engine_session_reuses``: uses that were cache hits on engines
+  built in this session.
 * **8** (review1): a trt test that passed without checking anything (no check, precision
   assertion, parser check, locate, suggest or ledger, and no engine built or loaded) says so:
   ``tests[].checked`` (false for it), its ``verdict`` is ``"passed, but nothing was checked"``,
@@ -94,12 +96,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 9; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 10; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 9,
+      "schema_version": 10,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -130,6 +132,7 @@ Schema (``schema_version`` 9; the normative form is ``report.schema.json``)
         "outputs_caught": 1,                            # failed in negative controls (xfail) or caught in a passing test
         "precision_checks": 2, "precision_checks_failed": 0, "precision_checks_caught": 0,
         "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84,
+        "engine_session_reuses": 1,                     # uses that were cache hits on engines built in this session
         "parser_checks": 2, "parser_checks_failed": 0,  # --trt-parser-check / trt.check_parser()
         "parser_checks_caught": 0,
         "parser_promotions": 4,                         # distinct (model, policy, node) computed higher than planned
@@ -362,7 +365,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -528,6 +531,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "precision_checks": len(prec), "precision_checks_failed": _failed(prec),
             "precision_checks_caught": _caught(prec),
             "engines_built": counts["built"], "engines_reused": counts["reused"], "engine_uses": counts["uses"],
+            "engine_session_reuses": counts["session_reuses"],
             "build_seconds": counts["build_seconds"],
             "parser_checks": len(parser), "parser_checks_failed": _failed(parser),
             "parser_checks_caught": _caught(parser),
