@@ -2,7 +2,9 @@
 
 Usage errors (exit 2): a storage that cannot be opened or read, a run that is missing, rejected
 (forged: its signature does not verify) or damaged, a model file that is not the one a run
-tested. ``diff --fail`` exits 1 on a regression; ``recheck`` exits 1 when a re-checked output fails.
+tested. ``diff --fail`` exits 1 on a regression, or when it compared no output at all (the gate
+judged nothing); ``recheck`` exits 1 when a re-judged verdict disagrees with the recorded one (a
+check recorded as failed that fails again, a caught negative control, agrees: exit 0).
 """
 
 from __future__ import annotations
@@ -120,13 +122,13 @@ def run_diff(args: Any) -> int:
             emit_json({"a": a_entry.id, "b": b_entry.id, **drift.to_json()})
         else:
             print(f"run {b_entry.number} {b_entry.id} against run {a_entry.number} {a_entry.id}")
-            for line in drift_lines(drift, title="drift"):
+            for line in drift_lines(drift, title="drift", flag="--fail", save="pytest --trt-save NAME"):
                 print(line)
         if drift.gated and not drift.passed:
             if args.json:  # the line CI logs look for, on stderr beside the JSON
                 import sys
 
-                print(failure_line(drift), file=sys.stderr)
+                print(failure_line(drift, flag="--fail", save="pytest --trt-save NAME"), file=sys.stderr)
             return 1
         return 0
     finally:
@@ -200,6 +202,6 @@ def run_recheck(args: Any) -> int:
                 print(f"  skipped  {nodeid}: {why}")
             print("every verdict agrees with the recorded one" if result.agrees else
                   "some verdicts DISAGREE with the recorded ones")
-        return 0 if result.passed else 1
+        return 0 if result.agrees else 1
     finally:
         store.close()

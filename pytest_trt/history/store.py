@@ -186,7 +186,8 @@ class RunStore:
             self._redact = Redactor(str(path))
             root = str(path)
         self.stats = CacheStats()
-        self.transport = Transport(root, auth if self.url else None, where, self.stats)
+        # a directory goes through the standard library (no fsspec); only a URL needs the remote extra
+        self.transport = Transport(root, auth if self.url else None, where, self.stats, what="saved runs")
 
     def close(self) -> None:
         self.transport.close()

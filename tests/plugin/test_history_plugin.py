@@ -99,6 +99,34 @@ def test_latest_is_never_a_run_whose_gate_failed(project):
     assert failed_id not in result.stdout.str()
 
 
+def test_a_gate_that_compared_no_output_fails_the_session(project):
+    assert run(project, "--trt-fp16", "--trt-save=base", "-k", "opset17").ret == 0
+    # an ordinary refactor: the test file is renamed, so no test id matches the stored run's
+    (project.path / "test_encoder_fp16.py").rename(project.path / "test_renamed.py")
+    result = run(project, "--trt-fp16", "--trt-compare-run=base", GATE, "-k", "opset17")
+    assert result.ret == 1
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*pytest-trt drift against run *-base (base): 0 output(s) compared; 1 of the stored run's output(s) NOT in "
+        "this run, not judged (test_encoder_fp16.py::test_encoder_opset17_accuracy[[]last_hidden_state[]]); gate*",
+        "*pytest-trt drift gate FAILED against run *-base: no output compared (--trt-compare-fail=max_abs:+25%): "
+        "1 output(s) only in this run, 1 only in the stored run; a gate that judged nothing cannot pass. Select the "
+        "same tests as the stored run*or save a new baseline with --trt-save NAME*",
+    ])
+    # everything deselected: the same
+    assert run(project, "--trt-fp16", "--trt-compare-run=base", GATE, "-k", "nothing_matches").ret == 1
+    # without a gate nothing fails (the drift is only shown)
+    assert run(project, "--trt-fp16", "--trt-compare-run=base", "-k", "opset17").ret == 0
+
+
+def test_outputs_of_the_stored_run_missing_from_a_gated_session_are_named(project):
+    assert run(project, "--trt-fp16", "--trt-save=base").ret == 0
+    result = run(project, "--trt-fp16", "--trt-compare-run=base", GATE, "-k", "opset17")
+    assert result.ret == 0  # one output compared, within the gate: passes, and says what it did not judge
+    result.stdout.fnmatch_lines(["*: 1 output(s) compared; 4 of the stored run's output(s) NOT in this run, not "
+                                 "judged (*, *, * and 1 more); gate max_abs:+25%: 0 regressed, 0 improved"])
+
+
 def test_a_damaged_or_missing_stored_run_is_a_usage_error(project):
     assert run(project, "--trt-fp16", "--trt-save=fp16", "-k", "opset17").ret == 0
     [run_id] = runs_of(project)
