@@ -10,6 +10,7 @@ check recorded as failed that fails again, a caught negative control, agrees: ex
 from __future__ import annotations
 
 import re
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,10 @@ def _entries(store: RunStore):
 def _load(store: RunStore, spec: str, entries=None) -> tuple[Any, dict]:
     entries = _entries(store) if entries is None else entries
     entry = store.select(spec, entries)
+    if store.skipped:
+        print(f"warning: {spec}: skipped damaged run(s) " + "; ".join(f"{e.id} ({e.reason})" for e in store.skipped),
+              file=sys.stderr)
+        store.skipped.clear()
     try:
         return entry, store.load(entry)
     except RejectedEntry as exc:
@@ -57,7 +62,10 @@ def _load(store: RunStore, spec: str, entries=None) -> tuple[Any, dict]:
 def run_list(args: Any) -> int:
     store = _store(args)
     try:
-        entries = _entries(store)
+        try:  # each run.json checked against its manifest, as `runs show` reads it
+            entries = store.entries(verify=True)
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
         if args.json:
             emit_json({"storage": store.shown, "runs": [
                 {"num": e.number, "id": e.id, "name": e.name, "status": e.status, "reason": e.reason or None,
@@ -126,8 +134,6 @@ def run_diff(args: Any) -> int:
                 print(line)
         if drift.gated and not drift.passed:
             if args.json:  # the line CI logs look for, on stderr beside the JSON
-                import sys
-
                 print(failure_line(drift, flag="--fail", save="pytest --trt-save NAME"), file=sys.stderr)
             return 1
         return 0
@@ -154,12 +160,13 @@ def run_prune(args: Any) -> int:
         max_bytes = parse_size(args.max_size)
     except UsageError:
         raise UsageError(f"--max-size {args.max_size!r}: give a size such as 2G or 500M") from None
-    if older is None and args.keep is None and max_bytes is None:
-        raise UsageError("runs prune: say what to delete: --older-than AGE, --keep N or --max-size SIZE")
+    if older is None and args.keep is None and max_bytes is None and not args.damaged:
+        raise UsageError("runs prune: say what to delete: --older-than AGE, --keep N, --max-size SIZE or --damaged")
     store = _store(args)
     try:
         try:
-            removed = store.prune(older_than=older, keep=args.keep, max_bytes=max_bytes, dry_run=args.dry_run)
+            removed = store.prune(older_than=older, keep=args.keep, max_bytes=max_bytes, dry_run=args.dry_run,
+                                  damaged=args.damaged)
         except StoreError as exc:
             raise UsageError(str(exc)) from None
         if args.json:

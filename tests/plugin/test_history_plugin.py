@@ -127,6 +127,37 @@ def test_outputs_of_the_stored_run_missing_from_a_gated_session_are_named(projec
                                  "judged (*, *, * and 1 more); gate max_abs:+25%: 0 regressed, 0 improved"])
 
 
+def test_a_damaged_run_is_listed_as_damaged_skipped_by_latest_and_pruned(project, capsys):
+    from pytest_trt.cli import main
+
+    assert run(project, "--trt-fp16", "--trt-save=old", "-k", "opset17").ret == 0
+    assert run(project, "--trt-fp16", "--trt-save=new", "-k", "opset17").ret == 0
+    old_id, new_id = runs_of(project)
+    run_json = project.path / ".trt-runs" / PREFIX / new_id / "run.json"
+    data = bytearray(run_json.read_bytes())
+    data[len(data) // 2] ^= 1  # one byte changed
+    run_json.write_bytes(bytes(data))
+    storage = f"--storage={project.path / '.trt-runs'}"
+    capsys.readouterr()  # (the sessions' output)
+    assert main(["runs", "list", storage]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[1] == old_id and "exit 0" in out[1]
+    assert out[2].split()[1] == new_id and "DAMAGED: run.json has" in out[2] and "(damaged or tampered)" in out[2]
+    assert main(["runs", "list", storage, "--json"]) == 0
+    assert [r["status"] for r in json.loads(capsys.readouterr().out)["runs"]] == ["ok", "damaged"]
+    # latest passes over it, with a warning naming it
+    result = run(project, "--trt-fp16", "--trt-compare-run", GATE, "-k", "opset17")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"*comparing with run {old_id} (#1, exit 0*",
+                                 f"pytest-trt: WARNING: skipped damaged run(s) for latest: {new_id} (run.json has *"])
+    capsys.readouterr()
+    assert main(["runs", "show", "latest", storage]) == 0
+    captured = capsys.readouterr()
+    assert f"run 1: {old_id}" in captured.out and f"skipped damaged run(s) {new_id}" in captured.err
+    assert main(["runs", "prune", storage, "--damaged"]) == 0
+    assert "deleted 1 run(s)" in capsys.readouterr().out and runs_of(project) == [old_id]
+
+
 def test_a_damaged_or_missing_stored_run_is_a_usage_error(project):
     assert run(project, "--trt-fp16", "--trt-save=fp16", "-k", "opset17").ret == 0
     [run_id] = runs_of(project)
