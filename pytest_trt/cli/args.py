@@ -158,6 +158,8 @@ def check_empty_values(args: argparse.Namespace, parser: argparse.ArgumentParser
     error naming the flag or argument and what to give, never silently the default."""
     for action in _value_actions(parser):
         value = getattr(args, action.dest, None)
+        if getattr(action, "empty_refused_by_command", False):  # the command says more about it than we can
+            continue
         if value is None or value is action.default or not _blank(value):
             continue
         name = max(action.option_strings, key=len) if action.option_strings else (action.metavar or action.dest)

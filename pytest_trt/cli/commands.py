@@ -197,8 +197,9 @@ def add_remote_cache(sub: Any) -> None:
                                 "and NAME.pub (the 'ed25519:...' public key: give it to every runner) into DIR. "
                                 "Never overwrites a key.")
     keygen.add_argument("--out", default=".", metavar="DIR", help="directory of the key files (default: .)")
-    keygen.add_argument("--name", default="pytest-trt-cache",
-                        help="file name stem: letters, digits, '_', '.', '-' (default: pytest-trt-cache)")
+    name = keygen.add_argument("--name", default="pytest-trt-cache",
+                               help="file name stem: letters, digits, '_', '.', '-' (default: pytest-trt-cache)")
+    name.empty_refused_by_command = True  # generate_keypair's own message says what an empty stem would make
     keygen.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     keygen.set_defaults(run=_later(remote_cache, "run_keygen"))
 

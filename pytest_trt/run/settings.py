@@ -273,6 +273,17 @@ def _refuse_empty(opt: Option, where: str, how: str) -> None:
                      f"`--{opt.name}=$VAR` gives an empty value, which would have been ignored)")
 
 
+def _check_not_empty(config, opt: Option, cli) -> None:
+    """UsageError for an empty value of ``opt`` on the command line, else in the ini file."""
+    if cli is not None:
+        if _is_empty(cli):
+            _refuse_empty(opt, f"--{opt.name}=", f"--{opt.name}={_how(opt)}")
+        return
+    raw = _raw_ini(config, opt.ini)
+    if raw is not None and _is_empty(raw if isinstance(raw, (list, tuple)) else str(raw)):
+        _refuse_empty(opt, f"ini {opt.ini}", f"{opt.ini} = {_how(opt)}")
+
+
 def lookup_option(config, opt: Option, *, env: bool = True):
     """One option's value and where it came from: the command line, then its environment variable
     (:attr:`Option.env`; skipped with ``env=False``), then the ini, then the default; returns
@@ -284,12 +295,8 @@ def lookup_option(config, opt: Option, *, env: bool = True):
     ``--trt-save=$TAG`` with ``TAG`` unset a silent no-op. An environment variable that is set but
     empty counts as unset (a fork's CI without the secret it names)."""
     cli = config.getoption(opt.dest, default=None)
-    if opt.kind != "bool" and cli is not None and _is_empty(cli):
-        _refuse_empty(opt, f"--{opt.name}=", f"--{opt.name}={_how(opt)}")
-    if opt.kind != "bool" and cli is None:
-        raw = _raw_ini(config, opt.ini)
-        if raw is not None and _is_empty(raw if isinstance(raw, (list, tuple)) else str(raw)):
-            _refuse_empty(opt, f"ini {opt.ini}", f"{opt.ini} = {_how(opt)}")
+    if opt.kind != "bool":
+        _check_not_empty(config, opt, cli)
     if cli is not None and cli != []:
         return _convert(opt, cli if opt.kind != "list" else tuple(cli), f"--{opt.name}"), f"--{opt.name}"
     if env and opt.env and os.environ.get(opt.env):
