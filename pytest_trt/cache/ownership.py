@@ -67,39 +67,11 @@ def claim_root(root: Path, hint: str, *, source: str | None = None) -> bool:
     """
     # named where the user may not see it from the command line: an environment variable, the ini file
     given = f" (from {source})" if source and source.startswith(("$", "ini ")) else ""
-    try:
-        os.mkdir(root, 0o777)
-        created = True
-    except FileExistsError:
-        created = False
-    except FileNotFoundError:
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-            created = True
-        except OSError as exc:
-            raise CacheError(
-                f"cannot create the pytest-trt cache directory {root}{given}: {why(exc)}. {hint}."
-            ) from exc
-    except OSError as exc:
-        raise CacheError(
-            f"cannot create the pytest-trt cache directory {root}{given}: {why(exc)}. {hint}."
-        ) from exc
+    created = _make_dir(root, hint, given)
     if not root.is_dir():
         raise CacheError(f"the pytest-trt cache directory {root}{given} is not a directory. {hint}.")
-    if not created and not is_cache_dir(root):
-        try:
-            foreign = sorted(n for n in os.listdir(root) if n not in ADOPTABLE)
-        except OSError as exc:
-            raise CacheError(f"cannot read the pytest-trt cache directory {root}{given}: {why(exc)}. "
-                             f"{hint}.") from exc
-        if foreign:
-            shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-            raise CacheError(
-                f"{root}{given} is not a pytest-trt cache: it holds other files ({shown}) and no {MARKER} "
-                f"marker. pytest-trt keeps its artifacts in a directory of its own and deletes only what it "
-                f"created there, so it does not use this one. Give a new or empty directory, e.g. "
-                f"{_example(root / '.trt-cache', source)}."
-            )
+    if not created:
+        _refuse_if_foreign(root, hint, given, source)
     marker = root / MARKER
     if not os.path.lexists(marker):
         try:
@@ -112,6 +84,66 @@ def claim_root(root: Path, hint: str, *, source: str | None = None) -> bool:
                 f"in Python ArtifactCache(..., read_only=True))."
             ) from exc
     return created
+
+def _make_dir(root: Path, hint: str, given: str) -> bool:
+    """Create ``root``; True when this call created it, False when it existed (made by the user,
+    or by another claimer a moment ago: the caller then checks whose it is)."""
+    for attempt in (1, 2):
+        try:
+            os.mkdir(root, 0o777)
+            return True
+        except FileExistsError:
+            return False
+        except FileNotFoundError as exc:
+            if attempt == 2:
+                raise CacheError(
+                    f"cannot create the pytest-trt cache directory {root}{given}: {why(exc)}. {hint}."
+                ) from exc
+            # Create the parents only, then root itself again with os.mkdir: mkdir(exist_ok=True) on
+            # root would call a directory someone else made meanwhile "created" and skip the check.
+            try:
+                root.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc2:
+                raise CacheError(
+                    f"cannot create the pytest-trt cache directory {root}{given}: {why(exc2)}. {hint}."
+                ) from exc2
+        except OSError as exc:
+            raise CacheError(
+                f"cannot create the pytest-trt cache directory {root}{given}: {why(exc)}. {hint}."
+            ) from exc
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _refuse_if_foreign(root: Path, hint: str, given: str, source: str | None) -> None:
+    """Refuse an existing ``root`` that is neither a cache nor empty (but for :data:`ADOPTABLE`).
+
+    Another claimer may be creating the same directory right now: it writes the marker before
+    anything else, so the directory is listed first and checked for the marker after. Whatever
+    of a claimer's the listing saw, its marker was there before; a marker written after the
+    listing leaves the listing empty (adopted: both claimers agree). The marker counts only as a
+    regular file, a link or directory of that name is the user's. A marker still being written
+    (created, not yet filled) is a regular file: the directory is a cache.
+    """
+    try:
+        names = os.listdir(root)
+    except OSError as exc:
+        raise CacheError(f"cannot read the pytest-trt cache directory {root}{given}: {why(exc)}. "
+                         f"{hint}.") from exc
+    if is_cache_dir(root):
+        return
+    foreign = sorted(n for n in names if n not in ADOPTABLE)
+    if not foreign:
+        return
+    shown = ", ".join(repr(n) for n in foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+    marker = (f"its {MARKER} is not a regular file (a link or a directory)" if MARKER in names
+              else f"no {MARKER} marker")
+    raise CacheError(
+        f"{root}{given} is not a pytest-trt cache: it holds other files ({shown}) and {marker}. "
+        f"pytest-trt keeps its artifacts in a directory of its own and deletes only what it "
+        f"created there, so it does not use this one. Give a new or empty directory, e.g. "
+        f"{_example(root / '.trt-cache', source)}."
+    )
+
 
 def _example(path: Path, source: str | None) -> str:
     """A new cache directory given where the refused one came from (``PYTEST_TRT_CACHE_DIR=...``,

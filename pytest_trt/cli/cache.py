@@ -9,14 +9,15 @@ The flags are defined with the other subcommands' in :mod:`pytest_trt.cli.comman
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from datetime import datetime
 from pathlib import Path
 
-from ..cache import ArtifactCache, CacheEntry, is_cache_dir
+from ..cache import MARKER, ArtifactCache, CacheEntry, is_cache_dir
 from ..cache.prune import groups, plan_prune, uses_of
-from ..core.locations import default_cache_dir
+from ..core.locations import CACHE_DIR_ENV, default_cache_dir
 from ..errors import UsageError
 from ..run.settings import parse_size
 from .common import emit_json
@@ -25,21 +26,32 @@ _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 def parse_age(text: str) -> float:
-    """``"7d"`` -> seconds; UsageError naming ``--max-age`` otherwise."""
+    """``"7d"`` -> seconds; UsageError naming ``--max-age`` otherwise. A unit is required: a bare
+    ``3`` is refused, not read as 3 seconds (which pruned the whole cache where days were meant)."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", str(text).lower())
     if not m:
         raise UsageError(f"invalid --max-age {text!r}: use a number with a unit s, m, h, d or w, e.g. 7d")
-    return float(m.group(1)) * _AGE_UNITS[m.group(2) or "s"]
+    if not m.group(2):
+        n = m.group(1)
+        raise UsageError(f"--max-age {n}: give a unit, e.g. {n}d (days) or {n}h (hours); s, m and w "
+                         f"(seconds, minutes, weeks) also work")
+    return float(m.group(1)) * _AGE_UNITS[m.group(2)]
 
 
 def _open(args, *, read_only: bool) -> ArtifactCache:
     root = Path(args.cache_dir or default_cache_dir()).expanduser()
+    # where root came from, for the refusal: the flag the user typed, else the default it fell back to
+    if args.cache_dir:
+        origin, fix = " (--cache-dir)", ("check the path: --cache-dir takes the directory your test runs use as "
+                                         "their cache (--trt-cache-dir, default <project root>/.trt-cache)")
+    else:
+        env = os.environ.get(CACHE_DIR_ENV)
+        origin = f" (from ${CACHE_DIR_ENV})" if env else " (the default, <project root>/.trt-cache)"
+        fix = "give --cache-dir DIR, the cache directory your test runs use"
     if not root.is_dir():
-        raise UsageError(f"no pytest-trt cache at {root.resolve()}: give --cache-dir DIR, the cache directory "
-                         f"your test runs use")
+        raise UsageError(f"no pytest-trt cache at {root.resolve()}{origin}: {fix}")
     if not is_cache_dir(root):
-        raise UsageError(f"{root.resolve()} is not a pytest-trt cache (no .pytest-trt-cache marker): give "
-                         f"--cache-dir DIR, the cache directory your test runs use")
+        raise UsageError(f"{root.resolve()}{origin} is not a pytest-trt cache (no {MARKER} marker): {fix}")
     return ArtifactCache(root, read_only=read_only)
 
 

@@ -177,7 +177,8 @@ def add_cache(sub: Any) -> None:
         a.add_argument("--json", action="store_true", help="machine-readable output on stdout")
         if name == "prune":
             a.add_argument("--max-age", metavar="AGE", default=None,
-                           help="remove what was last used longer ago than AGE: 30m, 12h, 7d, 2w (or seconds)")
+                           help="remove what was last used longer ago than AGE, with a unit: 30m, 12h, 7d, 2w "
+                                "(a bare number is refused)")
             a.add_argument("--max-size", metavar="SIZE", default=None,
                            help="then remove least recently used entries until at most SIZE remain: 500M, 20G")
             a.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")

@@ -30,7 +30,7 @@ from .changes import layerwise_growth, precision_changes
 from .fingerprint import cause_line, environment_changes
 from .gate import METRICS, Judgement, Threshold, judge
 
-__all__ = ["DriftReport", "OutputDrift", "compare_reports", "failure_line", "missing_text"]
+__all__ = ["DriftReport", "OutputDrift", "compare_reports", "failure_line", "missing_text", "unmatched_parts"]
 
 #: the metrics the terminal's drift table shows (all are judged and in the JSON)
 SHOWN = ("x_tol", "max_abs", "max_rel", "cosine")
@@ -129,6 +129,21 @@ class DriftReport:
         }
 
 
+def unmatched_parts(drift: DriftReport) -> list[str]:
+    """What the drift did not compare, one phrase each (terminal and HTML): outputs only in one of
+    the runs, outputs of negative controls."""
+    parts = []
+    if drift.only_new:
+        parts.append(f"{len(drift.only_new)} output(s) only in this run")
+    if drift.only_old:
+        parts.append(f"{len(drift.only_old)} only in the stored run")
+    if drift.not_gated == 1:
+        parts.append("1 output of a negative control (xfail) not compared")
+    elif drift.not_gated:
+        parts.append(f"{drift.not_gated} outputs of negative controls (xfail) not compared")
+    return parts
+
+
 def failure_line(drift: DriftReport, *, flag: str = "--trt-compare-fail", save: str = "--trt-save NAME") -> str:
     """The one line a failed drift gate prints (and the session failure's text):
 
@@ -140,7 +155,7 @@ def failure_line(drift: DriftReport, *, flag: str = "--trt-compare-fail", save: 
     """
     gate = ",".join(str(t) for t in drift.thresholds)
     if drift.judged_nothing:
-        controls = f", {drift.not_gated} of negative controls (never gated)" if drift.not_gated else ""
+        controls = f", {drift.not_gated} output(s) of negative controls (never gated)" if drift.not_gated else ""
         return (f"pytest-trt drift gate FAILED against run {drift.against}: no output compared ({flag}={gate}): "
                 f"{len(drift.only_new)} output(s) only in this run, {len(drift.only_old)} only in the stored run"
                 f"{controls}; a gate that judged nothing cannot pass. Select the same tests as the stored run (test "

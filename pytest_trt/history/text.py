@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..core.formatting import fmt_ratio
 from .changes import precision_change_lines
-from .drift import SHOWN, DriftReport, OutputDrift, failure_line, missing_text
+from .drift import SHOWN, DriftReport, OutputDrift, failure_line, missing_text, unmatched_parts
 from .gate import figure_text
 
 __all__ = ["drift_lines"]
@@ -49,13 +49,7 @@ def _table_lines(drift: DriftReport, max_rows: int) -> list[str]:
 
 
 def _unmatched_line(drift: DriftReport) -> list[str]:
-    extra = []
-    if drift.only_new:
-        extra.append(f"{len(drift.only_new)} output(s) only in this run")
-    if drift.only_old:
-        extra.append(f"{len(drift.only_old)} only in the stored run")
-    if drift.not_gated:
-        extra.append(f"{drift.not_gated} of negative controls (xfail) not compared")
+    extra = unmatched_parts(drift)
     return ["  " + "; ".join(extra)] if extra else []
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..history.changes import precision_change_lines
-from ..history.drift import SHOWN, DriftReport, OutputDrift, failure_line
+from ..history.drift import SHOWN, DriftReport, OutputDrift, failure_line, unmatched_parts
 from ..history.gate import figure_text
 from .html_figures import esc
 
@@ -74,13 +74,7 @@ def drift_section(history: Any) -> str:
             out.append(f'<tr><td class="nw {cls}"><b>{esc(word)}</b></td>' + "".join(_cell(row, m) for m in SHOWN)
                        + f'<td class="mono name">{esc(row.label)}</td></tr>')
         out.append("</tbody></table>")
-    extra = []
-    if drift.only_new:
-        extra.append(f"{len(drift.only_new)} output(s) only in this run")
-    if drift.only_old:
-        extra.append(f"{len(drift.only_old)} only in the stored run")
-    if drift.not_gated:
-        extra.append(f"{drift.not_gated} of negative controls (xfail) not compared")
+    extra = unmatched_parts(drift)
     if extra:
         out.append(f'<p class="note">{esc("; ".join(extra))}</p>')
     if drift.precision:

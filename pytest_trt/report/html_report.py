@@ -149,8 +149,16 @@ def _badges(results: list[dict], rows: list[dict], prec: list[dict], counts: dic
             + _badge(len(rows), f"outputs compared ({failed_out} outside tolerance" + not_counting, failed_out > 0)
             + _badge(len(prec), f"precision checks ({failed_p} failed" + not_counting, failed_p > 0)
             + _badge(counts["built"], f"engines built ({counts['build_seconds']:.2f}s)")
-            + _badge(counts["reused"], "engines reused from the cache")
+            + _reuse_badges(counts)
             + "</div>")
+
+
+def _reuse_badges(counts: dict) -> str:
+    """Engines loaded from the cache and, where there were any, uses of engines this session built
+    (the rows' "cache hit" on a first run)."""
+    again = counts["session_reuses"]
+    return (_badge(counts["reused"], "engines reused from the cache")
+            + (_badge(again, "uses of engines built in this session") if again else ""))
 
 
 def _unchecked_badge(results: list[dict]) -> str:

@@ -85,12 +85,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 8; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 9; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 8,
+      "schema_version": 9,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -120,6 +120,7 @@ Schema (``schema_version`` 8; the normative form is ``report.schema.json``)
         "outputs_caught": 1,                            # failed in negative controls, as expected (xfail)
         "precision_checks": 2, "precision_checks_failed": 0, "precision_checks_caught": 0,
         "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84,
+        "engine_session_reuses": 1,                     # uses that were cache hits on engines built in this session
         "parser_checks": 2, "parser_checks_failed": 0,  # --trt-parser-check / trt.check_parser()
         "parser_checks_caught": 0,
         "parser_promotions": 4,                         # distinct (model, policy, node) computed higher than planned
@@ -351,7 +352,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -516,6 +517,7 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
             "precision_checks": len(prec), "precision_checks_failed": _failed(prec),
             "precision_checks_caught": _caught(prec),
             "engines_built": counts["built"], "engines_reused": counts["reused"], "engine_uses": counts["uses"],
+            "engine_session_reuses": counts["session_reuses"],
             "build_seconds": counts["build_seconds"],
             "parser_checks": len(parser), "parser_checks_failed": _failed(parser),
             "parser_checks_caught": _caught(parser),

@@ -48,18 +48,24 @@ def records_of(results: Iterable[dict], cls: type[R]) -> Iterator[tuple[dict, R]
 
 def engine_counts(results: Iterable[dict]) -> dict[str, Any]:
     """Engines by content key: ``built`` (built in this session at least once), ``reused`` (only ever
-    loaded from the cache or reused in process), ``uses`` (engine records), ``build_seconds`` (sum)."""
+    loaded from the cache: built by an earlier run), ``uses`` (engine records), ``session_reuses``
+    (uses that were cache hits on an engine this session built: the rows' "cache hit" on a first
+    run), ``build_seconds`` (sum)."""
     built: dict[str, float] = {}
     hit: set[str] = set()
     uses = 0
+    records = []
     for _, rec in records_of(results, EngineRecord):
         uses += rec.count
         key = rec.key or f"{rec.model}|{rec.policy}|{rec.backend}"
+        records.append((key, rec))
         if rec.cache_hit:
             hit.add(key)
         else:
             built[key] = built.get(key, 0.0) + float(rec.build_seconds or 0.0)
-    return {"built": len(built), "reused": len(hit - set(built)), "uses": uses,
+    # a condensed record that built its engine counts the build once; its other uses were reuses
+    session_reuses = sum(rec.count - (0 if rec.cache_hit else 1) for key, rec in records if key in built)
+    return {"built": len(built), "reused": len(hit - set(built)), "uses": uses, "session_reuses": session_reuses,
             "build_seconds": round(sum(built.values()), 4)}
 
 

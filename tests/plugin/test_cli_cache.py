@@ -111,3 +111,33 @@ def _precision(cache, key: str) -> str | None:
         if e.key == key:
             return e.manifest["parts"]["precision"]
     return None
+
+
+@pytest.mark.parametrize("age", ["3", "1.5", " 14 "])
+def test_an_age_without_a_unit_is_refused_and_nothing_is_removed(filled, capsys, age):
+    before = len(filled.entries())
+    assert main(["cache", "prune", "--cache-dir", str(filled.root), "--max-age", age]) == 2
+    n = age.strip()
+    assert f"--max-age {n}: give a unit, e.g. {n}d (days) or {n}h" in capsys.readouterr().err
+    assert len(filled.entries()) == before  # a bare 3 meant 3 seconds: the whole cache went
+
+
+@pytest.mark.parametrize(("given", "env", "said", "not_said"), [
+    ("mystuff", None, ["(--cache-dir) is not a pytest-trt cache", "check the path"], ["give --cache-dir"]),
+    ("nowhere", None, ["no pytest-trt cache at", "(--cache-dir)", "check the path"], ["give --cache-dir"]),
+    (None, "mystuff", ["(from $PYTEST_TRT_CACHE_DIR) is not a pytest-trt cache", "give --cache-dir DIR"], []),
+    (None, "nowhere", ["(from $PYTEST_TRT_CACHE_DIR)", "give --cache-dir DIR"], []),
+])
+def test_a_refused_cache_dir_is_worded_for_where_it_came_from(tmp_path, monkeypatch, capsys, given, env, said,
+                                                               not_said):
+    (tmp_path / "mystuff").mkdir()
+    (tmp_path / "mystuff" / "notes.txt").write_text("mine")
+    monkeypatch.delenv("PYTEST_TRT_CACHE_DIR", raising=False)
+    if env:
+        monkeypatch.setenv("PYTEST_TRT_CACHE_DIR", str(tmp_path / env))
+    args = ["cache", "list"] + (["--cache-dir", str(tmp_path / given)] if given else [])
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert all(s in err for s in said), err
+    assert not any(s in err for s in not_said), err
+    assert sorted(os.listdir(tmp_path / "mystuff")) == ["notes.txt"]

@@ -72,6 +72,34 @@ def test_suggest_builds_count_in_the_summary_and_the_json(pytester):
     assert (data["summary"]["engines_built"], data["summary"]["engines_reused"]) == (0, 2)
 
 
+SAME_ENGINE_TWICE = f'''
+import pytest
+
+@pytest.mark.trt(model={str(ENCODER)!r}, precision="fp16", dims={{"batch": 1, "sequence": 4}}, atol=1.0, rtol=1.0)
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_same_engine(trt, seed):
+    trt.check(trt.feeds(seed=seed))
+'''
+
+
+def test_engines_line_counts_reuse_within_the_session_as_the_rows_do(pytester):
+    """review2 row 12e: a first run said "0 reused from the cache" while rows said "cache hit"."""
+    pytester.makepyfile(test_same=SAME_ENGINE_TWICE)
+    result = _run(pytester)  # a fresh cache: built by the first test, reused by the other two
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["engines: 1 built (*s), 0 reused from the cache; 3 use(s) by tests, "
+                                 "2 of them reusing an engine built in this session"])
+    assert len([line for line in result.outlines if " cache hit " in line and "test_same_engine" in line]) == 2
+    summary = _report(pytester)["summary"]
+    assert (summary["engines_built"], summary["engines_reused"], summary["engine_uses"],
+            summary["engine_session_reuses"]) == (1, 0, 3, 2)
+
+    result = _run(pytester)  # the same cache again: loaded from disk, nothing built in this session
+    result.stdout.fnmatch_lines(["engines: 0 built (0.00s), 1 reused from the cache; 3 use(s) by tests"])
+    assert "reusing an engine built in this session" not in result.stdout.str()
+    assert _report(pytester)["summary"]["engine_session_reuses"] == 0
+
+
 CHECK = f'''
 import pytest
 

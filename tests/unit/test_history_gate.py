@@ -16,6 +16,8 @@ from pytest_trt.history.drift import compare_reports, failure_line
 from pytest_trt.history.gate import change_text, figure_text, judge, parse_gate
 from pytest_trt.history.names import module_pattern, node_key
 from pytest_trt.history.runid import RUN_ID_RE, check_name, make_run_id, run_time
+from pytest_trt.history.text import drift_lines
+from pytest_trt.report.html_history import drift_section
 
 
 # ----------------------------------------------------------------------------- expressions
@@ -242,3 +244,25 @@ def test_layerwise_growth_lists_the_tensors_whose_error_grew_most():
                                                          ("/ln/Pow_output_0", "/enc/ln/Pow")]
     assert grown[0]["growth"] == math.inf and grown[1]["growth"] == pytest.approx(40.0)
     assert layerwise_growth({"tests": []}, new) == []
+
+
+@pytest.mark.parametrize(("control_outputs", "said"), [
+    (1, "1 output of a negative control (xfail) not compared"),
+    (2, "2 outputs of negative controls (xfail) not compared"),
+])
+def test_outputs_of_negative_controls_not_compared_are_counted_in_english(control_outputs, said):
+    outs = [_out(f"o{i}", max_abs=1.0) for i in range(control_outputs)]
+    old = {"id": "A", "name": "base", "fingerprint": None,
+           "report": _report([_test("t.py::a", [_out()]), _test("t.py::control", outs, outcome="xfailed")])}
+    new = _report([_test("t.py::a", [_out()]), _test("t.py::control", outs, outcome="xfailed")])
+    drift = compare_reports(old, new, parse_gate(["max_abs:+25%"]))
+    assert drift.not_gated == control_outputs
+    text = "\n".join(drift_lines(drift))
+    assert said in text and " of negative controls" not in text.replace(said, "")
+
+    class History:
+        pass
+
+    history = History()
+    history.drift = drift  # type: ignore[attr-defined]
+    assert said in drift_section(history)

@@ -17,6 +17,7 @@ import pytest
 
 from pytest_trt.backends import get_backend
 from pytest_trt.compare import compare_outputs
+from pytest_trt.core.records import EngineRecord
 from pytest_trt.report import html_report, json_report, plots, summary
 from pytest_trt.run.settings import Settings
 
@@ -236,7 +237,8 @@ def test_accuracy_rows_put_the_worst_offenders_first(results):
 
 
 def test_engine_counts_are_by_content_key(results):
-    assert summary.engine_counts(results) == {"built": 1, "reused": 1, "uses": 3, "build_seconds": 0.5}
+    assert summary.engine_counts(results) == {"built": 1, "reused": 1, "uses": 3, "session_reuses": 1,
+                                              "build_seconds": 0.5}
 
 
 def test_precision_nodes_select_the_constrained_nodes(results):
@@ -285,7 +287,8 @@ def test_terminal_summary_rows_counts_and_precision(results):
     summary.write_terminal_summary(tr, fake_session(), results)
     text = "\n".join(tr.lines)
     assert "backend emulate (CPU precision emulation on ONNX Runtime, not TensorRT)" in text
-    assert "engines: 1 built (0.50s), 1 reused from the cache; 3 use(s) by tests" in text
+    assert ("engines: 1 built (0.50s), 1 reused from the cache; 3 use(s) by tests, 1 of them reusing an engine "
+            "built in this session") in text
     assert "accuracy: 3 output(s) in 2 test(s), 1 outside tolerance; worst first (x tol > 1 fails)" in text
     header = next(i for i, line in enumerate(tr.lines) if line.lstrip().startswith("x tol"))
     assert tr.lines[header].split() == ["x", "tol", "bound", "max", "abs", "atol", "max", "rel", "rtol", "engine", "test",
@@ -322,7 +325,7 @@ def test_terminal_summary_is_silent_without_results():
 def test_json_report_schema(results, tmp_path):
     path = json_report.write_json_report(tmp_path / "sub" / "r.json", fake_session(), results, 1)
     data = json.loads(path.read_text())  # strict JSON: no NaN literals
-    assert data["schema_version"] == json_report.SCHEMA_VERSION == 8
+    assert data["schema_version"] == json_report.SCHEMA_VERSION == 9
     assert data["exitstatus"] == 1
     meta = data["session"]
     for key in ("pytest_trt", "libraries", "gpu", "gpus", "backend", "backend_reason", "seed", "precision"):
@@ -390,6 +393,8 @@ def test_html_tables_and_precision_view(results, monkeypatch):
     assert "/l0/LayerNorm/Pow" in text and 'class="tag mm"' in text
     assert "first divergent node" in text and "/c/Pow (Pow, fp16), tensor /c/Pow_output_0" in text
     assert "CPU precision emulation on ONNX Runtime, not TensorRT" in text  # the backend's disclaimer
+    # k1 is built by one test and a cache hit in another; k2 only loaded from the cache
+    assert "engines reused from the cache" in text and "uses of engines built in this session" in text
 
 
 def test_html_escapes_names():
@@ -525,3 +530,24 @@ def test_the_binding_bound_is_named_also_when_a_floor_sits_exactly_at_its_limit(
     # a tie names the element rule
     assert summary.tolerance_bound({**base, "element_ratio": 0.5, "cosine": 0.9995,
                                     "min_cosine": 0.999})[1] == "element"
+
+
+def _engine(key: str, hit: bool, examples: int | None = None) -> EngineRecord:
+    return EngineRecord(model="m.onnx", policy="fp16", backend="emulate", cache_hit=hit, build_seconds=0.0 if hit else 1.0,
+                        key=key, gpu=None, examples=examples)
+
+
+@pytest.mark.parametrize(("tests", "expected"), [
+    # first run: built by one test, cache hits in two others (the rows' "cache hit")
+    ([[_engine("a", False)], [_engine("a", True)], [_engine("a", True)]], (1, 0, 3, 2)),
+    # a condensed record: built once and used twice more inside the same test
+    ([[_engine("a", False, examples=3)]], (1, 0, 3, 2)),
+    # loaded from an earlier run's cache: no reuse within the session counted
+    ([[_engine("b", True)], [_engine("b", True, examples=2)]], (0, 1, 3, 0)),
+    ([[_engine("a", False)], [_engine("b", True), _engine("a", True)]], (1, 1, 3, 1)),
+])
+def test_engine_counts_tell_reuse_in_the_session_from_reuse_of_the_cache(tests, expected):
+    counts = summary.engine_counts([{"nodeid": f"t{i}", "records": recs} for i, recs in enumerate(tests)])
+    assert (counts["built"], counts["reused"], counts["uses"], counts["session_reuses"]) == expected
+    line = summary.engines_line(counts)
+    assert line.endswith(f", {expected[3]} of them reusing an engine built in this session") == (expected[3] > 0)
