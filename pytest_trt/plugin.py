@@ -362,8 +362,11 @@ def _require_run(item, call, report, session, records) -> None:
     elif call.when == "call" and report.passed and not hasattr(report, "wasxfail") \
             and session.settings.require_run and not checked_something(records):
         report.outcome = "failed"
+        built = any(getattr(r, "kind", None) == "engine" for r in records or ())
+        what = (f"it built or ran its engine on {session.backend.name}, where a build is no check, and compared "
+                f"nothing" if built else "no engine built")
         report.longrepr = (f"{item.nodeid}: pytest-trt: passed without checking anything (no trt.check(), "
-                           f"assert_precision, check_parser, locate or suggest, and no engine built), but {source} "
+                           f"assert_precision, check_parser, locate or suggest; {what}), but {source} "
                            f"asks every collected trt test to test its engine here")
 
 

@@ -20,6 +20,12 @@ compares a backend's name:
                                baseline needs)
 ``Backend.shape_specific``     whether an engine is built for the input shapes (TensorRT's
                                optimization profiles); False: one build serves every shape
+``Backend.build_is_a_check``   whether building an engine can fail for a real reason (a real
+                               TensorRT / TensorRT-RTX builder parses the network, picks kernels
+                               and may reject the plan), so a test that only built its engine
+                               checked something; False (the default, so a plugin backend must
+                               claim it): a build that only writes a graph (``emulate``), and a
+                               test that only built or ran is "passed without checking anything"
 ``Backend.typing_reason(t)``   why ``--trt-typing t`` cannot be honoured here (None: it can)
 ``Engine.layer_evidence``      how :meth:`Engine.layers` knows what ran: ``"observed"`` (read
                                from the built engine) or ``"emulated"`` (derived from the plan)
@@ -219,6 +225,10 @@ class Backend(ABC):
     #: whether an engine is built for the input shapes (optimization profiles); False: one build
     #: serves every shape, so a command that only builds needs no input shapes
     shape_specific: bool = True
+    #: whether a build can fail for a real reason (a real TensorRT builder: parsing, kernel selection, the
+    #: plan's constraints), so that building an engine is a check of it. False by default: never assumed
+    #: (``emulate`` writes an ONNX graph; a plugin backend claims it by setting True)
+    build_is_a_check: bool = False
 
     @property
     def disclaimer(self) -> str | None:

@@ -29,6 +29,7 @@ the one written.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import numbers
@@ -127,6 +128,21 @@ def _compared_unknown(what: str, unknown: list, names: list[str]) -> str:
             f"compared: {', '.join(repr(n) for n in names) or '(none)'}")
 
 
+def _did_you_mean(unknown: list, names: list[str]) -> str:
+    """``; did you mean 'fp16' (a precision key) for 'fp61'?``: the closest precision key or output
+    name of each unknown key (difflib), so that a typo'd precision key is not read as an output."""
+    hints = []
+    for key in unknown:
+        word = str(key)
+        precision = difflib.get_close_matches(word.lower(), sorted(PRECISION_KEYS), n=1, cutoff=0.6)
+        output = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+        if precision:
+            hints.append(f"{precision[0]!r} (a precision key) for {word!r}")
+        elif output:
+            hints.append(f"{output[0]!r} (an output) for {word!r}")
+    return f"; did you mean {', '.join(hints)}?" if hints else ""
+
+
 @dataclass(frozen=True)
 class Criterion:
     """Per output, the tolerances and metric floors of a comparison and where each came from.
@@ -178,7 +194,7 @@ class Criterion:
                 if isinstance(value, Mapping):
                     bad = [k for k in value if k not in names]
                     if bad:
-                        raise UsageError(where + word(what, bad, names))
+                        raise UsageError(where + word(what, bad, names) + _did_you_mean(bad, names))
             for name in names:
                 outputs[name][what] = _first(what, name, given, default, where)
         resolved = {n: OutputCriterion(**settings) for n, settings in outputs.items()}

@@ -258,7 +258,11 @@ def result_message(outs: Sequence[OutputFigures], precision: str, equal_nan: boo
     ``criterion`` it was judged by, its head names where each tolerance and floor came from."""
     failed = [o for o in outs if not o.passed]
     tol_txt = _tolerance_text(outs, precision, criterion)
-    if no_check:
+    if no_check and any(math.isfinite(o.rtol) and math.isfinite(o.atol) for o in outs):
+        # explicit tolerances under no_check are a verdict: say so, or the head contradicts the failure below it
+        tol_txt += ("; no_check: only the given atol/rtol and floors apply (tolerances not given are inf; "
+                    "NaN/Inf mismatches and missing outputs still fail)")
+    elif no_check:
         tol_txt += "; no_check: no tolerance verdict (NaN/Inf mismatches, missing outputs and explicit floors still fail)"
     nan_txt = "NaN equals NaN (equal_nan=True)" if equal_nan else "NaN never equals NaN"
     if failed:

@@ -97,6 +97,9 @@ class EngineRecord(Record):
     gpu: dict[str, Any] | None
     #: ``"suggest"`` / ``"locate"``: built or loaded by trt.suggest() or a layerwise comparison (its layerwise build)
     via: str | None = None
+    #: True: the backend's build is a check (``Backend.build_is_a_check``: a real TensorRT builder, which can
+    #: reject the network), so a test that only built this engine checked something; unset: it is not
+    build_is_a_check: bool | None = None
 
 
 @dataclass(kw_only=True)

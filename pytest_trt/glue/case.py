@@ -609,7 +609,8 @@ class TrtCase:
         self.records.append(EngineRecord(model=plan.model.label, policy=plan.policy.describe(),
                                          backend=self.session.backend.name, cache_hit=bool(info.cache_hit),
                                          build_seconds=round(float(info.build_seconds or 0.0), 4), key=info.key,
-                                         gpu=self.session.record_gpu(), via=via))
+                                         gpu=self.session.record_gpu(), via=via,
+                                         build_is_a_check=True if self.session.backend.build_is_a_check else None))
 
     def _record_layerwise_engine(self, engine, before, via: str) -> None:
         """A layerwise comparison that built (or loaded) a separate engine (TensorRT < 10.12:

@@ -262,10 +262,7 @@ def _class_hints(glob: str, names: NodeNames | None, total: int) -> tuple[list[s
                  "pkg.torch.onnx name_scopes/class_hierarchy metadata)."],
                 "Select nodes with 'op:TYPE' or exact node names (`pytest-trt plan MODEL` lists them).")
     shorts = {short_class(c): c for c in names.classes()}
-    word = glob.strip("*?[]").lower()
-    lowered = {s.lower(): s for s in shorts}
-    close = closest(word, list(lowered), n=3) if word else []
-    shown = [f"{lowered[c]!r} ({shorts[lowered[c]]})" for c in close]
+    shown = [f"{c!r} ({shorts[c]})" for c in closest_classes(glob, list(shorts))]
     hints = [f"Closest module classes: {', '.join(shown) or '(none)'}."]
     known = sum(1 for e in names.values() if e.module_classes)
     if known < total:
@@ -373,6 +370,15 @@ def closest(word: str, candidates: list[str], n: int = 3) -> list[str]:
     return difflib.get_close_matches(word, shortlist, n=n, cutoff=0.0)
 
 
+def closest_classes(glob: str, classes: list[str], n: int = 3) -> list[str]:
+    """The ``n`` short module class names closest to a ``class:`` glob (without its prefix): its literal
+    part against the names, case-insensitively (``*RMSNrom`` -> ``Qwen3RMSNorm``). One ranking for the
+    per-model PatternError and the session's unmatched-pattern message."""
+    word = glob.strip("*?[]").lower()
+    lowered = {c.lower(): c for c in classes}
+    return [lowered[c] for c in closest(word, list(lowered), n=n)] if word else []
+
+
 def closest_names(pattern: str, names: list[str], n: int = 3) -> list[str]:
     """Node names closest to a glob: its literal pieces against the names' path components.
 
@@ -400,6 +406,7 @@ __all__ = [
     "OP_PREFIX",
     "Rule",
     "closest",
+    "closest_classes",
     "closest_names",
     "match_rules",
     "no_match_message",

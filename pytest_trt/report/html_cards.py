@@ -18,6 +18,7 @@ from .rows import (
     BAD_STATUSES,
     GOOD_STATUSES,
     caught,
+    caught_by_test,
     node_label,
     parser_rows,
     records_of,
@@ -33,10 +34,11 @@ _PRECISION_CLASS = {"fp32": "p-fp32", "fp16": "p-fp16", "bf16": "p-bf16", "mixed
 
 
 def tone_of_row(row: dict) -> str:
-    """An accuracy row's colour: a failing output of a caught negative control is neutral, not red."""
+    """An accuracy row's colour: a failing output whose failure was caught (a negative control, or inside a
+    test that passed) is neutral, not red."""
     if row["passed"]:
         return "good"
-    return "neutral" if (row.get("expected_failure") or {}).get("verdict") == "caught" else "bad"
+    return "neutral" if caught(row) else "bad"
 
 
 def abbr_nodeid(nodeid: str, width: int = NAME_CHARS) -> str:
@@ -116,7 +118,8 @@ def _criterion_html(r: dict) -> str:
 
 def _failure_card(r: dict, anchor: str, use_png: bool) -> str:
     neutral = tone_of_row(r) == "neutral"
-    tag = '<span class="tag">expected failure, caught</span>' if neutral else ""
+    tag = ('<span class="tag">caught by the test</span>' if caught_by_test(r)
+           else '<span class="tag">expected failure, caught</span>') if neutral else ""
     if r.get("examples", 1) > 1:
         tag += f'<span class="tag">worst of {r["examples"]} checks</span>'
     parts = [f'<div class="card{"" if neutral else " fail"}" id="{anchor}"><h3><span class="mono">{abbr_nodeid(r["test"])}'

@@ -35,9 +35,10 @@ from .html_figures import css_heatmap, css_histogram, esc, svg_curve
 from .html_history import drift_by_output, drift_cell, drift_section
 from .html_ledger import LEDGER_CSS, SORT_SCRIPT, ledger_section
 from .json_report import session_metadata
-from .outcomes import checked_nothing, tone, verdict_text
+from .outcomes import caught_in_test, checked_nothing, tone, verdict_text
 from .plots import matplotlib_available
 from .rows import accuracy_rows, binding_text, engine_counts, ledger_rows, precision_rows, records_of
+from .rows import caught as caught_row
 
 #: failing outputs drawn with figures (worst first); later cards have the facts only
 FIGURE_CARDS = 40
@@ -138,19 +139,27 @@ def _badges(results: list[dict], rows: list[dict], prec: list[dict], counts: dic
         outcomes[res.get("outcome") or "?"] = outcomes.get(res.get("outcome") or "?", 0) + 1
     bad_tests = sum(1 for r in results if tone(r) == "bad")
     failed_out = sum(1 for r in rows if not r["passed"] and tone_of_row(r) == "bad")
-    failed_p = sum(1 for p in prec if not p["passed"] and (p.get("expected_failure") or {}).get("verdict") != "caught")
+    failed_p = sum(1 for p in prec if not p["passed"] and not caught_row(p))
     caught = sum(1 for r in results if (r.get("expected_failure") or {}).get("verdict") == "caught")
-    not_counting = ", not counting negative controls)" if caught else ")"
+    not_counting = _not_counting(results, caught)
     breakdown = ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items()))
     return ('<div class="badges">'
             + _badge(len(results), f"trt tests ({breakdown or 'none'})", bad_tests > 0)
             + (_badge(caught, "negative controls caught") if caught else "")
             + _unchecked_badge(results)
+            + _caught_in_test_badge(results)
             + _badge(len(rows), f"outputs compared ({failed_out} outside tolerance" + not_counting, failed_out > 0)
             + _badge(len(prec), f"precision checks ({failed_p} failed" + not_counting, failed_p > 0)
             + _badge(counts["built"], f"engines built ({counts['build_seconds']:.2f}s)")
             + _reuse_badges(counts)
             + "</div>")
+
+
+def _not_counting(results: list[dict], controls: int) -> str:
+    """The end of the failure badges: which caught failures they leave out (xfail controls, tests that caught one)."""
+    by_test = any(caught_in_test(r) for r in results)
+    return (", not counting negative controls" if controls else "") + (
+        ", not counting failures caught by the tests" if by_test else "") + ")"
 
 
 def _reuse_badges(counts: dict) -> str:
@@ -165,6 +174,12 @@ def _unchecked_badge(results: list[dict]) -> str:
     """A red badge for trt tests that passed without checking anything (none: no badge)."""
     unchecked = sum(1 for r in results if checked_nothing(r))
     return _badge(unchecked, "passed without checking anything", True) if unchecked else ""
+
+
+def _caught_in_test_badge(results: list[dict]) -> str:
+    """A red badge for trt tests that passed although a check failed inside them (caught by the test)."""
+    found = sum(1 for r in results if caught_in_test(r))
+    return _badge(found, "passed, a failed check was caught by the test", True) if found else ""
 
 
 #: the status pill of a test, by outcome / expected-failure verdict
@@ -187,7 +202,8 @@ def _abbr(text, width: int = NAME_CHARS) -> str:
 def _pill(res: dict) -> str:
     verdict = (res.get("expected_failure") or {}).get("verdict")
     outcome = str(res.get("outcome"))
-    label = _PILL_VERDICT.get(str(verdict)) or ("UNCHECKED" if checked_nothing(res) else _PILL.get(outcome, outcome))
+    label = _PILL_VERDICT.get(str(verdict)) or ("UNCHECKED" if checked_nothing(res) else
+                                                "ok, CAUGHT" if caught_in_test(res) else _PILL.get(outcome, outcome))
     return f'<span class="pill" title="{esc(verdict_text(res))}">{esc(label)}</span>'
 
 
@@ -202,7 +218,10 @@ _TESTS_NOTE = (
     '(<code>xfail(strict=True, raises=AccuracyError)</code>) that failed with pytest-trt\'s verdict is '
     '<span class="tag">XFAIL caught</span>; one that failed for another reason tested nothing. '
     '<span class="tag">UNCHECKED</span>: a test that passed without any check, precision assertion, locate, '
-    'suggest or engine: it tested nothing.</p>')
+    'suggest, or engine built by a real TensorRT builder: it tested nothing. '
+    '<span class="tag">ok, CAUGHT</span>: a test that passed although a check of it failed: the test caught the '
+    'failure itself (<code>pytest.raises(AccuracyError)</code> as a negative control, or a '
+    '<code>try</code>/<code>except</code>); its failures count as caught.</p>')
 _TESTS_COLUMNS = (("", 112), ("x tol", 96), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
                   ("mismatched", 96), ("output", 156), ("test / model [policy]", None), ("engine", 86))
 

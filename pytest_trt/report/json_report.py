@@ -11,6 +11,17 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
+* **10** (review2 rows 2 and 4): a trt test that passed although a check of its failed (the test caught the
+  failure itself: ``pytest.raises(AccuracyError)`` as a negative control, or ``try``/``except``) has
+  the ``verdict`` ``"passed, a failed check was caught by the test"``;
+  ``summary.passed_caught_in_test`` counts such tests, and their failed outputs, precision and
+  parser checks are counted in the ``*_caught`` figures, never in ``*_failed`` (which stay zero on
+  a green run). ``tests[].checked``: an engine built or loaded counts as a check only on a backend
+  whose build is a check (``Backend.build_is_a_check``: a real TensorRT builder), so a test that
+  only built or ran its engine on ``emulate`` is ``checked: false``, "passed, but nothing was
+  checked", in ``passed_unchecked``.
+* **9** (review2 row 12e): ``summary.engine_session_reuses``: uses that were cache hits on engines
+  built in this session.
 * **8** (review1): a trt test that passed without checking anything (no check, precision
   assertion, parser check, locate, suggest or ledger, and no engine built or loaded) says so:
   ``tests[].checked`` (false for it), its ``verdict`` is ``"passed, but nothing was checked"``,
@@ -85,12 +96,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 9; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 10; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 9,
+      "schema_version": 10,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -116,8 +127,9 @@ Schema (``schema_version`` 9; the normative form is ``report.schema.json``)
         "tests": 4,                                     # every trt test (a plugin fixture in its closure)
         "outcomes": {"passed": 2, "failed": 1, "xfailed": 1},   # pytest's outcomes of those tests
         "passed_unchecked": 0,                          # passed without checking anything (tests[].checked false)
-        "outputs": 7, "outputs_failed": 1,              # failed: not counting caught negative controls
-        "outputs_caught": 1,                            # failed in negative controls, as expected (xfail)
+        "passed_caught_in_test": 0,                     # passed, a failed check was caught by the test
+        "outputs": 7, "outputs_failed": 1,              # failed: not counting caught failures
+        "outputs_caught": 1,                            # failed in negative controls (xfail) or caught in a passing test
         "precision_checks": 2, "precision_checks_failed": 0, "precision_checks_caught": 0,
         "engines_built": 2, "engines_reused": 1, "engine_uses": 4, "build_seconds": 0.84,
         "engine_session_reuses": 1,                     # uses that were cache hits on engines built in this session
@@ -138,10 +150,11 @@ Schema (``schema_version`` 9; the normative form is ``report.schema.json``)
         {
           "nodeid": "tests/test_encoder.py::test_fp16",
           "outcome": "passed" | "failed" | "error" | "skipped" | "xfailed" | "xpassed",   # pytest's outcome
-          "verdict": "passed" | "passed, but nothing was checked" | ... | "expected failure, caught",
+          "verdict": "passed" | "passed, but nothing was checked" | "passed, a failed check was caught by the test"
+                     | ... | "expected failure, caught",
                                                         # the outcome as the reports word it
-          "checked": true,                              # recorded a check or an engine (false + passed: a green
-                                                        # that tested nothing)
+          "checked": true,                              # recorded a check, or an engine of a backend whose build
+                                                        # is a check (TensorRT); false + passed: tested nothing
           "message": null | "AccuracyError: ...",       # failed/error/xfailed: the exception; skipped: the reason
           "expected_failure": null | {                  # an xfail marker (a negative control)
             "reason": "...", "strict": true, "raises": ["AccuracyError"] | null,
@@ -337,7 +350,7 @@ from ..core.records import (
 )
 from ..history.fingerprint import session_fingerprint
 from .files import write_atomically
-from .outcomes import checked_nothing, checked_something, verdict_text
+from .outcomes import caught_in_test, checked_nothing, checked_something, verdict_text
 from .rows import (
     accuracy_rows,
     baseline_fallbacks,
@@ -352,7 +365,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -511,8 +524,9 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
         "summary": {
             "tests": len(results), "outcomes": outcomes,
             "passed_unchecked": sum(1 for res in results if checked_nothing(res)),
-            # caught: failed as a negative control expected (xfail with pytest-trt's verdict), counted
-            # apart, so that *_failed is zero on a green run
+            "passed_caught_in_test": sum(1 for res in results if caught_in_test(res)),
+            # caught: failed as a negative control expected (xfail with pytest-trt's verdict), or inside a
+            # test that passed (it caught the failure itself), counted apart, so that *_failed is zero on a green run
             "outputs": len(rows), "outputs_failed": _failed(rows), "outputs_caught": _caught(rows),
             "precision_checks": len(prec), "precision_checks_failed": _failed(prec),
             "precision_checks_caught": _caught(prec),
@@ -538,12 +552,13 @@ def _history(session) -> dict[str, Any] | None:
 
 
 def _failed(rows: list[dict]) -> int:
-    """Rows (outputs, precision or parser checks) that failed, not counting caught negative controls."""
+    """Rows (outputs, precision or parser checks) that failed, not counting caught failures (:func:`caught`)."""
     return sum(1 for r in rows if not r.get("passed") and not caught(r))
 
 
 def _caught(rows: list[dict]) -> int:
-    """Rows that failed in a negative control which caught its failure (``expected_failure.verdict == "caught"``)."""
+    """Rows that failed where the failure was caught: a negative control (``expected_failure.verdict ==
+    "caught"``) or a test that passed (:func:`~pytest_trt.report.rows.caught_by_test`)."""
     return sum(1 for r in rows if caught(r))
 
 

@@ -15,15 +15,25 @@ Outcomes: ``passed``, ``failed``, ``error`` (setup or teardown failed), ``skippe
 ``expected_failure.verdict == "missed"``, as pytest counts it.
 
 A trt test that *passed without checking anything* (:func:`checked_nothing`: it recorded no
-check, precision assertion, parser check, locate or suggest result, ledger, and built or loaded
-no engine) is a pytest pass that says nothing about the engine: the reports word it
-``passed, but nothing was checked`` and give it the ``warn`` tone.
+check, precision assertion, parser check, locate or suggest result or ledger, and built no engine
+on a backend whose build is a check, :attr:`Backend.build_is_a_check
+<pytest_trt.backends.base.Backend.build_is_a_check>`) is a pytest pass that says nothing about the
+engine: the reports word it ``passed, but nothing was checked`` and give it the ``warn`` tone. On
+``emulate`` building means writing an ONNX graph, so a test that only built or ran its engine
+there compared nothing.
+
+A trt test that passed although one of its checks failed (:func:`caught_in_test`: the failure was
+caught inside the test, by ``pytest.raises(AccuracyError)`` as a negative control or by a
+``try``/``except`` that swallowed it) is worded ``passed, a failed check was caught by the test``
+(``warn`` tone): its failed outputs and precision checks are counted with the caught ones
+(``*_caught``), as an xfail negative control's are, never as failures of a green run.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ..core.records import AccuracyRecord, EngineRecord, ParserRecord, PrecisionRecord, as_record
 from ..errors import AccuracyError, PrecisionError, PytestTrtError
 
 #: longest message kept per test (the full traceback stays in pytest's own output and JUnit)
@@ -40,19 +50,69 @@ VERDICT_TEXT = {
 
 #: the verdict text of a test that passed without checking anything
 NOTHING_CHECKED = "passed, but nothing was checked"
-#: record kinds that are no check: a CUDA baseline's CPU fallback is a note about the reference
-_NOT_A_CHECK = frozenset({"baseline_fallback"})
+#: the verdict text of a test that passed although a check of it failed (caught inside the test)
+CAUGHT_IN_TEST = "passed, a failed check was caught by the test"
+#: record kinds that are no check: a CUDA baseline's CPU fallback is a note about the reference; a
+#: realized map (saved runs) is what ran, with no verdict
+_NOT_A_CHECK = frozenset({"baseline_fallback", "realized"})
 
 
 def checked_something(records) -> bool:
     """Whether ``records`` (:class:`~pytest_trt.core.records.Record` objects or their JSON forms) hold
-    evidence of a check: any record but a baseline fallback note (an accuracy, precision, parser,
-    layerwise, realized or ledger record, or an engine the test built or loaded)."""
+    evidence of a check: an accuracy, precision, parser, layerwise or ledger record, or an engine
+    built or loaded by a backend whose build is a check (``EngineRecord.build_is_a_check``, from
+    :attr:`Backend.build_is_a_check <pytest_trt.backends.base.Backend.build_is_a_check>`: a real
+    TensorRT builder can reject the network), or by ``trt.suggest()`` (whose search compares). Not a baseline fallback note, a realized map, or an
+    engine of a backend whose build cannot fail for a real reason (``emulate``: an ONNX graph)."""
     for record in records or ():
         kind = record.get("kind") if isinstance(record, dict) else getattr(record, "kind", None)
-        if kind not in _NOT_A_CHECK:
-            return True
+        if kind in _NOT_A_CHECK:
+            continue
+        if kind == EngineRecord.kind:
+            get = record.get if isinstance(record, dict) else (lambda key, r=record: getattr(r, key, None))
+            # an engine trt.suggest() built stands for its search, which compares (locate records its own)
+            if not (get("build_is_a_check") or get("via") == "suggest"):
+                continue
+        return True
     return False
+
+
+def built_only(entry: dict) -> bool:
+    """A test that checked nothing but built or ran an engine (on a backend whose build is no check)."""
+    return checked_nothing(entry) and any(
+        (r.get("kind") if isinstance(r, dict) else getattr(r, "kind", None)) == EngineRecord.kind
+        for r in entry.get("records") or ())
+
+
+def precision_passed(rec: PrecisionRecord) -> bool:
+    """A precision record's verdict: its own ``passed`` when set (TrtCase records every verdict); else
+    the report's, else passed (a record without one was appended after the check returned)."""
+    if rec.passed is not None:
+        return bool(rec.passed)
+    report = rec.report
+    if isinstance(report, dict) and "passed" in report:
+        return bool(report["passed"])
+    return True
+
+
+def failed_check(record) -> bool:
+    """Whether ``record`` (a record or its JSON form) is a check whose verdict is a failure: an accuracy
+    check, a precision assertion or a parser check that failed (``no_check`` outputs carry no verdict)."""
+    rec = as_record(record)
+    if isinstance(rec, (AccuracyRecord, ParserRecord)):
+        return not rec.passed
+    if isinstance(rec, PrecisionRecord):
+        return not precision_passed(rec)
+    return False
+
+
+def caught_in_test(entry: dict) -> bool:
+    """A trt test that passed (pytest's ``passed``, no xfail verdict) although it recorded a failed
+    check: the failure was caught inside the test (``pytest.raises(AccuracyError)``, or ``try``/``except``).
+    The reports word it :data:`CAUGHT_IN_TEST` and count its failures with the caught ones."""
+    if entry.get("outcome") != "passed" or (entry.get("expected_failure") or {}).get("verdict"):
+        return False
+    return any(failed_check(r) for r in entry.get("records") or ())
 
 
 def checked_nothing(entry: dict) -> bool:
@@ -151,13 +211,15 @@ def verdict_text(entry: dict) -> str:
         return VERDICT_TEXT[xf["verdict"]]
     if checked_nothing(entry):
         return NOTHING_CHECKED
+    if caught_in_test(entry):
+        return CAUGHT_IN_TEST
     return str(entry.get("outcome") or "?")
 
 
 def tone(entry: dict) -> str:
     """``good``, ``bad``, ``neutral`` (a negative control that caught its failure) or ``warn``
     (tested nothing: skipped, an expected failure for another reason, or passed without checking
-    anything)."""
+    anything; or passed although a check failed inside it, caught by the test)."""
     outcome = entry.get("outcome")
     xf = entry.get("expected_failure") or {}
     if xf.get("verdict") == "caught":
@@ -166,7 +228,7 @@ def tone(entry: dict) -> str:
         return "warn"
     if outcome in ("failed", "error"):
         return "bad"
-    if outcome == "skipped" or checked_nothing(entry):
+    if outcome == "skipped" or checked_nothing(entry) or caught_in_test(entry):
         return "warn"
     return "good"
 
@@ -174,10 +236,11 @@ def tone(entry: dict) -> str:
 def junit_outcome_properties(facts: dict) -> list[tuple[str, str]]:
     """``trt_outcome`` (and ``trt_verdict``/``trt_message`` where they say more) for JUnit XML."""
     props = [("trt_outcome", str(facts.get("outcome")))]
-    if facts.get("expected_failure") or checked_nothing(facts):
+    if facts.get("expected_failure") or checked_nothing(facts) or caught_in_test(facts):
         props.append(("trt_verdict", verdict_text(facts)))
     return props
 
 
-__all__ = ["NOTHING_CHECKED", "VERDICT_TEXT", "checked_nothing", "checked_something", "classify",
-           "junit_outcome_properties", "tone", "verdict_text"]
+__all__ = ["CAUGHT_IN_TEST", "NOTHING_CHECKED", "VERDICT_TEXT", "built_only", "caught_in_test", "checked_nothing",
+           "checked_something", "classify", "failed_check", "junit_outcome_properties", "precision_passed", "tone",
+           "verdict_text"]

@@ -29,6 +29,7 @@ from ..core.records import (
     Record,
     as_record,
 )
+from .outcomes import precision_passed
 
 R = TypeVar("R", bound=Record)
 
@@ -225,9 +226,19 @@ def engine_text(engine: EngineRecord | None) -> str:
 
 
 def caught(row: dict) -> bool:
-    """A failing output (or precision check) of a negative control that failed as expected (xfail,
-    pytest-trt's own verdict)."""
-    return not row["passed"] and (row.get("expected_failure") or {}).get("verdict") == "caught"
+    """A failing output (or precision or parser check) whose failure was caught: by a negative control
+    that failed as expected (xfail, pytest-trt's own verdict), or inside a test that passed
+    (:func:`caught_by_test`). Counted apart (``*_caught``), so that ``*_failed`` is zero on a green run."""
+    if row["passed"]:
+        return False
+    return (row.get("expected_failure") or {}).get("verdict") == "caught" or caught_by_test(row)
+
+
+def caught_by_test(row: dict) -> bool:
+    """A failing row of a test that passed without an xfail verdict: the test caught the failure
+    itself (``pytest.raises(AccuracyError)``, ``try``/``except``; :func:`~.outcomes.caught_in_test`)."""
+    return (not row["passed"] and row.get("outcome") == "passed"
+            and not (row.get("expected_failure") or {}).get("verdict"))
 
 
 def accuracy_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
@@ -386,17 +397,6 @@ def network_scopes(decisions: Iterable[Any], names: Any = None) -> list[dict]:
     return list(scopes.values())
 
 
-def precision_passed(rec: PrecisionRecord) -> bool:
-    """A record's verdict: its own ``passed`` when set (TrtCase records every verdict); else the
-    report's, else passed (a record without one was appended after the check returned)."""
-    if rec.passed is not None:
-        return bool(rec.passed)
-    report = rec.report
-    if isinstance(report, dict) and "passed" in report:
-        return bool(report["passed"])
-    return True
-
-
 #: How a node's precision is known (layers.EVIDENCE); fixed nodes have none.
 EVIDENCE = ("observed", "inferred", "unverifiable", "emulated")
 
@@ -440,7 +440,8 @@ def parser_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
     """One row per parser check (``--trt-parser-check`` / ``trt.check_parser()``), in test order."""
     rows = []
     for res, rec in records_of(results, ParserRecord):
-        rows.append({"test": res["nodeid"], "expected_failure": res.get("expected_failure"),
+        rows.append({"test": res["nodeid"], "outcome": res.get("outcome"),
+                     "expected_failure": res.get("expected_failure"),
                      **{k: v for k, v in rec.to_json().items() if k != "kind"}})
     return rows
 
@@ -476,6 +477,7 @@ __all__ = ["BAD_STATUSES", "BINDINGS", "EVIDENCE", "binding_text", "GOOD_STATUSE
            "caught", "criterion_text", "engine_counts", "engine_text", "evidence_counts", "ledger_rows", "metric_ratios",
            "network_scopes",
            "parser_promotions", "parser_rows", "precision_nodes", "precision_passed", "precision_rows",
+           "caught_by_test",
            "node_label", "records_of", "scope_of", "result_records", "short_class_of", "tolerance_bound",
            "tolerance_ratio", "unique",
            "worst_per_test_output"]

@@ -10,13 +10,14 @@ they used to live.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..core.formatting import fmt_cell_err, fmt_cell_tol, fmt_ratio
 from ..ledger.render import summary_lines as ledger_summary_lines
 from .condense import condense_records
 from .junit import junit_properties
-from .outcomes import checked_nothing
+from .outcomes import built_only, caught_in_test, checked_nothing
 from .rows import (
     BAD_STATUSES,
     EVIDENCE,
@@ -26,6 +27,7 @@ from .rows import (
     baseline_fallbacks,
     binding_text,
     caught,
+    caught_by_test,
     engine_counts,
     engine_text,
     evidence_counts,
@@ -103,9 +105,17 @@ def engines_line(counts: dict[str, Any]) -> str:
             + (f", {again} of them reusing an engine built in this session" if again else ""))
 
 
+def _judged(row: dict) -> bool:
+    """An output compared with finite atol and rtol: it has a tolerance verdict, also under no_check."""
+    atol, rtol = row.get("atol"), row.get("rtol")
+    return atol is not None and rtol is not None and math.isfinite(atol) and math.isfinite(rtol)
+
+
 def _status_word(row: dict) -> str:
     if row["passed"]:
-        return "nocheck" if row.get("no_check") else "ok"
+        return "nocheck" if row.get("no_check") and not _judged(row) else "ok"
+    if caught_by_test(row):
+        return "caught"  # failed inside a test that passed: it caught the failure itself
     return "xfail" if caught(row) else "FAIL"
 
 
@@ -225,16 +235,32 @@ def untested_controls_lines(results, *, shown: int = 10) -> list[str]:
 
 def unchecked_lines(results, *, shown: int = 10) -> list[str]:
     """trt tests that passed without checking anything (:func:`~pytest_trt.report.outcomes.checked_nothing`:
-    no check, precision assertion, parser check, locate, suggest or ledger, and no engine): pytest
-    counts them "passed" and exits 0, but they say nothing about the engine."""
+    no check, precision assertion, parser check, locate, suggest or ledger, and no engine built by a
+    backend whose build is a check): pytest counts them "passed" and exits 0, but they say nothing
+    about the engine. One that built or ran an engine (on ``emulate``: an ONNX graph) says so."""
     unchecked = [r for r in results if checked_nothing(r)]
     if not unchecked:
         return []
-    ids = ", ".join(str(r.get("nodeid")) for r in unchecked[:shown])
+    ids = ", ".join(str(r.get("nodeid")) + (" (built/ran, compared nothing)" if built_only(r) else "")
+                    for r in unchecked[:shown])
     more = f" and {len(unchecked) - shown} more (see --trt-report / --trt-html)" if len(unchecked) > shown else ""
     return [f"trt tests: {len(unchecked)} trt test(s) passed without checking anything: {ids}{more}",
-            "  (no trt.check(), assert_precision, check_parser, locate or suggest, and no engine built: call a "
-            "check; --trt-require-run fails such tests)"]
+            "  (no trt.check(), assert_precision, check_parser, locate or suggest, and no engine built by a real "
+            "TensorRT builder: call a check; --trt-require-run fails such tests)"]
+
+
+def caught_in_test_lines(results, *, shown: int = 10) -> list[str]:
+    """trt tests that passed although a check of theirs failed (:func:`~pytest_trt.report.outcomes.caught_in_test`):
+    the test caught the failure itself. ``pytest.raises(AccuracyError)`` is a legitimate negative control,
+    a ``try``/``except`` that swallows it is not; both pass, so the ids are listed."""
+    caught = [r for r in results if caught_in_test(r)]
+    if not caught:
+        return []
+    ids = ", ".join(str(r.get("nodeid")) for r in caught[:shown])
+    more = f" and {len(caught) - shown} more (see --trt-report / --trt-html)" if len(caught) > shown else ""
+    return [f"trt tests: {len(caught)} trt test(s) passed, a failed check was caught by the test: {ids}{more}",
+            "  (their failures are counted as caught, not as failures; with pytest.raises(AccuracyError) that is a "
+            "negative control, otherwise check the test does not swallow a real failure)"]
 
 
 def write_terminal_summary(tr, session, results) -> None:
@@ -261,7 +287,7 @@ def _write_results(tr, session, results) -> bool:
     tr.section("pytest-trt", sep="=")
     skipped = getattr(session, "skipped", [])
     tr.write_line(skipped_line(len(trt_tests), skipped), yellow=bool(skipped))
-    for line in untested_controls_lines(results) + unchecked_lines(results):
+    for line in untested_controls_lines(results) + unchecked_lines(results) + caught_in_test_lines(results):
         tr.write_line(line, yellow=True)
     tr.write_line(backend_line(session))
     if not results:
@@ -320,12 +346,12 @@ def _write_accuracy_lines(tr, all_rows: list[dict]) -> None:
     if not rows:
         return
     failed = sum(1 for r in rows if not r["passed"])
-    expected = sum(1 for r in rows if caught(r))
     tests = len({r["test"] for r in rows})
     n_checks = sum(r.get("examples", 1) for r in all_rows)
     repeated = f" ({n_checks} checks, the worst per test and output shown)" if n_checks > len(rows) else ""
-    as_expected = f" ({expected} by negative controls, as expected: xfail)" if expected else ""
-    unjudged = sum(1 for r in rows if r.get("no_check"))
+    as_expected = _caught_text(rows)
+    # no_check with both tolerances given is judged by them (counted as in or outside tolerance, once)
+    unjudged = sum(1 for r in rows if r.get("no_check") and not _judged(r))
     no_check = f", {unjudged} without a tolerance verdict (no_check)" if unjudged else ""
     tr.write_line(f"accuracy: {len(rows)} output(s) in {tests} test(s){repeated}, {failed} outside tolerance"
                   f"{as_expected}{no_check}; worst first (x tol > 1 fails)")
@@ -347,8 +373,8 @@ def _write_precision_lines(tr, prec: list[dict]) -> None:
     if not prec:
         return
     failed_p = sum(1 for p in prec if not p["passed"] and not caught(p))
-    expected_p = sum(1 for p in prec if not p["passed"] and caught(p))
-    as_expected = f" ({expected_p} more by negative controls, as expected: xfail)" if expected_p else ""
+    expected_p = sum(1 for p in prec if caught(p))
+    as_expected = _caught_text(prec, more=" more")
     own = [p for p in prec if not caught(p)]
     controls = [p for p in prec if caught(p)]
     tr.write_line(f"precision checks: {len(prec) - failed_p - expected_p} passed, {failed_p} failed{as_expected}; "
@@ -361,11 +387,23 @@ def _write_precision_lines(tr, prec: list[dict]) -> None:
             tr.write_line(f"  FAIL {p['test']}: {p['pattern']} -> {p['precision']}: {what}{more}", red=True)
 
 
+def _caught_text(rows: list[dict], more: str = "") -> str:
+    """`` (2 by negative controls, as expected: xfail; 1 caught inside a passing test)``: the failures of
+    ``rows`` counted apart (``caught``), those of xfail controls and those a passing test caught itself."""
+    by_test = sum(1 for r in rows if caught_by_test(r))
+    controls = sum(1 for r in rows if caught(r)) - by_test
+    parts = ([f"{controls}{more} by negative controls, as expected: xfail"] if controls else []) + (
+        [f"{by_test}{more if not controls else ''} caught inside a passing test"] if by_test else [])
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def _caught_nodes_text(controls: list[dict]) -> str:
     """The constrained nodes of the precision checks negative controls caught, counted apart from the
     others (as the JSON's ``*_caught`` counts are), so that a green run shows no ``fail``."""
     if not controls:
         return ""
+    if any(caught_by_test(p) for p in controls):
+        return f"; in failures caught (negative controls, or inside a passing test): {_status_counts(controls)}"
     return f"; in negative controls (caught, as expected): {_status_counts(controls)}"
 
 

@@ -45,6 +45,8 @@ class BuildEvent:
     key: str
     #: the GPU the engine runs on (:meth:`TrtSession.record_gpu`), None on CPU/emulate
     gpu: dict | None = None
+    #: the backend's build is a check (:attr:`Backend.build_is_a_check`): a test that only built counts as checked
+    build_is_a_check: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,7 +57,7 @@ class BuildEvent:
 
     def to_record(self, via: str | None = None) -> EngineRecord:
         """The test's engine record (``via``: ``suggest``/``locate`` for engines built on their behalf)."""
-        return EngineRecord(**self.to_json(), via=via)
+        return EngineRecord(**self.to_json(), via=via, build_is_a_check=True if self.build_is_a_check else None)
 
 
 @dataclass
@@ -273,7 +275,7 @@ class TrtSession:
                 self._release_engines(keep=key)
                 info = engine.build_info
                 return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name, True, 0.0, info.key,
-                                          self.record_gpu(backend))
+                                          self.record_gpu(backend), bool(backend.build_is_a_check))
             label = f"{plan.model.label} [{plan.policy.describe()}] on {backend.name}"
             start = time.perf_counter()
             with self._heartbeat(label, start):
@@ -285,7 +287,8 @@ class TrtSession:
             self._engines[key] = engine
             self._release_engines(keep=key)
             return engine, BuildEvent(plan.model.label, plan.policy.describe(), backend.name,
-                                      info.cache_hit, info.build_seconds, info.key, self.record_gpu(backend))
+                                      info.cache_hit, info.build_seconds, info.key, self.record_gpu(backend),
+                                      bool(backend.build_is_a_check))
 
     def record_gpu(self, backend: Backend | None = None) -> dict | None:
         """The GPU this process's engines run on, as every engine and accuracy record names it.

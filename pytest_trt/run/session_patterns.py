@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model.names import short_class
-from ..plan.rules import CLASS_PREFIX, OP_PREFIX, closest, closest_names
+from ..plan.rules import CLASS_PREFIX, OP_PREFIX, closest, closest_classes, closest_names
 
 #: closest names kept per model and pattern, and shown per pattern
 CLOSEST = 3
@@ -69,10 +69,14 @@ class SessionPatterns:
 
 
 def nearest(pattern: str, candidates: list[str], n: int = CLOSEST) -> list[str]:
-    """The ``n`` candidates (node names, or ``op:TYPE``s for an ``op:`` pattern) closest to ``pattern``."""
+    """The ``n`` candidates (node names; ``op:TYPE``s for an ``op:`` pattern; ``class:Name``s for a ``class:``
+    pattern, ranked as the per-model PatternError ranks them) closest to ``pattern``."""
     if pattern.startswith(OP_PREFIX):
         ops = [c[len(OP_PREFIX):] for c in candidates if c.startswith(OP_PREFIX)]
         return [OP_PREFIX + op for op in closest(pattern[len(OP_PREFIX):], ops, n=n)]
+    if pattern.startswith(CLASS_PREFIX):  # the per-model PatternError's ranking of class names, not node names
+        classes = [c[len(CLASS_PREFIX):] for c in candidates if c.startswith(CLASS_PREFIX)]
+        return [CLASS_PREFIX + c for c in closest_classes(pattern[len(CLASS_PREFIX):], classes, n=n)]
     return closest_names(pattern, candidates, n=n)
 
 

@@ -452,6 +452,24 @@ def test_figures_only(trt):
     assert data["tests"][0]["accuracy"][0]["no_check"] is True
 
 
+def test_no_check_with_explicit_tolerances_says_they_apply_and_counts_the_output_once(pytester):
+    """review2 row 10. Before: ``no_check=True`` with atol/rtol failed on the element tolerance while the
+    message said "no_check: no tolerance verdict", and the summary counted the output both "outside
+    tolerance" and "without a tolerance verdict"."""
+    pytester.makepyfile(HEADER + """
+@pytest.mark.trt(model=ENCODER, precision="fp16", dims=DIMS, val_range=NORMAL, atol={"fp16": 1e-9},
+                 rtol={"fp16": 1e-9}, no_check=True)
+def test_no_check_tight(trt):
+    trt.check()
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--trt-cache-dir={pytester.path / 'cache'}")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "no_check: only the given atol/rtol and floors apply (tolerances not given are inf" in out
+    assert "no_check: no tolerance verdict" not in out
+    result.stdout.fnmatch_lines(["accuracy: 1 output(s) in 1 test(s), 1 outside tolerance; worst first*"])
+
+
 # --------------------------------------------------------------------------------------
 # Issue 28: a session-wide pattern that matches nothing (newcomer defect 3)
 # --------------------------------------------------------------------------------------
@@ -556,3 +574,24 @@ def test_build_with_a_policy_takes_it_as_it_is(trt_build):
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["*session pattern '*/LayerNrom/*' (--trt-keep-fp32 on the command line) matched no "
                                  "node in any model*closest: */LayerNorm/*"])
+
+
+QWEN3 = REPO / "tests" / "data" / "exports" / "qwen3_dynamo_opset18.onnx"
+
+
+def test_a_session_class_pattern_typo_suggests_the_closest_classes_not_node_names(pytester):
+    """review2 row 9. Before: ``--trt-keep-fp32='class:*RMSNrom'`` suggested "closest: class:Linear,
+    class:Qwen3MLP, class:TextModel": the session message ranked a ``class:`` pattern as a node name.
+    Now it ranks class names as the per-model PatternError does (Qwen3RMSNorm first)."""
+    pytester.makepyfile(f"""
+import pytest
+
+@pytest.mark.trt(model={str(QWEN3)!r}, precision="fp16", dims={{"batch": 1, "sequence": 4}})
+def test_plan(trt):
+    assert trt.plan is not None
+""")
+    result = pytester.runpytest(f"--trt-cache-dir={pytester.path / 'cache'}", "-p", "no:cacheprovider",
+                                "--trt-keep-fp32=class:*RMSNrom")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["pytest-trt: session pattern 'class:*RMSNrom' (--trt-keep-fp32 on the command line) "
+                                 "matched no node in any model * closest: class:Qwen3RMSNorm, *"])

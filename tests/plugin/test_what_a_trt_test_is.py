@@ -122,9 +122,11 @@ def test_a_trt_test_that_passed_without_checking_anything_is_reported_in_every_r
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines([
         "trt tests: 4 ran, none skipped",
-        "trt tests: 2 trt test(s) passed without checking anything: "
+        "trt tests: 3 trt test(s) passed without checking anything: "
         "test_a_trt_test_that_passed_without_checking_anything_is_reported_in_every_report.py::test_no_check, "
-        "test_a_trt_test_that_passed_without_checking_anything_is_reported_in_every_report.py::test_session_only",
+        "test_a_trt_test_that_passed_without_checking_anything_is_reported_in_every_report.py::test_session_only, "
+        "test_a_trt_test_that_passed_without_checking_anything_is_reported_in_every_report.py::test_builds_only "
+        "(built/ran, compared nothing)",
         "  (no trt.check(), assert_precision, *--trt-require-run fails such tests)",
     ])
     report = json.loads((pytester.path / "r.json").read_text())
@@ -133,24 +135,153 @@ def test_a_trt_test_that_passed_without_checking_anything_is_reported_in_every_r
         "test_checks": ("passed", True, "passed"),
         "test_no_check": ("passed", False, "passed, but nothing was checked"),
         "test_session_only": ("passed", False, "passed, but nothing was checked"),
-        "test_builds_only": ("passed", True, "passed"),
+        "test_builds_only": ("passed", False, "passed, but nothing was checked"),  # emulate: a graph, no check
     }
-    assert report["summary"]["passed_unchecked"] == 2
+    assert report["summary"]["passed_unchecked"] == 3
     html = (pytester.path / "r.html").read_text()
-    assert "<b>2</b>passed without checking anything" in html
-    assert html.count('<span class="pill" title="passed, but nothing was checked">UNCHECKED</span>') == 2
+    assert "<b>3</b>passed without checking anything" in html
+    assert html.count('<span class="pill" title="passed, but nothing was checked">UNCHECKED</span>') == 3
     junit = (pytester.path / "j.xml").read_text()
-    assert junit.count('name="trt_verdict" value="passed, but nothing was checked"') == 2
+    assert junit.count('name="trt_verdict" value="passed, but nothing was checked"') == 3
 
 
 def test_require_run_fails_a_trt_test_that_checked_nothing(pytester):
     pytester.makepyfile(NO_CHECK)
     result = _run(pytester, "--trt-require-run")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.assert_outcomes(passed=2, failed=2)
+    result.assert_outcomes(passed=1, failed=3)
     result.stdout.fnmatch_lines_random([
         "*::test_no_check: pytest-trt: passed without checking anything (no trt.check(), assert_precision, "
-        "check_parser, locate or suggest, and no engine built), but --trt-require-run asks every collected trt "
+        "check_parser, locate or suggest; no engine built), but --trt-require-run asks every collected trt "
         "test to test its engine here",
         "*::test_session_only: pytest-trt: passed without checking anything*",
     ])
+
+
+# review2 row 2: a failed check caught inside a test that passed. Before: "3 passed", exit 0, with
+# verdict "passed" and checked true in the JSON while summary.outputs_failed / precision_checks_failed
+# were > 0 on a green run; nothing in the terminal said that a passing test had a failed check.
+CAUGHT_INSIDE = HEADER + """
+from pytest_trt import AccuracyError, PrecisionError
+
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL, atol=1e-12, rtol=1e-12)
+def test_swallowed(trt):
+    try:
+        trt.check()
+    except AssertionError:
+        pass
+
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL, atol=1e-12, rtol=1e-12)
+def test_raises_control(trt):
+    with pytest.raises(AccuracyError):
+        trt.check()
+
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL)
+def test_swallowed_precision(trt):
+    with pytest.raises(PrecisionError):
+        trt.assert_precision("*/LayerNorm/*", "fp32")
+
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL, atol=5e-2)
+def test_clean(trt):
+    trt.check()
+"""
+
+
+def test_a_failed_check_caught_inside_a_passing_test_is_reported_as_caught_not_as_a_clean_pass(pytester):
+    pytester.makepyfile(CAUGHT_INSIDE)
+    result = _run(pytester, "--trt-fp16", "--trt-report=r.json", "--trt-html=r.html", "--junitxml=j.xml")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()  # pytest.raises is a legitimate negative control
+    result.assert_outcomes(passed=4)
+    name = "test_a_failed_check_caught_inside_a_passing_test_is_reported_as_caught_not_as_a_clean_pass.py"
+    result.stdout.fnmatch_lines([
+        f"trt tests: 3 trt test(s) passed, a failed check was caught by the test: {name}::test_swallowed, "
+        f"{name}::test_raises_control, {name}::test_swallowed_precision",
+        "  (their failures are counted as caught, not as failures*",
+        "accuracy: 3 output(s) in 3 test(s), 2 outside tolerance (2 caught inside a passing test)*",
+        "caught * ...::test_raises_control *",
+        "caught * ...::test_swallowed *",
+        "ok * ...::test_clean *",
+        "precision checks: 0 passed, 0 failed (1 more caught inside a passing test); *; in failures caught "
+        "(negative controls, or inside a passing test): * fail*",
+    ])
+    report = json.loads((pytester.path / "r.json").read_text())
+    verdicts = {t["nodeid"].split("::")[-1]: (t["outcome"], t["verdict"]) for t in report["tests"]}
+    caught = ("passed", "passed, a failed check was caught by the test")
+    assert verdicts == {"test_swallowed": caught, "test_raises_control": caught, "test_swallowed_precision": caught,
+                        "test_clean": ("passed", "passed")}
+    summary = report["summary"]
+    assert summary["passed_caught_in_test"] == 3
+    assert (summary["outputs_failed"], summary["precision_checks_failed"]) == (0, 0)  # a green run
+    assert summary["outputs_caught"] == 2 * len(report["tests"][0]["accuracy"][0]["outputs"])
+    assert summary["precision_checks_caught"] == 1
+    html = (pytester.path / "r.html").read_text()
+    assert "<b>3</b>passed, a failed check was caught by the test" in html
+    assert html.count('title="passed, a failed check was caught by the test">ok, CAUGHT</span>') == 3
+    junit = (pytester.path / "j.xml").read_text()
+    assert junit.count('name="trt_verdict" value="passed, a failed check was caught by the test"') == 3
+
+
+# review2 row 4: on emulate a build writes an ONNX graph, so a test that only built or ran its engine
+# compared nothing. Before: verdict "passed", checked true, and not in the "passed without checking
+# anything" line; --trt-require-run let it pass. A backend that says its build is a check
+# (Backend.build_is_a_check, a real TensorRT builder) keeps such a test checked.
+BUILD_ONLY = HEADER + """
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL)
+def test_engine_only(trt):
+    trt.engine
+
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL)
+def test_run_only(trt):
+    trt.run(trt.feeds())
+"""
+
+#: a third-party backend over emulate that claims (for the test's sake) that its build is a check
+STRICT_BUILDER = """
+from pytest_trt.backends import Backend, get_backend
+
+
+class BuilderBackend(Backend):
+    name = "builder"
+    disclaimer = "a test backend"
+    build_is_a_check = True
+
+    def __init__(self):
+        self.inner = get_backend("emulate")
+
+    def unavailable_reason(self):
+        return None
+
+    def versions(self):
+        return {"builder": "0.1", **self.inner.versions()}
+
+    def build(self, plan, config, cache, *, rebuild=False):
+        return self.inner.build(plan, config, cache, rebuild=rebuild)
+
+
+def pytest_trt_backends(config):
+    return {"builder": BuilderBackend}
+"""
+
+
+@pytest.mark.parametrize("backend", ["emulate", "builder"])
+def test_only_building_or_running_counts_as_a_check_only_where_the_backends_build_is_one(pytester, backend):
+    pytester.makeconftest(STRICT_BUILDER)
+    pytester.makepyfile(BUILD_ONLY)
+    result = _run(pytester, "--trt-backend", backend, "--trt-report=r.json")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    report = json.loads((pytester.path / "r.json").read_text())
+    checked = {t["nodeid"].split("::")[-1]: (t["checked"], t["verdict"]) for t in report["tests"]}
+    if backend == "builder":
+        assert checked == {"test_engine_only": (True, "passed"), "test_run_only": (True, "passed")}
+        assert "passed without checking anything" not in result.stdout.str()
+        return
+    nothing = (False, "passed, but nothing was checked")
+    assert checked == {"test_engine_only": nothing, "test_run_only": nothing}
+    assert report["summary"]["passed_unchecked"] == 2
+    result.stdout.fnmatch_lines(["trt tests: 2 trt test(s) passed without checking anything: "
+                                 "*::test_engine_only (built/ran, compared nothing), "
+                                 "*::test_run_only (built/ran, compared nothing)"])
+    required = _run(pytester, "--trt-backend", backend, "--trt-require-run")
+    required.assert_outcomes(failed=2)
+    required.stdout.fnmatch_lines(["*::test_engine_only: pytest-trt: passed without checking anything (*; it built "
+                                   "or ran its engine on emulate, where a build is no check, and compared nothing)*"])

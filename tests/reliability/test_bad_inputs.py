@@ -555,6 +555,9 @@ PYTEST_ROWS = [
               ("atol for output 'last_hidden_state' must be a non-negative number",)),
     PytestRow("tolerance-for-unknown-output", "model=ENCODER, dims=DIMS, rtol={'logits': 1e-2}", "trt.check()",
               "UsageError", ("rtol names unknown output(s) logits", "has outputs last_hidden_state")),
+    # review2 row 11: a typo'd precision key was only called an unknown output
+    PytestRow("tolerance-precision-key-typo", "model=ENCODER, dims=DIMS, atol={'fp61': 1e-2}", "trt.check()",
+              "UsageError", ("atol names unknown output(s) fp61", "did you mean 'fp16' (a precision key) for 'fp61'?")),
     PytestRow("unknown-marker-keyword", "model=ENCODER, dims=DIMS, atoll=1e-3", "trt.check()", "UsageError",
               ("unknown @pytest.mark.trt argument 'atoll'",)),
     PytestRow("keep-fp32-not-a-list-in-marker", "model=ENCODER, dims=DIMS, keep_fp32=5", "trt.check()", "UsageError",

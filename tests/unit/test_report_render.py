@@ -93,7 +93,8 @@ def results():
             engine_record(hit=False, seconds=0.5, key="k1"),
             accuracy_record({"hidden": bad, "pooled": expected[:, 0]}, {"hidden": expected, "pooled": expected[:, 0]}),
         ]},
-        {"nodeid": "test_m.py::test_close", "outcome": "passed", "records": [
+        # failed: its LayerNorm precision check failed (a passing test with it would have caught the failure)
+        {"nodeid": "test_m.py::test_close", "outcome": "failed", "records": [
             engine_record(hit=True, seconds=0.0, key="k1"),
             accuracy_record({"hidden": close}, {"hidden": expected}),
             {"kind": "precision", "pattern": "*/LayerNorm/*", "precision": "fp32", "passed": False,
@@ -325,7 +326,7 @@ def test_terminal_summary_is_silent_without_results():
 def test_json_report_schema(results, tmp_path):
     path = json_report.write_json_report(tmp_path / "sub" / "r.json", fake_session(), results, 1)
     data = json.loads(path.read_text())  # strict JSON: no NaN literals
-    assert data["schema_version"] == json_report.SCHEMA_VERSION == 9
+    assert data["schema_version"] == json_report.SCHEMA_VERSION == 10
     assert data["exitstatus"] == 1
     meta = data["session"]
     for key in ("pytest_trt", "libraries", "gpu", "gpus", "backend", "backend_reason", "seed", "precision"):

@@ -432,6 +432,7 @@ class TensorRTBackend(Backend):
     disclaimer = None  # TensorRT itself
     uses_gpu = True
     shape_specific = True
+    build_is_a_check = True  # the builder parses the network, selects kernels and can reject the plan
 
     def __init__(self):
         self._compat: TrtCompat | None = None
