@@ -575,7 +575,9 @@ def pytest_sessionfinish(session, exitstatus):
     results = list(config.stash[RESULTS_KEY])
     # --trt-compare-run: the drift against the stored run; a failed --trt-compare-fail gate fails the
     # session (exit 1, one "pytest-trt drift gate FAILED ..." line), never a test item: see README "Did it get worse?"
-    if not runs.judge_drift(run, results, exitstatus) and session.exitstatus == pytest.ExitCode.OK:
+    # A gate over a session that collected nothing failed too (it judged nothing): exit 1, not 5.
+    if not runs.judge_drift(run, results, exitstatus) and session.exitstatus in (
+            pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         session.exitstatus = exitstatus = pytest.ExitCode.TESTS_FAILED
     from .report import write_reports  # load path: imported once in use
 

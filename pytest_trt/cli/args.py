@@ -23,6 +23,7 @@ __all__ = [
     "add_timing_flags",
     "add_tolerance_flags",
     "check_args",
+    "check_empty_values",
     "flat",
     "number",
 ]
@@ -136,8 +137,39 @@ def add_parser_check_flag(p: Any) -> None:
                    "fails (exit 1); promotions to higher precision are listed (default: off)")
 
 
+def _value_actions(parser: argparse.ArgumentParser):
+    """Every action of ``parser`` and its nested subcommands that takes a value (not a switch)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                yield from _value_actions(child)
+        elif action.nargs != 0 and action.dest not in ("help", "version", "subparser", "run"):
+            yield action
+
+
+def _blank(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_blank(v) for v in value)
+    return isinstance(value, str) and not value.strip()
+
+
+def check_empty_values(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    """An empty value (``--cache-dir=``, ``runs show ""``: a shell variable that was unset) is a usage
+    error naming the flag or argument and what to give, never silently the default."""
+    for action in _value_actions(parser):
+        value = getattr(args, action.dest, None)
+        if getattr(action, "empty_refused_by_command", False):  # the command says more about it than we can
+            continue
+        if value is None or value is action.default or not _blank(value):
+            continue
+        name = max(action.option_strings, key=len) if action.option_strings else (action.metavar or action.dest)
+        wanted = action.metavar or (", ".join(action.choices) if action.choices else action.dest.upper())
+        parser.error(f"argument {name}: empty value; give {wanted} (an unset shell variable gives an empty value)")
+
+
 def check_args(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
     """Checks across flags, after parsing; errors go through the subcommand's parser (its usage, exit 2)."""
+    check_empty_values(args, parser)
     if not hasattr(args, "atol"):
         return
     infinite = [f"--{k} {getattr(args, k)}" for k in ("atol", "rtol")

@@ -198,8 +198,9 @@ def add_remote_cache(sub: Any) -> None:
                                 "and NAME.pub (the 'ed25519:...' public key: give it to every runner) into DIR. "
                                 "Never overwrites a key.")
     keygen.add_argument("--out", default=".", metavar="DIR", help="directory of the key files (default: .)")
-    keygen.add_argument("--name", default="pytest-trt-cache",
-                        help="file name stem: letters, digits, '_', '.', '-' (default: pytest-trt-cache)")
+    name = keygen.add_argument("--name", default="pytest-trt-cache",
+                               help="file name stem: letters, digits, '_', '.', '-' (default: pytest-trt-cache)")
+    name.empty_refused_by_command = True  # generate_keypair's own message says what an empty stem would make
     keygen.add_argument("--json", action="store_true", help="machine-readable output on stdout")
     keygen.set_defaults(run=_later(remote_cache, "run_keygen"))
 
@@ -228,7 +229,8 @@ def add_runs(sub: Any) -> None:
     listing = actions.add_parser("list", help="every saved run, oldest first, with NUM, name, exit status and gate",
                                  description="Every run of the storage, oldest first: NUM, id, name, the session's "
                                  "exit status and drift gate, backend and precision. A run whose manifest fails "
-                                 "verification (forged, damaged) is listed as rejected and never used.")
+                                 "verification (forged, damaged) is listed as rejected, one whose run.json differs from its manifest as "
+                                 "damaged (with why); neither is ever used, and `latest` skips them.")
     _storage_flags(listing)
     listing.set_defaults(run=_later(runs, "run_list"))
     show = actions.add_parser("show", help="one run: fingerprint and figures per output",
@@ -241,7 +243,8 @@ def add_runs(sub: Any) -> None:
                               description="The drift of run B against run A, output by output (worst first), the "
                               "fingerprint's changes as one cause line, the nodes whose realized precision changed "
                               "(when both runs carry layer reports) and where layerwise errors grew most. Exit 1 "
-                              "when --fail is given and an output regressed past it; improvements never fail.")
+                              "when --fail is given and an output regressed past it, or no output was compared (the gate "
+                              "judged nothing); improvements never fail.")
     diff.add_argument("run_a", metavar="A", help="the stored (older) run: id, NUM, NAME or latest")
     diff.add_argument("run_b", metavar="B", help="the run judged against A")
     diff.add_argument("--fail", action="append", default=[], metavar="EXPR",
@@ -254,8 +257,8 @@ def add_runs(sub: Any) -> None:
                                  description="Re-judge a run saved with --trt-save-outputs: each check's saved engine "
                                  "outputs against the FP32 ONNX Runtime reference computed here, under the criterion "
                                  "the run recorded. MODEL must be the file the run tested (its sha256 is checked). Exit "
-                                 "0 when every re-checked output passes, 1 otherwise; the output says whether each "
-                                 "verdict agrees with the recorded one.")
+                                 "0 when every verdict agrees with the recorded one (a check recorded as failed, such "
+                                 "as a negative control, that fails again agrees), 1 when one disagrees.")
     recheck.add_argument("run_spec", metavar="RUN", help="id, NUM, NAME or latest")
     recheck.add_argument("--model", action="append", default=[], required=True, metavar="PATH",
                          help="the ONNX model the run tested (repeatable, one per model of the run)")
@@ -267,11 +270,14 @@ def add_runs(sub: Any) -> None:
     prune = actions.add_parser("prune", help="delete old runs: by age, count or size",
                                description="Delete runs older than --older-than, beyond the newest --keep, then the "
                                "oldest while the storage holds more than --max-size. Only run folders are touched; an "
-                               "incomplete run younger than an hour (being written) is left.")
+                               "incomplete run younger than an hour (being written) is left. --damaged deletes the runs "
+                               "`runs list` marks damaged (and, in a directory, rejected).")
     prune.add_argument("--older-than", metavar="AGE", default=None, help="e.g. 30d, 12h, 2w (days, hours, weeks)")
     prune.add_argument("--keep", type=number(minimum=0, integer=True), default=None, metavar="N",
                        help="keep the newest N runs")
     prune.add_argument("--max-size", metavar="SIZE", default=None, help="e.g. 2G, 500M")
+    prune.add_argument("--damaged", action="store_true",
+                       help="delete damaged runs (run.json differs from its manifest) and, in a directory, rejected ones")
     prune.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
     _storage_flags(prune)
     prune.set_defaults(run=_later(runs, "run_prune"))

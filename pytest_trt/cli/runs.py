@@ -2,12 +2,15 @@
 
 Usage errors (exit 2): a storage that cannot be opened or read, a run that is missing, rejected
 (forged: its signature does not verify) or damaged, a model file that is not the one a run
-tested. ``diff --fail`` exits 1 on a regression; ``recheck`` exits 1 when a re-checked output fails.
+tested. ``diff --fail`` exits 1 on a regression, or when it compared no output at all (the gate
+judged nothing); ``recheck`` exits 1 when a re-judged verdict disagrees with the recorded one (a
+check recorded as failed that fails again, a caught negative control, agrees: exit 0).
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,10 @@ def _entries(store: RunStore):
 def _load(store: RunStore, spec: str, entries=None) -> tuple[Any, dict]:
     entries = _entries(store) if entries is None else entries
     entry = store.select(spec, entries)
+    if store.skipped:
+        print(f"warning: {spec}: skipped damaged run(s) " + "; ".join(f"{e.id} ({e.reason})" for e in store.skipped),
+              file=sys.stderr)
+        store.skipped.clear()
     try:
         return entry, store.load(entry)
     except RejectedEntry as exc:
@@ -55,7 +62,10 @@ def _load(store: RunStore, spec: str, entries=None) -> tuple[Any, dict]:
 def run_list(args: Any) -> int:
     store = _store(args)
     try:
-        entries = _entries(store)
+        try:  # each run.json checked against its manifest, as `runs show` reads it
+            entries = store.entries(verify=True)
+        except StoreError as exc:
+            raise UsageError(str(exc)) from None
         if args.json:
             emit_json({"storage": store.shown, "runs": [
                 {"num": e.number, "id": e.id, "name": e.name, "status": e.status, "reason": e.reason or None,
@@ -120,13 +130,11 @@ def run_diff(args: Any) -> int:
             emit_json({"a": a_entry.id, "b": b_entry.id, **drift.to_json()})
         else:
             print(f"run {b_entry.number} {b_entry.id} against run {a_entry.number} {a_entry.id}")
-            for line in drift_lines(drift, title="drift"):
+            for line in drift_lines(drift, title="drift", flag="--fail", save="pytest --trt-save NAME"):
                 print(line)
         if drift.gated and not drift.passed:
             if args.json:  # the line CI logs look for, on stderr beside the JSON
-                import sys
-
-                print(failure_line(drift), file=sys.stderr)
+                print(failure_line(drift, flag="--fail", save="pytest --trt-save NAME"), file=sys.stderr)
             return 1
         return 0
     finally:
@@ -152,12 +160,13 @@ def run_prune(args: Any) -> int:
         max_bytes = parse_size(args.max_size)
     except UsageError:
         raise UsageError(f"--max-size {args.max_size!r}: give a size such as 2G or 500M") from None
-    if older is None and args.keep is None and max_bytes is None:
-        raise UsageError("runs prune: say what to delete: --older-than AGE, --keep N or --max-size SIZE")
+    if older is None and args.keep is None and max_bytes is None and not args.damaged:
+        raise UsageError("runs prune: say what to delete: --older-than AGE, --keep N, --max-size SIZE or --damaged")
     store = _store(args)
     try:
         try:
-            removed = store.prune(older_than=older, keep=args.keep, max_bytes=max_bytes, dry_run=args.dry_run)
+            removed = store.prune(older_than=older, keep=args.keep, max_bytes=max_bytes, dry_run=args.dry_run,
+                                  damaged=args.damaged)
         except StoreError as exc:
             raise UsageError(str(exc)) from None
         if args.json:
@@ -200,6 +209,6 @@ def run_recheck(args: Any) -> int:
                 print(f"  skipped  {nodeid}: {why}")
             print("every verdict agrees with the recorded one" if result.agrees else
                   "some verdicts DISAGREE with the recorded ones")
-        return 0 if result.passed else 1
+        return 0 if result.agrees else 1
     finally:
         store.close()

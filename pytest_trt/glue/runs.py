@@ -40,6 +40,8 @@ class History:
     staging: Path | None = None
     #: the drift against ``run`` (pytest_trt.history.drift.DriftReport), once judged
     drift: Any = None
+    #: damaged runs --trt-compare-run=latest passed over (their entries), for the header's warning
+    skipped: tuple = ()
     #: the id this session's run is saved under (chosen before the reports are written)
     run_id: str | None = None
     saved: bool = False
@@ -86,6 +88,7 @@ def prepare(config: Any, session: Any) -> None:
         flag = _flag(s, "trt_compare_run", "--trt-compare-run")
         try:
             history.entry = store.select(s.compare_run)
+            history.skipped = tuple(store.skipped)
             history.run = store.load(history.entry)
         except StoreError as exc:
             raise UsageError(f"{flag}={s.compare_run}: {exc}") from None
@@ -114,7 +117,12 @@ def header_line(session: Any) -> str | None:
         gate = f", gate {','.join(str(t) for t in s.compare_fail)}" if s.compare_fail else ""
         parts.append(f"comparing with run {history.entry.id} (#{history.entry.number}, exit "
                      f"{history.entry.exitstatus}{gate})")
-    return f"pytest-trt: runs in {history.store.shown}: " + "; ".join(parts)
+    line = f"pytest-trt: runs in {history.store.shown}: " + "; ".join(parts)
+    if history.skipped:
+        line += ("\npytest-trt: WARNING: skipped damaged run(s) for " + str(s.compare_run) + ": "
+                 + "; ".join(f"{e.id} ({e.reason})" for e in history.skipped)
+                 + " (`pytest-trt runs prune --damaged` deletes them)")
+    return line
 
 
 def _report(session: Any, results: list, exitstatus: int) -> dict:

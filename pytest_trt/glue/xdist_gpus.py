@@ -29,6 +29,7 @@ import os
 
 import pytest
 
+from ..errors import UsageError
 from ..run import settings as _settings
 from .activation import current_session
 
@@ -98,7 +99,10 @@ def assign_devices(worker_ids: list[str], devices: list[str], wanted: int | None
 
 
 def _option(config):
-    value, source = _settings.lookup_option(config, _settings.OPTIONS_BY_DEST["trt_gpus"])
+    try:  # (read in pytest_configure, before the plugin's own usage errors are reported: exit 4 here too)
+        value, source = _settings.lookup_option(config, _settings.OPTIONS_BY_DEST["trt_gpus"])
+    except UsageError as exc:
+        raise pytest.UsageError(f"pytest-trt: {exc}") from None
     return value, source
 
 

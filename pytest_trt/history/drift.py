@@ -7,7 +7,10 @@ output every metric of :data:`~pytest_trt.history.gate.METRICS` is judged
 (:func:`~pytest_trt.history.gate.judge`); with a gate (``--trt-compare-fail``) an output whose
 gated metric moved beyond its threshold the failing way is *regressed*, the other way *improved*
 (reported, never failed). Negative controls (tests that xfailed or xpassed in either run) are
-not gated: their failure is their purpose. Outputs in one run only are counted, never failed.
+not gated: their failure is their purpose. Outputs in one run only are counted, never failed one
+by one; but a gate that compared no output at all fails (it judged nothing: the tests were
+renamed or deselected), and outputs of the stored run missing from this one are named in the
+drift line.
 
 A check's criterion is the one its accuracy entry recorded (``criterion``: ``Criterion.to_json()``,
 read back with :meth:`~pytest_trt.compare.criterion.Criterion.from_json`); a changed one is
@@ -27,7 +30,7 @@ from .changes import layerwise_growth, precision_changes
 from .fingerprint import cause_line, environment_changes
 from .gate import METRICS, Judgement, Threshold, judge
 
-__all__ = ["DriftReport", "OutputDrift", "compare_reports", "failure_line", "unmatched_parts"]
+__all__ = ["DriftReport", "OutputDrift", "compare_reports", "failure_line", "missing_text", "unmatched_parts"]
 
 #: the metrics the terminal's drift table shows (all are judged and in the JSON)
 SHOWN = ("x_tol", "max_abs", "max_rel", "cosine")
@@ -101,9 +104,15 @@ class DriftReport:
         return [r for r in self.rows if r.status == "improved"]
 
     @property
+    def judged_nothing(self) -> bool:
+        """A gate that compared no output: it cannot vouch for anything, so it fails."""
+        return self.gated and not self.rows
+
+    @property
     def passed(self) -> bool:
-        """The gate's verdict: no regressed output (always True without a gate)."""
-        return not self.regressed
+        """The gate's verdict: no regressed output and at least one output compared (always True
+        without a gate)."""
+        return not self.regressed and not self.judged_nothing
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -135,17 +144,36 @@ def unmatched_parts(drift: DriftReport) -> list[str]:
     return parts
 
 
-def failure_line(drift: DriftReport) -> str:
+def failure_line(drift: DriftReport, *, flag: str = "--trt-compare-fail", save: str = "--trt-save NAME") -> str:
     """The one line a failed drift gate prints (and the session failure's text):
 
     ``pytest-trt drift gate FAILED against run <id>: 2 regressed output(s) (gate max_abs:+25%): <test>[<output>]
     max_abs 2.1e-03 -> 9.0e-03 (+329%, limit max_abs:+25%); ...``
+
+    or, for a gate that compared nothing, how many outputs are in one run only and what to do
+    (``flag``: the gate's option in the interface's spelling; ``save``: how a new baseline is saved).
     """
+    gate = ",".join(str(t) for t in drift.thresholds)
+    if drift.judged_nothing:
+        controls = f", {drift.not_gated} output(s) of negative controls (never gated)" if drift.not_gated else ""
+        return (f"pytest-trt drift gate FAILED against run {drift.against}: no output compared ({flag}={gate}): "
+                f"{len(drift.only_new)} output(s) only in this run, {len(drift.only_old)} only in the stored run"
+                f"{controls}; a gate that judged nothing cannot pass. Select the same tests as the stored run (test "
+                f"ids include the file name: a renamed file or -k/-m deselects them), or save a new baseline with "
+                f"{save} and compare with that")
     shown = "; ".join(f"{r.label} " + ", ".join(j.text() for j in r.regressed) for r in drift.regressed[:5])
     more = f"; and {len(drift.regressed) - 5} more" if len(drift.regressed) > 5 else ""
-    gate = ",".join(str(t) for t in drift.thresholds)
     return (f"pytest-trt drift gate FAILED against run {drift.against}: {len(drift.regressed)} regressed output(s) "
-            f"(--trt-compare-fail={gate}): {shown}{more}")
+            f"({flag}={gate}): {shown}{more}")
+
+
+def missing_text(drift: DriftReport, shown: int = 3) -> str:
+    """``; 4 of the stored run's output(s) NOT in this run (a[x], b[y], c[z] and 1 more)``, or ``""``."""
+    if not drift.only_old:
+        return ""
+    more = f" and {len(drift.only_old) - shown} more" if len(drift.only_old) > shown else ""
+    return (f"; {len(drift.only_old)} of the stored run's output(s) NOT in this run, not judged "
+            f"({', '.join(drift.only_old[:shown])}{more})")
 
 
 def _accuracy_outputs(report: Mapping[str, Any]):

@@ -186,7 +186,10 @@ class RunStore:
             self._redact = Redactor(str(path))
             root = str(path)
         self.stats = CacheStats()
-        self.transport = Transport(root, auth if self.url else None, where, self.stats)
+        #: damaged runs ``latest`` passed over (newest first), for a warning naming them
+        self.skipped: list[RunEntry] = []
+        # a directory goes through the standard library (no fsspec); only a URL needs the remote extra
+        self.transport = Transport(root, auth if self.url else None, where, self.stats, what="saved runs")
 
     def close(self) -> None:
         self.transport.close()
@@ -268,8 +271,10 @@ class RunStore:
         return run_id
 
     # ------------------------------------------------------------------ list
-    def entries(self) -> list[RunEntry]:
-        """Every run of the storage in time order (oldest first, numbered from 1), each verified.
+    def entries(self, *, verify: bool = False) -> list[RunEntry]:
+        """Every run of the storage in time order (oldest first, numbered from 1), each manifest
+        verified; with ``verify`` each ``ok`` run's run.json too (its size and sha256 against the
+        manifest, as ``runs show`` reads it): one that differs is ``damaged``, with why.
 
         Raises :class:`StoreError` when the storage cannot be read.
         """
@@ -282,8 +287,22 @@ class RunStore:
         for number, run_id in enumerate(names, start=1):
             entry = self._entry(run_id)
             entry.number = number
+            if verify:
+                self.verify(entry)
             found.append(entry)
         return found
+
+    def verify(self, entry: RunEntry) -> bool:
+        """Check an ``ok`` run's run.json against its manifest; a run whose run.json differs becomes
+        ``damaged`` (``reason`` says how). True when the entry is ``ok`` afterwards."""
+        if entry.status != "ok":
+            return False
+        try:
+            self.read_bytes(entry, RUN_FILE)
+        except RejectedEntry as exc:
+            entry.status, entry.reason = "damaged", str(exc)
+            return False
+        return True
 
     def _entry(self, run_id: str) -> RunEntry:
         base = self._run_dir(run_id)
@@ -388,7 +407,14 @@ class RunStore:
         spec = (spec or "latest").strip()
         listing = f"`pytest-trt runs list --storage={self.shown}` lists them"
         if spec == "latest":
-            good = [e for e in entries if e.status == "ok" and e.exitstatus == 0]
+            good = []
+            # newest first; a damaged run (its run.json differs from its manifest) is skipped and
+            # named in ``self.skipped``, never chosen (every later compare would be refused)
+            for e in reversed([e for e in entries if e.status == "ok" and e.exitstatus == 0]):
+                if self.verify(e):
+                    good = [e]
+                    break
+                self.skipped.append(e)
             if not good:
                 why = (f"{len(entries)} run(s) stored, none of them a verified run whose session exited 0 "
                        f"(with its drift gate); {listing}" if entries else "no run is stored there")
@@ -426,12 +452,20 @@ class RunStore:
 
     # ------------------------------------------------------------------ prune
     def prune(self, *, older_than: timedelta | None = None, keep: int | None = None, max_bytes: int | None = None,
-              dry_run: bool = False, now: datetime | None = None) -> list[RunEntry]:
+              dry_run: bool = False, now: datetime | None = None, damaged: bool = False) -> list[RunEntry]:
         """Delete runs: older than ``older_than``, beyond the newest ``keep``, then the oldest while the
-        runs' files (as their manifests list them) hold more than ``max_bytes``. Incomplete runs younger
-        than an hour are left (they may be being written). Returns what was (or, ``dry_run``, would be)
-        deleted, oldest first. Only run directories (names that are run ids) are ever touched."""
-        removed = _doomed(self.entries(), now or datetime.now(timezone.utc), older_than, keep, max_bytes)
+        runs' files (as their manifests list them) hold more than ``max_bytes``; with ``damaged`` every
+        damaged run (run.json differs from its manifest) and, in a directory, every rejected one (a
+        manifest that is not valid; at a URL a rejected run may be signed by a key not trusted here,
+        and is left). Incomplete runs younger than an hour are left (they may be being written).
+        Returns what was (or, ``dry_run``, would be) deleted, oldest first. Only run directories
+        (names that are run ids) are ever touched."""
+        entries = self.entries(verify=damaged)
+        removed = _doomed(entries, now or datetime.now(timezone.utc), older_than, keep, max_bytes)
+        if damaged:
+            bad = ("damaged",) if self.url else ("damaged", "rejected")
+            removed = sorted({e.id: e for e in removed + [e for e in entries if e.status in bad]}.values(),
+                             key=lambda e: e.number)
         if not dry_run:
             for e in removed:
                 try:

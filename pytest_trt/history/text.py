@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..core.formatting import fmt_ratio
 from .changes import precision_change_lines
-from .drift import SHOWN, DriftReport, OutputDrift, failure_line, unmatched_parts
+from .drift import SHOWN, DriftReport, OutputDrift, failure_line, missing_text, unmatched_parts
 from .gate import figure_text
 
 __all__ = ["drift_lines"]
@@ -70,13 +70,15 @@ def _inside_lines(drift: DriftReport) -> list[str]:
 
 
 def drift_lines(drift: DriftReport, *, title: str = "pytest-trt drift", max_rows: int = MAX_ROWS,
-                failure: bool = True) -> list[str]:
+                failure: bool = True, flag: str = "--trt-compare-fail", save: str = "--trt-save NAME") -> list[str]:
     """The drift table (worst first), the cause line, precision changes, layerwise growth; last,
-    when the gate failed and ``failure``, :func:`~pytest_trt.history.drift.failure_line`."""
+    when the gate failed and ``failure``, :func:`~pytest_trt.history.drift.failure_line` (``flag``, ``save``:
+    its spelling of the gate's option and of saving a baseline)."""
     name = f" ({drift.against_name})" if drift.against_name else ""
     gate = (f"gate {','.join(str(t) for t in drift.thresholds)}: {len(drift.regressed)} regressed, "
-            f"{len(drift.improved)} improved" if drift.gated else "no gate (--trt-compare-fail not given)")
-    lines = [f"{title} against run {drift.against}{name}: {len(drift.rows)} output(s) compared; {gate}",
+            f"{len(drift.improved)} improved" if drift.gated else f"no gate ({flag} not given)")
+    lines = [f"{title} against run {drift.against}{name}: {len(drift.rows)} output(s) compared"
+             f"{missing_text(drift)}; {gate}",
              f"  cause: {drift.cause}"]
     lines += _unmatched_line(drift) + _table_lines(drift, max_rows)
     lines += [f"  note: {row.label} {j.metric}: {j.note}" for row in drift.regressed[:max_rows]
@@ -85,5 +87,5 @@ def drift_lines(drift: DriftReport, *, title: str = "pytest-trt drift", max_rows
     if drift.improved:
         lines.append(f"  {len(drift.improved)} output(s) improved beyond the gate (reported, never failed)")
     if failure and drift.gated and not drift.passed:
-        lines.append(failure_line(drift))
+        lines.append(failure_line(drift, flag=flag, save=save))
     return lines

@@ -238,12 +238,65 @@ def level_of(source: str) -> str:
     return "command line"
 
 
+def _wanted(opt: Option) -> str:
+    """What a value of ``opt`` looks like, for the empty-value error."""
+    if opt.choices and not opt.open_choices:
+        return "one of " + ", ".join(opt.choices)
+    return opt.metavar or "a value"
+
+
+def _how(opt: Option) -> str:
+    return opt.choices[0] if opt.choices and not opt.open_choices else (opt.metavar or "VALUE")
+
+
+def _is_empty(value) -> bool:
+    """An empty (or blank) value, or a list holding one: ``--trt-save=`` with an unset ``$TAG``."""
+    if isinstance(value, (list, tuple)):
+        return any(_is_empty(v) for v in value)
+    return isinstance(value, str) and not value.strip()
+
+
+def _raw_ini(config, name: str):
+    """The ini file's text for ``name`` as written (None when absent): ``getini`` cannot tell an
+    empty line list from an absent one, and older pytest returns "" for an absent string."""
+    import warnings
+
+    with warnings.catch_warnings():  # (pytest 9 deprecates inicfg in favour of getini, which cannot tell)
+        warnings.simplefilter("ignore")
+        inicfg = getattr(config, "inicfg", None) or {}
+        raw = inicfg.get(name) if hasattr(inicfg, "get") else None
+    return getattr(raw, "value", raw)
+
+
+def _refuse_empty(opt: Option, where: str, how: str) -> None:
+    raise UsageError(f"{where}: empty value; give {_wanted(opt)} ({how}) or leave it out (an unset variable in "
+                     f"`--{opt.name}=$VAR` gives an empty value, which would have been ignored)")
+
+
+def _check_not_empty(config, opt: Option, cli) -> None:
+    """UsageError for an empty value of ``opt`` on the command line, else in the ini file."""
+    if cli is not None:
+        if _is_empty(cli):
+            _refuse_empty(opt, f"--{opt.name}=", f"--{opt.name}={_how(opt)}")
+        return
+    raw = _raw_ini(config, opt.ini)
+    if raw is not None and _is_empty(raw if isinstance(raw, (list, tuple)) else str(raw)):
+        _refuse_empty(opt, f"ini {opt.ini}", f"{opt.ini} = {_how(opt)}")
+
+
 def lookup_option(config, opt: Option, *, env: bool = True):
     """One option's value and where it came from: the command line, then its environment variable
     (:attr:`Option.env`; skipped with ``env=False``), then the ini, then the default; returns
     ``(value, source)`` (source spelled as the user wrote it: ``--trt-gpus``, ``$PYTEST_TRT_CACHE_DIR``,
-    ``ini trt_gpus``, ``default``)."""
+    ``ini trt_gpus``, ``default``).
+
+    An empty value of an option that takes one (``--trt-save=``, ``trt_storage =`` in the ini) is a
+    :class:`UsageError` naming it: no option has an empty "off" spelling, and ignoring it made
+    ``--trt-save=$TAG`` with ``TAG`` unset a silent no-op. An environment variable that is set but
+    empty counts as unset (a fork's CI without the secret it names)."""
     cli = config.getoption(opt.dest, default=None)
+    if opt.kind != "bool":
+        _check_not_empty(config, opt, cli)
     if cli is not None and cli != []:
         return _convert(opt, cli if opt.kind != "list" else tuple(cli), f"--{opt.name}"), f"--{opt.name}"
     if env and opt.env and os.environ.get(opt.env):

@@ -96,13 +96,29 @@ def test_diff_gates_in_both_directions(saved, capsys):
     assert code == 0 and json.loads(out)["gate"] == []
 
 
+def test_diff_fail_that_compared_no_output_fails(saved, capsys):
+    def rename(run):  # the second run's tests live in another file now
+        for test in run["report"]["tests"]:
+            test["nodeid"] = test["nodeid"].replace("test_suite.py", "test_renamed.py")
+
+    _rewrite_run(saved, "bf16", rename)
+    code, out, _ = cli(capsys, "runs", "diff", "fp16", "bf16", f"--storage={saved}", "--fail", "max_abs:+25%")
+    assert code == 1
+    assert "0 output(s) compared; 2 of the stored run's output(s) NOT in this run" in out
+    assert ("drift gate FAILED against run" in out and "no output compared (--fail=max_abs:+25%): 2 output(s) only "
+            "in this run, 2 only in the stored run" in out and "save a new baseline with pytest --trt-save NAME" in out)
+    code, _, _ = cli(capsys, "runs", "diff", "fp16", "bf16", f"--storage={saved}")  # no gate: shown, never failed
+    assert code == 0
+
+
 def test_recheck_from_another_cache_directory_agrees_with_the_recorded_verdicts(saved, capsys, tmp_path):
     code, out, _ = cli(capsys, "runs", "recheck", "fp16", f"--storage={saved}", "--model", str(ENCODER),
                        f"--cache-dir={tmp_path / 'elsewhere'}", "--json")
     result = json.loads(out)
     verdicts = {c["nodeid"].split("::")[1]: (c["passed"], c["recorded_passed"]) for c in result["checks"]}
     assert verdicts == {"test_kept": (True, True), "test_all_fp16_fails": (False, False)}
-    assert result["agrees"] and code == 1  # a failing check fails the re-check, as it failed the session
+    # every verdict agrees with the recorded one (the failing check fails again, as recorded): exit 0
+    assert result["agrees"] and code == 0
     assert (tmp_path / "elsewhere").is_dir()  # the baselines were computed here, in this cache
     # a model that is not the one the run tested: a usage error naming the recorded model
     other = Path(__file__).resolve().parents[2] / "example_suite" / "models" / "convnet.onnx"
@@ -110,6 +126,34 @@ def test_recheck_from_another_cache_directory_agrees_with_the_recorded_verdicts(
     assert code == 2 and "is not the model of any check saved in run" in err and "encoder_opset14.onnx" in err
     code, _, err = cli(capsys, "runs", "recheck", "bf16", f"--storage={saved}", "--model", str(ENCODER))
     assert code == 2 and "saved without --trt-save-outputs" in err
+
+
+def _rewrite_run(storage: Path, name: str, edit) -> None:
+    """Edit a directory run's run.json and its (unsigned) manifest's record of it, as a real change would."""
+    import hashlib
+
+    [run_dir] = list(storage.glob(f"{PREFIX}/*-{name}"))
+    run = json.loads((run_dir / "run.json").read_text())
+    edit(run)
+    body = json.dumps(run).encode()
+    (run_dir / "run.json").write_bytes(body)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["payload"]["files"]["run.json"] = {"sha256": hashlib.sha256(body).hexdigest(), "size": len(body)}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_recheck_exits_1_only_when_a_verdict_disagrees(saved, capsys):
+    def flip(run):  # the run now says test_kept failed: re-judged, it passes
+        for test in run["report"]["tests"]:
+            if test["nodeid"].endswith("test_kept"):
+                for check in test["accuracy"]:
+                    check["passed"] = False
+                    for out in check["outputs"]:
+                        out["passed"] = False
+
+    _rewrite_run(saved, "fp16", flip)
+    code, out, _ = cli(capsys, "runs", "recheck", "fp16", f"--storage={saved}", "--model", str(ENCODER))
+    assert code == 1 and "DISAGREES: recorded failed" in out and "some verdicts DISAGREE" in out
 
 
 def test_recheck_refuses_saved_outputs_that_were_tampered_with(saved, capsys):

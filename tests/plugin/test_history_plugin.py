@@ -99,6 +99,65 @@ def test_latest_is_never_a_run_whose_gate_failed(project):
     assert failed_id not in result.stdout.str()
 
 
+def test_a_gate_that_compared_no_output_fails_the_session(project):
+    assert run(project, "--trt-fp16", "--trt-save=base", "-k", "opset17").ret == 0
+    # an ordinary refactor: the test file is renamed, so no test id matches the stored run's
+    (project.path / "test_encoder_fp16.py").rename(project.path / "test_renamed.py")
+    result = run(project, "--trt-fp16", "--trt-compare-run=base", GATE, "-k", "opset17")
+    assert result.ret == 1
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "*pytest-trt drift against run *-base (base): 0 output(s) compared; 1 of the stored run's output(s) NOT in "
+        "this run, not judged (test_encoder_fp16.py::test_encoder_opset17_accuracy[[]last_hidden_state[]]); gate*",
+        "*pytest-trt drift gate FAILED against run *-base: no output compared (--trt-compare-fail=max_abs:+25%): "
+        "1 output(s) only in this run, 1 only in the stored run; a gate that judged nothing cannot pass. Select the "
+        "same tests as the stored run*or save a new baseline with --trt-save NAME*",
+    ])
+    # everything deselected: the same
+    assert run(project, "--trt-fp16", "--trt-compare-run=base", GATE, "-k", "nothing_matches").ret == 1
+    # without a gate nothing fails (the drift is only shown)
+    assert run(project, "--trt-fp16", "--trt-compare-run=base", "-k", "opset17").ret == 0
+
+
+def test_outputs_of_the_stored_run_missing_from_a_gated_session_are_named(project):
+    assert run(project, "--trt-fp16", "--trt-save=base").ret == 0
+    result = run(project, "--trt-fp16", "--trt-compare-run=base", GATE, "-k", "opset17")
+    assert result.ret == 0  # one output compared, within the gate: passes, and says what it did not judge
+    result.stdout.fnmatch_lines(["*: 1 output(s) compared; 4 of the stored run's output(s) NOT in this run, not "
+                                 "judged (*, *, * and 1 more); gate max_abs:+25%: 0 regressed, 0 improved"])
+
+
+def test_a_damaged_run_is_listed_as_damaged_skipped_by_latest_and_pruned(project, capsys):
+    from pytest_trt.cli import main
+
+    assert run(project, "--trt-fp16", "--trt-save=old", "-k", "opset17").ret == 0
+    assert run(project, "--trt-fp16", "--trt-save=new", "-k", "opset17").ret == 0
+    old_id, new_id = runs_of(project)
+    run_json = project.path / ".trt-runs" / PREFIX / new_id / "run.json"
+    data = bytearray(run_json.read_bytes())
+    data[len(data) // 2] ^= 1  # one byte changed
+    run_json.write_bytes(bytes(data))
+    storage = f"--storage={project.path / '.trt-runs'}"
+    capsys.readouterr()  # (the sessions' output)
+    assert main(["runs", "list", storage]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].split()[1] == old_id and "exit 0" in out[1]
+    assert out[2].split()[1] == new_id and "DAMAGED: run.json has" in out[2] and "(damaged or tampered)" in out[2]
+    assert main(["runs", "list", storage, "--json"]) == 0
+    assert [r["status"] for r in json.loads(capsys.readouterr().out)["runs"]] == ["ok", "damaged"]
+    # latest passes over it, with a warning naming it
+    result = run(project, "--trt-fp16", "--trt-compare-run", GATE, "-k", "opset17")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines([f"*comparing with run {old_id} (#1, exit 0*",
+                                 f"pytest-trt: WARNING: skipped damaged run(s) for latest: {new_id} (run.json has *"])
+    capsys.readouterr()
+    assert main(["runs", "show", "latest", storage]) == 0
+    captured = capsys.readouterr()
+    assert f"run 1: {old_id}" in captured.out and f"skipped damaged run(s) {new_id}" in captured.err
+    assert main(["runs", "prune", storage, "--damaged"]) == 0
+    assert "deleted 1 run(s)" in capsys.readouterr().out and runs_of(project) == [old_id]
+
+
 def test_a_damaged_or_missing_stored_run_is_a_usage_error(project):
     assert run(project, "--trt-fp16", "--trt-save=fp16", "-k", "opset17").ret == 0
     [run_id] = runs_of(project)

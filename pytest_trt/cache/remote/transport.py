@@ -85,23 +85,39 @@ class _Unopened:
         self.error = error
 
 
+class _LocalFilesystem:
+    """A local directory (a path or ``file://``): every operation goes through
+    :mod:`~pytest_trt.cache.remote.localfs` (the standard library), so no fsspec is needed."""
+
+    protocol = ("file", "local")
+
+
 def open_filesystem(url: str, auth: str | None, on_request: Callable[[], None] | None = None,
                     flag: str = "--trt-remote-cache",
-                    on_response: Callable[[int], None] | None = None) -> tuple[Any, str, bool]:
+                    on_response: Callable[[int], None] | None = None,
+                    what: str = "the remote cache") -> tuple[Any, str, bool]:
     """(fsspec filesystem, root path, counts_requests) for a remote cache URL.
 
     ``on_request()`` is called for every HTTP request where the transport lets us see them
     (WebDAV, through httpx's event hooks); then ``counts_requests`` is True. A URL that no
     installed filesystem can serve is a :class:`~pytest_trt.errors.UsageError`; a filesystem
     that fails to connect while it is created (ftp://, sftp://) gives an :class:`_Unopened`
-    one. Messages show the URL without its secrets.
+    one. Messages show the URL without its secrets. A local directory (a path, ``file://``) needs
+    no fsspec (:class:`_LocalFilesystem`); any other URL does, and a missing one is a usage error
+    naming ``what`` uses it (``the remote cache``, ``saved runs``) and the extra.
     """
     shown, redact = display_url(url), Redactor(url, auth)
-    try:
-        filesystem = fsspec.filesystem  # the first use imports fsspec
-    except ImportError:
-        raise UsageError(f"{flag} {shown}: the remote cache uses fsspec: {EXTRA_HINT}") from None
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    if scheme in ("", "file", "local"):
+        path = url.split("://", 1)[1] if scheme else url
+        if not os.path.isabs(path):
+            raise UsageError(f"{flag} {shown}: a local remote cache needs an absolute path "
+                             f"(file:///shared/trt-cache)")
+        return _LocalFilesystem(), path.rstrip("/") or "/", False
+    try:
+        fsspec.filesystem  # noqa: B018 (the first use imports fsspec)
+    except ImportError:
+        raise UsageError(f"{flag} {shown}: fsspec (for {what} at a URL) is not installed: {EXTRA_HINT}") from None
     if scheme in ("http", "https", "webdav+http", "webdav+https"):
         try:
             webdav_filesystem = webdav4_fsspec.WebdavFileSystem
@@ -122,12 +138,6 @@ def open_filesystem(url: str, auth: str | None, on_request: Callable[[], None] |
             return webdav_filesystem(base.rstrip("/"), **kwargs), "", on_request is not None
         except Exception as exc:  # (httpx refuses some URLs that urllib accepts)
             raise UsageError(f"{flag} {shown}: not a usable WebDAV URL ({redact(str(exc))})") from None
-    if scheme in ("", "file", "local"):
-        path = url.split("://", 1)[1] if scheme else url
-        if not os.path.isabs(path):
-            raise UsageError(f"{flag} {shown}: a local remote cache needs an absolute path "
-                             f"(file:///shared/trt-cache)")
-        return filesystem("file"), path.rstrip("/") or "/", False
     try:
         fsspec.get_filesystem_class(fsspec.core.split_protocol(url)[0])
     except (ImportError, ValueError) as exc:
@@ -196,13 +206,14 @@ class Transport:
         stats: where requests (and downloaded bytes) are counted.
     """
 
-    def __init__(self, url: str, auth: str | None, flag: str, stats: CacheStats) -> None:
+    def __init__(self, url: str, auth: str | None, flag: str, stats: CacheStats,
+                 what: str = "the remote cache") -> None:
         self.stats = stats
         #: the last HTTP error status other than 404 (WebDAV clients turn e.g. a refused MKCOL into
         #: FileNotFoundError; the status says what happened)
         self.http_status: int | None = None
         self.fs, self.root, self._counted = open_filesystem(url, auth, self._count_request, flag,
-                                                            self._note_status)
+                                                            self._note_status, what)
         #: the exceptions that mean "the transport failed" (connection, HTTP, filesystem)
         self.errors = transport_errors()
         protocol = self.fs.protocol if isinstance(self.fs.protocol, tuple) else (self.fs.protocol,)
