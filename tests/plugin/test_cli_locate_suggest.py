@@ -148,8 +148,12 @@ def test_locate_on_failure_names_the_layernorm_node(pytester):
 
 def test_an_internal_error_is_exit_3_never_1(monkeypatch, capsys):
     """Exit 1 means "accuracy failure": a bug of ours must not masquerade as one."""
+    import importlib
+
     from pytest_trt import cli
-    from pytest_trt.cli import plan as plan_cmd
+
+    # the live module (an earlier in-process pytester run may have left a stale one on the package)
+    plan_cmd = importlib.import_module("pytest_trt.cli.plan")
 
     def broken(args):
         raise RuntimeError("boom")

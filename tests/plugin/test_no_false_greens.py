@@ -290,7 +290,10 @@ def test_typing_the_backend_lacks_is_an_error_not_a_skip(pytester, monkeypatch):
 def test_weak(trt):
     trt.check()
 """)
-    from pytest_trt.backends.emulate import EmulateBackend
+    import importlib
+
+    # the live module (an earlier in-process pytester run may have left a stale one on the package)
+    EmulateBackend = importlib.import_module("pytest_trt.backends.emulate").EmulateBackend
 
     # the class, not an instance: backend instances are memos of each run (pytest_trt.core.runstate)
     monkeypatch.setattr(EmulateBackend, "supports",

@@ -247,7 +247,12 @@ def test_a_signed_manifest_moved_to_another_key_is_rejected(tmp_path, remote, ke
 def test_a_tampered_entry_never_reaches_the_loader(pytester, nginx, keys, monkeypatch):
     """A real pytest session (emulate backend): the deserializer of the emulation engine never
     sees the tampered bytes; the entry is rebuilt locally and the test passes."""
-    from pytest_trt.backends import emulate
+    import importlib
+
+    # the module the sessions below use: an in-process pytester run of an earlier test may have imported
+    # it first, and pytester then drops it from sys.modules, leaving a stale attribute on the package
+    # (``from pytest_trt.backends import emulate`` returned that one, and the spy never saw a load)
+    emulate = importlib.import_module("pytest_trt.backends.emulate")
 
     encoder = HERE.parents[1] / "example_suite" / "models" / "encoder_opset14.onnx"
     pytester.makepyfile(test_m=f"""
