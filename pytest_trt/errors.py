@@ -72,6 +72,11 @@ class UnsupportedGpu(BackendUnavailable, unittest.SkipTest):
     """
 
 
+class BackendContractError(PytestTrtError):
+    """A backend answered outside its contract (:mod:`pytest_trt.backends.base`), e.g. an evidence value
+    that is not one of :data:`pytest_trt.core.evidence.EVIDENCE`. Names the backend."""
+
+
 class BuildError(PytestTrtError):
     """An engine build failed. Never cached."""
 

@@ -550,21 +550,21 @@ def pytest_sessionfinish(session, exitstatus):
     run = current_session(config)
     if run is None:
         return
-    if run._cache is not None:  # the hits kept in memory reach events.jsonl before the run ends
-        run._cache.flush_events()
+    if run.opened_cache is not None:  # the hits kept in memory reach events.jsonl before the run ends
+        run.opened_cache.flush_events()
     if hasattr(config, "workerinput"):
-        if run._cache is not None:  # the worker's cache figures travel to the controller
-            config.workeroutput["trt_cache_stats"] = run._cache.stats.to_json()
+        if run.opened_cache is not None:  # the worker's cache figures travel to the controller
+            config.workeroutput["trt_cache_stats"] = run.opened_cache.stats.to_json()
         # which session patterns matched here: the controller judges the whole run
         config.workeroutput["trt_session_patterns"] = run.patterns.to_json()
-        if run._remote is not None:
-            run._remote.close()
+        if run.opened_remote is not None:
+            run.opened_remote.close()
         return
     if exitstatus == pytest.ExitCode.USAGE_ERROR:
         # refused before anything ran (e.g. a report path that is a model named in a marker):
         # no report, and none written over the path that was refused; no run saved
-        if run._remote is not None:
-            run._remote.close()
+        if run.opened_remote is not None:
+            run.opened_remote.close()
         runs.close(run)
         return
     # What fails the session although its tests did not: stated in the terminal summary (which
@@ -589,5 +589,5 @@ def pytest_sessionfinish(session, exitstatus):
     if not runs.save_run(run, results, int(session.exitstatus)) and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     runs.close(run)
-    if run._remote is not None:
-        run._remote.close()
+    if run.opened_remote is not None:
+        run.opened_remote.close()

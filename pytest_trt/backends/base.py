@@ -31,6 +31,11 @@ compares a backend's name:
                                from the built engine) or ``"emulated"`` (derived from the plan)
 ``Engine.layerwise_engine``    the separate engine a layerwise comparison built (every float
                                tensor an output), or None when it used the engine under test
+``Engine.backend``             the :class:`Backend` that built it (probes build sub-engines with it)
+``Engine.artifact_cache``      the artifact cache it came from, or None (built without one)
+``Engine.timing_label``        what :meth:`Engine.time_layers` measures with, as every report labels
+                               it (TensorRT: "TensorRT IProfiler (report_layer_time)"); None for an
+                               engine that cannot time its layers
 =============================  ==========================================================
 """
 
@@ -133,9 +138,34 @@ class Engine(ABC):
     #: "strong", "weak" or "emulated": how the plan was realized.
     typing: str = "?"
     #: how :meth:`layers` knows what ran: ``"observed"`` (read from the built engine, e.g.
-    #: TensorRT's engine inspector) or ``"emulated"`` (derived from the plan's realization). An
-    #: engine that does not say is taken as ``"emulated"``: nothing is called observed unless it is.
+    #: TensorRT's engine inspector) or ``"emulated"`` (derived from the plan's realization), one of
+    #: :data:`pytest_trt.core.evidence.EVIDENCE`. An engine that does not say is taken as
+    #: ``"emulated"``: nothing is called observed unless it is.
     layer_evidence: str = "emulated"
+    #: what :attr:`backend` and :attr:`artifact_cache` return, set by the backend that built the engine
+    _built_by: Backend | None = None
+    _artifact_cache: ArtifactCache | None = None
+
+    @property
+    def backend(self) -> Backend:
+        """The backend that built this engine: the one that set it (``engine.backend = self`` in
+        :meth:`Backend.build`, e.g. a backend wrapping another's engines), else the registered backend of
+        :attr:`backend_name`. Builds made on the engine's behalf (a probe's sub-engine) use it."""
+        return self._built_by if self._built_by is not None else get_backend(self.backend_name)
+
+    @backend.setter
+    def backend(self, value: Backend) -> None:
+        self._built_by = value
+
+    @property
+    def artifact_cache(self) -> ArtifactCache | None:
+        """The artifact cache this engine was built through (set by the backend that built it), None when it
+        was built without one: builds made on its behalf (a probe's sub-engine) go there by default."""
+        return self._artifact_cache
+
+    @artifact_cache.setter
+    def artifact_cache(self, value: ArtifactCache | None) -> None:
+        self._artifact_cache = value
 
     @property
     def layerwise_engine(self) -> Engine | None:
@@ -181,6 +211,15 @@ class Engine(ABC):
         """None when :meth:`time_layers` measures this engine's own kernels on a GPU, per engine layer;
         else why it cannot (the ledger's time column says it). Backends that can override both."""
         return f"the {self.backend_name} backend has no per-layer timing of its engines"
+
+    @property
+    def timing_label(self) -> str | None:
+        """How every report labels the times :meth:`time_layers` measures (TensorRT: "TensorRT IProfiler
+        (report_layer_time)"); None when this engine cannot time its layers. An engine that times its layers
+        without stating a label is labelled as not TensorRT: a backend has to claim TensorRT's timing."""
+        if self.layer_timing_reason() is not None:
+            return None
+        return f"{self.backend_name} engine's own per-layer timing, not TensorRT"
 
     def time_layers(self, feeds: dict[str, np.ndarray], *, warmup: int = 10, iterations: int = 50,
                     per_layer: bool = True) -> LayerProfile:
@@ -338,6 +377,20 @@ def unregister_backend(name: str) -> None:
 def backend_names() -> tuple[str, ...]:
     """Every backend a run may name: the built-in ones, then the registered ones (not ``auto``)."""
     return tuple(BUILTIN_BACKENDS) + tuple(n for n in _FACTORIES if n not in BUILTIN_BACKENDS)
+
+
+#: the disclaimer shown for a backend named in saved results that this process does not know (a plugin
+#: backend of the run that saved them): whether its results were TensorRT's cannot be told here
+UNKNOWN_BACKEND_DISCLAIMER = "backend {name} is unknown here: whether its results are TensorRT's cannot be told"
+
+
+def disclaimer_of(name: str) -> str | None:
+    """The :attr:`Backend.disclaimer` of the backend a run may name ``name`` (the registry's), for results
+    that recorded only the backend's name (saved runs); :data:`UNKNOWN_BACKEND_DISCLAIMER` for a name not
+    known here. Builds nothing (the backend's availability is not asked)."""
+    if name not in backend_names():
+        return UNKNOWN_BACKEND_DISCLAIMER.format(name=name)
+    return get_backend(name).disclaimer
 
 
 def _choices() -> str:

@@ -119,10 +119,11 @@ class EmulatedEngine(Engine):
         return self._bytes
 
 
-def _with_sets(engine: EmulatedEngine, sets: WeightSets | None) -> EmulatedEngine:
-    """The engine with its model's weight sets attached (set after construction: the constructor keeps
-    the signature subclasses and wrappers know)."""
+def _with_sets(engine: EmulatedEngine, sets: WeightSets | None, cache: ArtifactCache | None = None) -> EmulatedEngine:
+    """The engine with its model's weight sets and its artifact cache attached (set after construction:
+    the constructor keeps the signature subclasses and wrappers know)."""
     engine.sets = sets
+    engine.artifact_cache = cache
     return engine
 
 
@@ -206,4 +207,5 @@ class EmulateBackend(Backend):
             path=str(result.path), waited_seconds=result.waited_seconds,
             bytes_written=written + (sets.written if sets is not None else 0),
         )
-        return _with_sets(EmulatedEngine(plan, config, info, (result.path / EMULATION_FILE).read_bytes()), sets)
+        return _with_sets(EmulatedEngine(plan, config, info, (result.path / EMULATION_FILE).read_bytes()), sets,
+                          cache)

@@ -98,12 +98,15 @@ def run(args) -> int:
             failed.append(exc)
             checks.append(exc.findings)
     if args.json:
-        emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
+        emit_json({"model": str(args.model), "backend": engine.backend_name,
+                   "backend_disclaimer": engine.backend.disclaimer, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "report": report.to_json(),
                    "expectations": [c.to_json() for c in checks if c is not None],
                    "passed": not failed})
     else:
         print(f"{model.label}: {engine.describe()}")
+        if engine.backend.disclaimer:
+            print(f"(backend {engine.backend_name}: {engine.backend.disclaimer})")
         print(report.table(statuses=set(args.status) or None))
         for check in checks:
             if check is not None and check.passed:
@@ -146,10 +149,13 @@ def _ledger(args, session, model, engine, event, plan, given: list[str]) -> int:
                 raise UsageError(f"{flag}: the ledger of {model.label} has no time ({ledger.time_reason})")
             Path(path).write_text(json.dumps(export(data), indent=1) + "\n")
     if args.json:
-        emit_json({"model": str(args.model), "backend": engine.backend_name, "policy": plan.policy.describe(),
+        emit_json({"model": str(args.model), "backend": engine.backend_name,
+                   "backend_disclaimer": engine.backend.disclaimer, "policy": plan.policy.describe(),
                    "engine": event.to_json(), "ledger": data})
     else:
         print(f"{model.label}: {engine.describe()}")
+        if engine.backend.disclaimer:
+            print(f"(backend {engine.backend_name}: {engine.backend.disclaimer})")
         print(ledger.table(top=None if args.all_rows else TOP))
         for path, _, flag in exports:
             if path:

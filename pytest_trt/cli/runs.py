@@ -15,6 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from ..backends.base import disclaimer_of
 from ..cache.remote.signing import RejectedEntry
 from ..core.formatting import as_float, fmt_cos, fmt_err, fmt_ratio
 from ..core.locations import default_cache_dir, default_runs_dir
@@ -59,6 +60,16 @@ def _load(store: RunStore, spec: str, entries=None) -> tuple[Any, dict]:
         raise UsageError(str(exc)) from None
 
 
+def _disclaimer(recorded: dict) -> str | None:
+    """The disclaimer of the backend a saved run used (``recorded``: its manifest summary or its report's
+    session): the one it recorded, else the registry's for its name (:func:`disclaimer_of`; a backend not
+    known here says so), None for TensorRT itself."""
+    if "backend_disclaimer" in recorded:
+        return recorded["backend_disclaimer"]
+    name = recorded.get("backend")
+    return disclaimer_of(str(name)) if name else None
+
+
 def run_list(args: Any) -> int:
     store = _store(args)
     try:
@@ -70,7 +81,9 @@ def run_list(args: Any) -> int:
             emit_json({"storage": store.shown, "runs": [
                 {"num": e.number, "id": e.id, "name": e.name, "status": e.status, "reason": e.reason or None,
                  "created": e.payload.get("created"), "exitstatus": e.exitstatus, "gate": e.payload.get("gate"),
-                 "summary": e.payload.get("summary"), "size": e.size} for e in entries]})
+                 "summary": e.payload.get("summary"), "size": e.size,
+                 "backend_disclaimer": _disclaimer(e.payload.get("summary") or {}) if e.status == "ok" else None}
+                for e in entries]})
             return 0
         print(f"saved runs in {store.shown}: {len(entries)}")
         for e in entries:
@@ -84,6 +97,9 @@ def run_list(args: Any) -> int:
             print(f"{e.number:>4}  {e.id}  exit {e.exitstatus}{gated}  {summary.get('backend')} "
                   f"{summary.get('precision')}  {summary.get('tests')} test(s), {summary.get('outputs')} output(s)"
                   f"{outputs}")
+            disclaimer = _disclaimer(summary)
+            if disclaimer:
+                print(f"      (backend {summary.get('backend')}: {disclaimer})")
         return 0
     finally:
         store.close()
@@ -94,13 +110,17 @@ def run_show(args: Any) -> int:
     try:
         entry, run = _load(store, args.run_spec)
         report = run.get("report") or {}
+        recorded = report.get("session") or {"backend": (entry.payload.get("summary") or {}).get("backend")}
+        disclaimer = _disclaimer(recorded)
         if args.json:
-            emit_json({"num": entry.number, **run})
+            emit_json({"num": entry.number, "backend_disclaimer": disclaimer, **run})
             return 0
         print(f"run {entry.number}: {entry.id}" + (f" ({run.get('name')})" if run.get("name") else ""))
         print(f"  created {run.get('created')}, exit {run.get('exitstatus')}"
               + (f", gate {'passed' if run['gate'].get('passed') else 'FAILED'} against {run['gate'].get('against')}"
                  if run.get("gate") else ""))
+        if disclaimer:
+            print(f"  (backend {recorded.get('backend')}: {disclaimer})")
         for key, value in (run.get("fingerprint") or {}).items():
             print(f"  {key}: {value}")
         for test in report.get("tests") or ():

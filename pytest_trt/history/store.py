@@ -240,6 +240,7 @@ class RunStore:
             "summary": {"tests": (report.get("summary") or {}).get("tests"),
                         "outputs": (report.get("summary") or {}).get("outputs"),
                         "backend": (report.get("session") or {}).get("backend"),
+                        "backend_disclaimer": (report.get("session") or {}).get("backend_disclaimer"),
                         "precision": (report.get("session") or {}).get("precision"),
                         "saved_outputs": bool(outputs)},
             "files": files,

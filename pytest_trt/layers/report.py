@@ -57,6 +57,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..core.evidence import EMULATION_SOURCE, EVIDENCE, LAYER_SOURCE_LABELS, checked
 from .inspector import (
     FLOAT_PRECISIONS,
     EngineLayer,
@@ -75,6 +76,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..plan import NodeDecision, PrecisionPlan
 
 __all__ = [
+    "EVIDENCE",
     "EngineLayer",
     "KnownNodes",
     "LayerReport",
@@ -87,8 +89,8 @@ __all__ = [
 ]
 
 STATUSES = ("ok", "mismatch", "unverifiable", "fixed")
-#: How a node's precision is known (see the module docstring); fixed nodes have none.
-EVIDENCE = ("observed", "inferred", "unverifiable", "emulated")
+# How a node's precision is known (see the module docstring; fixed nodes have none): the one set of
+# evidence values, :data:`pytest_trt.core.evidence.EVIDENCE` (re-exported here, its old home)
 #: The detail of an inferred node that passes under strong typing.
 STRONG_TYPING_CONSISTENT = "strong typing: typed in the network, boundary consistent"
 
@@ -224,7 +226,7 @@ class LayerReport:
                     "emulated: the emulation graph rounds this node's outputs to the planned precision",
                     (d.precision,), (), "emulated",
                 )
-        return cls(layers=[], nodes=_named(nodes, plan), source="emulation", typing="emulated", backend=backend,
+        return cls(layers=[], nodes=_named(nodes, plan), source=EMULATION_SOURCE, typing="emulated", backend=backend,
                    names=_names_of(plan),
                    notes=["EMULATED on ONNX Runtime CPU: derived from the plan's realization (emulated = planned by "
                           "construction), not observed; this says nothing about what TensorRT would run (fusion, "
@@ -233,7 +235,7 @@ class LayerReport:
     # -- queries ----------------------------------------------------------------------
     @property
     def emulated(self) -> bool:
-        return self.source == "emulation"
+        return self.source == EMULATION_SOURCE
 
     def myelin_layers(self) -> list[EngineLayer]:
         return [layer for layer in self.layers if layer.myelin]
@@ -268,7 +270,8 @@ class LayerReport:
         """How the precision of the compute nodes (or of ``names``) is known:
         ``{"observed", "inferred", "unverifiable", "emulated"}`` (fixed nodes are not counted)."""
         rows = self.nodes.values() if names is None else [self.nodes[n] for n in names if n in self.nodes]
-        counts = Counter(o.evidence for o in rows if o.status != "fixed")
+        counts = Counter(checked(o.evidence, backend=self.backend, what=f"evidence of node {o.node!r}")
+                         for o in rows if o.status != "fixed")
         return {e: counts.get(e, 0) for e in EVIDENCE}
 
     # -- output -----------------------------------------------------------------------
@@ -289,8 +292,7 @@ class LayerReport:
 
     def headline(self) -> str:
         s = self.summary()
-        what = {"inspector": "TensorRT engine inspector", "network": "TensorRT network (before build)",
-                "emulation": "EMULATION (not TensorRT)"}.get(self.source, self.source)
+        what = LAYER_SOURCE_LABELS.get(self.source, self.source)
         return (f"{what}, {self.backend}, typing {self.typing}: {s['nodes']} nodes: {s['ok']} ok, "
                 f"{s['mismatch']} mismatch, {s['unverifiable']} unverifiable, {s['fixed']} fixed; "
                 f"{s['layers']} layers ({s['myelin_layers']} Myelin); evidence: "

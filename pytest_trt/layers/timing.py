@@ -29,7 +29,9 @@ from ..core.jsonsafe import json_number
 
 __all__ = ["LayerProfile", "SampleStats", "sample_stats"]
 
-#: the timing sources a profile may come from, and how every report labels them
+#: the timing sources of this package, and how every report labels them; an engine that times its own
+#: layers states its label (:attr:`Engine.timing_label <pytest_trt.backends.base.Engine.timing_label>`),
+#: which the profile then carries (:attr:`LayerProfile.stated_label`)
 SOURCE_LABELS = {
     "tensorrt": "TensorRT IProfiler (report_layer_time)",
     "onnxruntime-cuda": "ONNX Runtime CUDA, not TensorRT",
@@ -90,6 +92,9 @@ class LayerProfile:
             the realization, e.g. its ``InsertedPrecisionFreeCast_*`` nodes).
         device: the GPU it ran on, as text.
         notes: how it was measured, what it cannot show.
+        stated_label: the label the engine that measured it states for its own timing
+            (:attr:`Engine.timing_label <pytest_trt.backends.base.Engine.timing_label>`); None: the
+            label of ``source`` in :data:`SOURCE_LABELS`.
     """
 
     source: str
@@ -104,11 +109,12 @@ class LayerProfile:
     runtime_nodes: list[str] = field(default_factory=list)
     device: str = ""
     notes: list[str] = field(default_factory=list)
+    stated_label: str | None = None
 
     @property
     def label(self) -> str:
-        """How every report names this timing source."""
-        return SOURCE_LABELS.get(self.source, self.source)
+        """How every report names this timing source: the measuring engine's own label where it stated one."""
+        return self.stated_label or SOURCE_LABELS.get(self.source, self.source)
 
     def stats(self, name: str) -> SampleStats | None:
         """Median and spread of one layer's (node's) samples; None when it was never reported."""

@@ -16,14 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.jsonsafe import json_number
 from ..errors import BackendUnavailable, UsageError
-from ..layers.timing import SOURCE_LABELS, sample_stats
+from ..layers.timing import sample_stats
 from .ort_cuda import OrtTimingError, ort_cuda_reason, time_plan
-from .timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, backend_timing_reason, check_timing
+from .timing import DEFAULT_ITERATIONS, DEFAULT_WARMUP, backend_timing_reason, check_timing, engine_profile
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..layers.timing import SampleStats
 
 __all__ = ["IslandCosts", "island_costs"]
+
+#: the timing path of an engine that times its own layers (the profiles name the actual source)
+ENGINE = "engine"
 
 
 @dataclass
@@ -36,13 +39,16 @@ class IslandCosts:
     with_islands: SampleStats | None = None
     islands: list[dict[str, Any]] = field(default_factory=list)
     reason: str | None = None
+    #: how the timing source is labelled: the profile's (the engine's own :attr:`Engine.timing_label`)
+    label: str | None = None
 
     @property
     def measured(self) -> bool:
         return self.source is not None and self.with_islands is not None
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "label": SOURCE_LABELS.get(self.source or "", None), "warmup": self.warmup,
+        return {"source": self.source, "label": self.label if self.source is not None else None,
+                "warmup": self.warmup,
                 "iterations": self.iterations,
                 "with_islands": self.with_islands.to_json() if self.with_islands is not None else None,
                 "islands": list(self.islands), "reason": self.reason}
@@ -52,7 +58,7 @@ class IslandCosts:
         if not self.measured:
             return [f"  cost of the FP32 islands: cannot be measured on this backend ({self.reason})"]
         assert self.with_islands is not None and self.source is not None
-        out = [f"  what each FP32 island costs ({SOURCE_LABELS.get(self.source, self.source)}; end-to-end median of "
+        out = [f"  what each FP32 island costs ({self.label or self.source}; end-to-end median of "
                f"{self.iterations} runs after {self.warmup} warm-ups, same inputs; with every island: "
                f"{self.with_islands.median:.4g} ms, quartiles {self.with_islands.q1:.4g}-{self.with_islands.q3:.4g}):"]
         width = max(len(i["pattern"]) for i in self.islands)
@@ -77,7 +83,7 @@ def island_costs(model, base_policy, patterns, feeds: dict, *, backend, cache=No
         return costs
     engine_reason = backend_timing_reason(backend)
     if timing in ("auto", "engine") and engine_reason is None:
-        source = "tensorrt"
+        source = ENGINE  # the engine's own timing: its profiles say their source and label
     elif timing == "engine":
         raise UsageError(f"timing='engine': {engine_reason}")
     else:
@@ -89,6 +95,8 @@ def island_costs(model, base_policy, patterns, feeds: dict, *, backend, cache=No
             return costs
         source = "onnxruntime-cuda"
 
+    measured: list = []
+
     def latency(policy):
         plan = policy.resolve(model)
         if source == "onnxruntime-cuda":
@@ -97,7 +105,8 @@ def island_costs(model, base_policy, patterns, feeds: dict, *, backend, cache=No
             engine = backend.build(plan, config, cache)
             if on_engine is not None:
                 on_engine(plan, engine)
-            profile = engine.time_layers(feeds, warmup=warmup, iterations=iterations, per_layer=False)
+            profile = engine_profile(engine, feeds, warmup=warmup, iterations=iterations, per_layer=False)
+        measured.append(profile)
         return sample_stats(profile.end_to_end_ms)
 
     def keep(selected):
@@ -120,5 +129,6 @@ def island_costs(model, base_policy, patterns, feeds: dict, *, backend, cache=No
         costs.with_islands, costs.islands = None, []
         costs.reason = f"the timing runs failed: {exc}"
         return costs
-    costs.source = source
+    if measured:  # what the profiles say they are (the engine's own timing: its source and label)
+        costs.source, costs.label = measured[0].source, measured[0].label
     return costs

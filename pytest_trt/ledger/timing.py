@@ -17,6 +17,7 @@ A request that cannot be honoured is an error, never an empty column: only ``aut
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..core.choices import TIMING_CHOICES
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .model import Ledger
 
 __all__ = ["DEFAULT_ITERATIONS", "DEFAULT_WARMUP", "TIMING_CHOICES", "backend_timing_reason", "check_available",
-           "check_timing", "ledger_of", "measure"]
+           "check_timing", "engine_profile", "ledger_of", "measure"]
 
 DEFAULT_WARMUP = 10
 DEFAULT_ITERATIONS = 50
@@ -66,6 +67,14 @@ def check_available(timing: str, backend, source: str = "timing") -> None:
             raise UsageError(f"{source} onnxruntime-cuda: {reason}")
 
 
+def engine_profile(engine: Engine, feeds: dict, *, warmup: int, iterations: int, per_layer: bool) -> LayerProfile:
+    """``engine.time_layers(...)`` labelled as the engine states its own timing (:attr:`Engine.timing_label`):
+    a backend's times are never labelled as another's."""
+    profile = engine.time_layers(feeds, warmup=warmup, iterations=iterations, per_layer=per_layer)
+    label = engine.timing_label
+    return profile if label is None or label == profile.stated_label else replace(profile, stated_label=label)
+
+
 def measure(engine: Engine, feeds: dict, *, timing: str = "auto", warmup: int = DEFAULT_WARMUP,
             iterations: int = DEFAULT_ITERATIONS, per_layer: bool = True,
             source: str = "timing") -> tuple[LayerProfile | None, str | None]:
@@ -77,7 +86,7 @@ def measure(engine: Engine, feeds: dict, *, timing: str = "auto", warmup: int = 
         raise UsageError(f"warmup must be >= 0 and iterations >= 1, got warmup={warmup}, iterations={iterations}")
     engine_reason = engine.layer_timing_reason()
     if timing in ("auto", "engine") and engine_reason is None:
-        return engine.time_layers(feeds, warmup=warmup, iterations=iterations, per_layer=per_layer), None
+        return engine_profile(engine, feeds, warmup=warmup, iterations=iterations, per_layer=per_layer), None
     if timing == "engine":
         raise BackendUnavailable(f"{source}='engine': {engine_reason}")
     ort_reason = ort_cuda_reason()

@@ -348,7 +348,6 @@ from ..core.records import (
     ParserRecord,
     RealizedRecord,
 )
-from ..history.fingerprint import session_fingerprint
 from .files import write_atomically
 from .outcomes import caught_in_test, checked_nothing, checked_something, verdict_text
 from .rows import (
@@ -402,29 +401,13 @@ def session_metadata(session) -> dict[str, Any]:
 
 
 def fingerprint_of(session) -> dict[str, Any] | None:
-    """The session's environment fingerprint (:func:`pytest_trt.history.fingerprint.session_fingerprint`),
-    computed once per session (it asks git)."""
-    cached = getattr(session, "_fingerprint", None)
-    if cached is not None:
-        return cached
-    try:
-        from ..reference.baseline import (
-            onnxruntime_version,  # (imported by every session that ran a baseline)
-        )
-
-        ort = onnxruntime_version()
-        found = session_fingerprint(session, None if ort == "missing" else ort)
-    except AttributeError:  # a stand-in session without settings or backend (report rendering tests)
-        return None
-    try:
-        session._fingerprint = found
-    except AttributeError:
-        pass
-    return found
+    """The session's environment fingerprint (:attr:`TrtSession.fingerprint
+    <pytest_trt.run.session.TrtSession.fingerprint>`)."""
+    return session.fingerprint
 
 
 def _remote_metadata(session) -> dict[str, Any] | None:
-    remote = getattr(session, "_remote", None)
+    remote = session.opened_remote
     if remote is None:
         return None
     return {"url": remote.url, "mode": remote.mode, "trusted_key_ids": sorted(remote.trusted)}

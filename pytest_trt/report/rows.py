@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ..compare.criterion import Criterion
+from ..core.evidence import EVIDENCE, UNVERIFIABLE
 from ..core.formatting import as_float
 from ..core.records import (
     AccuracyRecord,
@@ -397,10 +398,6 @@ def network_scopes(decisions: Iterable[Any], names: Any = None) -> list[dict]:
     return list(scopes.values())
 
 
-#: How a node's precision is known (layers.EVIDENCE); fixed nodes have none.
-EVIDENCE = ("observed", "inferred", "unverifiable", "emulated")
-
-
 def evidence_counts(nodes: list[dict]) -> dict[str, int]:
     """``{"observed", "inferred", "unverifiable", "emulated"}`` over the compute nodes of a record
     (a record written before evidence was reported counts its nodes as unverifiable: nothing says how)."""
@@ -409,7 +406,7 @@ def evidence_counts(nodes: list[dict]) -> dict[str, int]:
         if n.get("status") in NEUTRAL_STATUSES:
             continue
         ev = n.get("evidence")
-        out[ev if ev in out else "unverifiable"] += 1
+        out[ev if ev in out else UNVERIFIABLE] += 1  # never counted as observed
     return out
 
 
@@ -428,7 +425,7 @@ def precision_rows(results: Iterable[dict]) -> list[dict[str, Any]]:
             "pattern": rec.pattern,
             "precision": rec.precision, "passed": precision_passed(rec),
             "source": report.get("source"), "typing": report.get("typing"), "backend": report.get("backend"),
-            "emulated": bool(report.get("emulated")) or report.get("source") == "emulation",
+            "emulated": bool(report.get("emulated")),
             "counts": counts, "constrained": constrained, "nodes": everything,
             "notes": list(report.get("notes") or ()), "network": list(rec.network or ()),
             "examples": rec.count,

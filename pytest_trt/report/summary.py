@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..core.evidence import INFERRED
 from ..core.formatting import fmt_cell_err, fmt_cell_tol, fmt_ratio
 from ..ledger.render import summary_lines as ledger_summary_lines
 from .condense import condense_records
@@ -134,7 +135,8 @@ def cache_line(session) -> str | None:
     if stats_of is None:
         return None
     stats = stats_of()
-    remote = getattr(session, "_remote", None) or getattr(getattr(session, "_cache", None), "remote", None)
+    cache = session.opened_cache
+    remote = session.opened_remote or (cache.remote if cache is not None else None)
     if not (stats.local_hits or stats.builds or stats.remote_hits or stats.evictions or remote is not None):
         return None
     text = (f"cache entries: {stats.local_hits} local hit(s), {stats.builds} built "
@@ -434,7 +436,7 @@ def _constrained_text(prec: list[dict]) -> str:
 def _seen(node: dict) -> str:
     """What a failing node row shows: ``fp16``, ``unverifiable``, ``unverifiable, fp32 inferred``."""
     seen = node.get("observed") or "?"
-    if node.get("evidence") == "inferred":
+    if node.get("evidence") == INFERRED:
         seen = f"{seen} inferred"
     if node.get("status") == "unverifiable":
         return "unverifiable" + (f", {seen}" if node.get("observed") else "")

@@ -116,6 +116,7 @@ class TrtSession:
     extend_test_entry: Any = None
     _gpu_record: Any = None
     _gpu_known: bool = False
+    _fingerprint: Any = None
     #: --trt-save-outputs: where checks write their feeds and outputs (the controller's staging folder,
     #: shared with its xdist workers); None when outputs are not saved
     outputs_dir: Path | None = None
@@ -204,6 +205,31 @@ class TrtSession:
                                           timeout=self.settings.remote_cache_timeout, flag_prefix=self.flag_prefix,
                                           url_source=None if source == "default" else source)
             return self._remote
+
+    @property
+    def opened_cache(self) -> ArtifactCache | None:
+        """The artifact cache if this process opened it, None otherwise (never opens it: :attr:`cache` does)."""
+        return self._cache
+
+    @property
+    def opened_remote(self):
+        """The :class:`~pytest_trt.cache.remote.RemoteTier` if it was created, None otherwise (never creates
+        it: :attr:`remote` does)."""
+        return self._remote
+
+    @property
+    def fingerprint(self) -> dict[str, Any]:
+        """The environment fingerprint of this session
+        (:func:`pytest_trt.history.fingerprint.session_fingerprint`), computed once (it asks git)."""
+        if self._fingerprint is None:
+            from ..history.fingerprint import session_fingerprint  # load path: imported once in use
+            from ..reference.baseline import (
+                onnxruntime_version,  # (imported by every session that ran a baseline)
+            )
+
+            ort = onnxruntime_version()
+            self._fingerprint = session_fingerprint(self, None if ort == "missing" else ort)
+        return self._fingerprint
 
     def cache_stats(self):
         """This process's :class:`~pytest_trt.cache.remote.CacheStats` plus those merged from xdist workers."""

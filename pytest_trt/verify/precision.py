@@ -88,8 +88,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.dtypes import FP32, normalize_precision
+from ..core.evidence import EMULATED, EVIDENCE, INFERRED, engine_evidence
 from ..errors import PatternError, PrecisionError, UsageError
-from ..layers.report import EVIDENCE, LayerReport, evidence_text
+from ..layers.report import LayerReport, evidence_text
 from ..plan.rules import Rule, validate_pattern
 from .collapse import (
     DEFAULT_MAX_MYELIN_SHARE,
@@ -333,7 +334,7 @@ class PrecisionCheck:
 
     def _unverifiable_remedies(self) -> list[str]:
         out = []
-        inferred = [v for v in self.unverifiable if v.evidence == "inferred"]
+        inferred = [v for v in self.unverifiable if v.evidence == INFERRED]
         if inferred and self.typing != "strong":
             out.append(f"{len(inferred)} node(s) are known only from a fused kernel's boundary: under weak "
                        f"typing that proves nothing about the precision inside the kernel; build strongly typed "
@@ -380,9 +381,9 @@ def _offender_line(v: NodeVerdict) -> str:
                      else f" in Myelin region {region} (kernel {shorten(v.layer)})")
         else:
             where = f" in layer {shorten(v.layer)}"
-    if v.evidence == "inferred" and v.observed:
+    if v.evidence == INFERRED and v.observed:
         seen = f"{v.observed} inferred from the kernel boundary"
-    elif v.evidence == "emulated" and v.observed:
+    elif v.evidence == EMULATED and v.observed:
         seen = f"emulated {v.observed}"
     elif v.status == UNVERIFIABLE or not v.observed:
         seen = "observed -"
@@ -440,9 +441,8 @@ def _context(engine, report, plan) -> dict[str, Any]:
     if report is not None:
         return {"model": model, "policy": policy, "backend": report.backend, "typing": report.typing,
                 "source": report.source, "emulated": report.emulated}
-    return {"model": model, "policy": policy, "backend": getattr(engine, "backend_name", "?"),
-            "typing": getattr(engine, "typing", "?"), "source": "probe",
-            "emulated": getattr(engine, "layer_evidence", "emulated") == "emulated"}
+    return {"model": model, "policy": policy, "backend": engine.backend_name, "typing": engine.typing,
+            "source": "probe", "emulated": engine_evidence(engine) == EMULATED}
 
 
 def _typing(engine, report) -> str:
@@ -475,7 +475,7 @@ def _judge_observation(v: NodeVerdict, obs: NodeObservation, precision: str) -> 
     """Set the status (and cause, detail) of a compute node's verdict from what the report observed."""
     if obs.status == "unverifiable" or obs.observed is None:
         v.status = UNVERIFIABLE
-    elif obs.status == "mismatch" and obs.evidence == "inferred" and obs.observed == precision:
+    elif obs.status == "mismatch" and obs.evidence == INFERRED and obs.observed == precision:
         # a kernel boundary in the asserted precision, inconsistent with the plan: it does not show the node
         v.status = UNVERIFIABLE
         v.detail = f"the kernel boundary is {precision}, but the node's own precision is only inferred: {obs.detail}"

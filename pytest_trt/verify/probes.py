@@ -48,16 +48,15 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ..backends.base import BuildConfig, get_backend
-from ..cache import ArtifactCache
+from ..backends.base import BuildConfig
 from ..core.dtypes import ELEM_FLOAT
+from ..core.evidence import EMULATED, engine_evidence
 from ..core.jsonsafe import json_number
 from ..errors import ModelError, UsageError
 from ..model.load import load_model
@@ -309,28 +308,6 @@ def measure(name: str, actual, expected, tolerance: float) -> ProbeMeasurement:
 # --------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------
-def _engine_cache(engine):
-    """The artifact cache the engine came from (TensorRT engines keep it; emulate entries live at
-    ``<root>/<kind>/<key>/``), or None."""
-    cache = getattr(engine, "_cache", None)
-    if cache is not None:
-        return cache
-    path = getattr(getattr(engine, "build_info", None), "path", "")
-    if path and (Path(path) / "manifest.json").is_file():
-        try:
-            return ArtifactCache(Path(path).parents[1])
-        except Exception:  # noqa: BLE001 - a cache we cannot open: build without it
-            return None
-    return None
-
-
-def _engine_backend(engine):
-    backend = getattr(engine, "_backend", None)
-    if backend is not None:
-        return backend
-    return get_backend(engine.backend_name)
-
-
 def layernorms_for(plan: PrecisionPlan, names) -> list[LayerNormInstance]:
     """The LayerNorms with at least one node among ``names``."""
     selected = set(names)
@@ -344,8 +321,8 @@ def probe_layernorm(engine: Engine, inst: LayerNormInstance, *, cache=None, back
     shape = probe_shape(plan, inst, rows * len(PROBES))
     proto = extract_layernorm(plan, inst, shape)
     sub = sub_plan(plan, inst, proto)
-    backend = backend or _engine_backend(engine)
-    config = getattr(engine, "config", None) or BuildConfig()
+    backend = backend or engine.backend
+    config = engine.config or BuildConfig()
     config = dataclasses.replace(config, profiles=({inst.input: (shape, shape, shape)},))
     probe_engine = backend.build(sub, config, cache)
 
@@ -365,7 +342,7 @@ def probe_layernorm(engine: Engine, inst: LayerNormInstance, *, cache=None, back
     compute = list(planned_of)
     precs = sorted(set(planned_of.values()))
     planned = precs[0] if len(precs) == 1 else "mixed"
-    emulated = probe_engine.layer_evidence == "emulated"
+    emulated = engine_evidence(probe_engine) == EMULATED
     notes = [f"built alone ({len(inst.nodes)} nodes) with backend {probe_engine.backend_name}: fusion with "
              f"neighbouring layers may differ from the engine under test"]
     if emulated:
@@ -398,6 +375,6 @@ def probe_precision(engine: Engine, pattern: str, *, cache=None, rows: int = DEF
             f"method='inspect' for other nodes."
         )
     if cache is None:
-        cache = _engine_cache(engine)
+        cache = engine.artifact_cache
     return [probe_layernorm(engine, inst, cache=cache, rows=rows, seed=seed, tolerance=tolerance)
             for inst in instances]

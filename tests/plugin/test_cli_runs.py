@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from encoder_suite import ENCODER, ENCODER_PREAMBLE
 
+from pytest_trt.backends.emulate import DISCLAIMER as EMULATE_DISCLAIMER
 from pytest_trt.cli import main
 from pytest_trt.history.store import PREFIX
 
@@ -73,9 +74,12 @@ def test_list_and_show(saved, capsys):
     lines = out.splitlines()
     assert lines[0] == f"saved runs in {saved}: 2"
     assert lines[1].split()[0] == "1" and lines[1].endswith("emulate fp16  2 test(s), 2 output(s) +outputs")
-    assert "exit 1" in lines[1] and lines[2].split()[1].endswith("-bf16")
+    # every report shows the disclaimer of a backend that is not TensorRT: the one the run recorded
+    assert lines[2] == "      (backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)"
+    assert "exit 1" in lines[1] and lines[3].split()[1].endswith("-bf16")
     code, out, _ = cli(capsys, "runs", "show", "fp16", f"--storage={saved}")
     assert code == 0 and "  backend: emulate" in out and "  precision: fp16" in out
+    assert "  (backend emulate: CPU precision emulation on ONNX Runtime, not TensorRT)" in out
     assert "FAIL test_suite.py::test_all_fp16_fails[last_hidden_state]" in out
     # each output's criterion as the run recorded it, every value with where it came from
     assert "[fp16: rtol=0.02, min_cosine=0.9999 (fp16 default); atol=0.01 (marker)]" in out, out
@@ -83,6 +87,38 @@ def test_list_and_show(saved, capsys):
     code, out, _ = cli(capsys, "runs", "list", f"--storage={saved}", "--json")
     data = json.loads(out)
     assert [r["name"] for r in data["runs"]] == ["fp16", "bf16"] and data["runs"][0]["summary"]["saved_outputs"]
+    assert [r["backend_disclaimer"] for r in data["runs"]] == [EMULATE_DISCLAIMER] * 2
+    code, out, _ = cli(capsys, "runs", "show", "bf16", f"--storage={saved}", "--json")
+    assert json.loads(out)["backend_disclaimer"] == EMULATE_DISCLAIMER
+
+
+def _forget_disclaimer(storage: Path, name: str, backend: str) -> None:
+    """Make a run recorded as an older pytest-trt (or another tool) would: only the backend's name."""
+    [run_dir] = list(storage.glob(f"{PREFIX}/*-{name}"))
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    summary = manifest["payload"]["summary"]
+    summary.pop("backend_disclaimer")
+    summary["backend"] = backend
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+
+    def edit(run):
+        run["report"]["session"].pop("backend_disclaimer")
+        run["report"]["session"]["backend"] = backend
+
+    _rewrite_run(storage, name, edit)
+
+
+def test_a_run_that_recorded_only_its_backends_name_gets_the_registrys_disclaimer_or_unknown(saved, capsys):
+    _forget_disclaimer(saved, "fp16", "emulate")
+    _forget_disclaimer(saved, "bf16", "emu2")  # a plugin backend of the run that saved it, unknown here
+    code, out, _ = cli(capsys, "runs", "list", f"--storage={saved}", "--json")
+    data = json.loads(out)
+    unknown = "backend emu2 is unknown here: whether its results are TensorRT's cannot be told"
+    assert [r["backend_disclaimer"] for r in data["runs"]] == [EMULATE_DISCLAIMER, unknown]
+    code, out, _ = cli(capsys, "runs", "show", "bf16", f"--storage={saved}")
+    assert code == 0 and f"  (backend emu2: {unknown})" in out
+    code, out, _ = cli(capsys, "runs", "show", "fp16", f"--storage={saved}")
+    assert code == 0 and f"  (backend emulate: {EMULATE_DISCLAIMER})" in out
 
 
 def test_diff_gates_in_both_directions(saved, capsys):

@@ -142,7 +142,9 @@ def test_a_damaged_run_is_listed_as_damaged_skipped_by_latest_and_pruned(project
     assert main(["runs", "list", storage]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].split()[1] == old_id and "exit 0" in out[1]
-    assert out[2].split()[1] == new_id and "DAMAGED: run.json has" in out[2] and "(damaged or tampered)" in out[2]
+    assert out[2].startswith("      (backend emulate: ")  # the disclaimer of an ok run's backend; none for a damaged one
+    assert out[3].split()[1] == new_id and "DAMAGED: run.json has" in out[3] and "(damaged or tampered)" in out[3]
+    assert len(out) == 4
     assert main(["runs", "list", storage, "--json"]) == 0
     assert [r["status"] for r in json.loads(capsys.readouterr().out)["runs"]] == ["ok", "damaged"]
     # latest passes over it, with a warning naming it

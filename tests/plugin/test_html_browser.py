@@ -155,8 +155,6 @@ def test_ledger_table_sorts_in_a_real_browser(tmp_path):
     """The ledger card of a timed ledger (the kgen inspector fixture with SYNTHETIC TensorRT layer times):
     a click on a header sorts the table (the report's one inline script), the scope strip and the table
     stay inside the page at 1280 px."""
-    from types import SimpleNamespace
-
     from pytest_trt.backends import get_backend
     from pytest_trt.layers.report import LayerReport
     from pytest_trt.layers.timing import LayerProfile
@@ -164,6 +162,7 @@ def test_ledger_table_sorts_in_a_real_browser(tmp_path):
     from pytest_trt.model.load import load_model
     from pytest_trt.plan.policy import PrecisionPolicy
     from pytest_trt.report import html_report
+    from pytest_trt.run.session import TrtSession
     from pytest_trt.run.settings import Settings
 
     browser = _chromium()
@@ -176,7 +175,7 @@ def test_ledger_table_sorts_in_a_real_browser(tmp_path):
     ledger = build_ledger(plan, LayerReport.from_inspector_json(inspector, plan, typing="strong"), profile)
     res = [{"nodeid": "test_bert.py::test_ledger", "outcome": "passed", "records": [
         {"kind": "ledger", "model": "bert", "policy": "fp16", "backend": "tensorrt", "ledger": ledger.to_json()}]}]
-    session = SimpleNamespace(settings=Settings(), backend=get_backend("tensorrt"), backend_reason="test")
+    session = TrtSession(settings=Settings(), backend=get_backend("tensorrt"), backend_reason="test")
     text = html_report.render_html(session, res, 0)
     assert text.count("<script>") == 1 and "<script src" not in text
     probe = tmp_path / "probe.html"

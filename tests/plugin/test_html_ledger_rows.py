@@ -14,7 +14,6 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -25,6 +24,7 @@ from pytest_trt.ledger.render import TOP as TOP_ROWS  # the rows shown open: the
 from pytest_trt.model.load import load_model
 from pytest_trt.plan.policy import PrecisionPolicy
 from pytest_trt.report import html_report
+from pytest_trt.run.session import TrtSession
 from pytest_trt.run.settings import Settings
 
 ENCODER = Path(__file__).resolve().parents[2] / "example_suite" / "models" / "encoder_opset14.onnx"
@@ -36,7 +36,7 @@ def _report(tests: int = 2) -> str:
     res = [{"nodeid": f"test_enc.py::test_{i}", "outcome": "passed", "records": [
         {"kind": "ledger", "model": "encoder", "policy": "fp16", "backend": "emulate", "auto": True, "ledger": data}]}
         for i in range(tests)]
-    session = SimpleNamespace(settings=Settings(), backend=get_backend("emulate"), backend_reason="test")
+    session = TrtSession(settings=Settings(), backend=get_backend("emulate"), backend_reason="test")
     return html_report.render_html(session, res, 0)
 
 

@@ -19,6 +19,7 @@ from pytest_trt.backends import get_backend
 from pytest_trt.compare import compare_outputs
 from pytest_trt.core.records import EngineRecord
 from pytest_trt.report import html_report, json_report, plots, summary
+from pytest_trt.run.session import TrtSession
 from pytest_trt.run.settings import Settings
 
 # --------------------------------------------------------------------------------------
@@ -28,7 +29,7 @@ from pytest_trt.run.settings import Settings
 
 def fake_session(tmp_path=None, **settings):
     s = Settings(precision="fp16", precision_source="--trt-fp16", seed=3, **settings)
-    return SimpleNamespace(settings=s, backend=get_backend("emulate"), backend_reason="auto: TensorRT not installed")
+    return TrtSession(settings=s, backend=get_backend("emulate"), backend_reason="auto: TensorRT not installed")
 
 
 def engine_record(model="enc.onnx", policy="fp16; fp32: */LayerNorm/*", hit=False, seconds=0.5, key="k1"):

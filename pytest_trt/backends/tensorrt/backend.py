@@ -64,7 +64,7 @@ from ...core.environment import gpus, tensorrt_unavailable_reason
 from ...errors import BackendUnavailable, BuildError, UnsupportedGpu
 from ...layers.network_rule import weak_typing_failures
 from ...layers.report import LayerReport
-from ...layers.timing import LayerProfile
+from ...layers.timing import SOURCE_LABELS, LayerProfile
 from ...realize.weight_sets import WeightSets
 from ...reference.baseline import release_heavy_sessions
 from ..base import Backend, BuildConfig, BuildInfo, Engine
@@ -163,9 +163,11 @@ class TensorRTEngine(Engine):
         self.typing = typing
         self.layer_evidence = "observed"  # layers() reads the built engine's inspector
         self._backend = backend
+        self.backend = backend
         self._data = data
         self.record = record
         self._cache = cache
+        self.artifact_cache = cache
         self._memory = memory
         self._compat: TrtCompat | None = None
         self._runtime = None
@@ -327,6 +329,11 @@ class TensorRTEngine(Engine):
         """None: TensorRT times its engine layers (``IProfiler``); loading the engine may still fail
         (no GPU, an unsupported one), which :meth:`time_layers` raises."""
         return None
+
+    @property
+    def timing_label(self) -> str | None:
+        """TensorRT's own per-layer timing: ``IProfiler.report_layer_time``."""
+        return SOURCE_LABELS["tensorrt"]
 
     def time_layers(self, feeds: dict, *, warmup: int = 10, iterations: int = 50,
                     per_layer: bool = True) -> LayerProfile:
