@@ -47,7 +47,9 @@ CHILD = textwrap.dedent(
             f.write(f"{pid}\\n")
         (tmp / "engine.plan").write_bytes(b"partial")
         if mode == "hang":
-            (sync / f"building-{pid}").write_text(str(tmp))
+            # published whole (renamed into place): the test reads the path as soon as the file exists
+            (sync / f".building-{pid}").write_text(str(tmp))
+            os.replace(sync / f".building-{pid}", sync / f"building-{pid}")
             time.sleep(120)
         time.sleep(1.0)
         (tmp / "engine.plan").write_bytes(f"built by {pid}".encode())
