@@ -207,6 +207,12 @@ class Engine(ABC):
     def layers(self) -> LayerReport:
         """What the engine actually runs, per layer and per ONNX node."""
 
+    def typing_rule_failures(self) -> list[str]:
+        """Nodes planned FP32 that the engine ran lower where no build-time check could catch it
+        (TensorRT's weak typing), one line each; an accuracy failure lists them. Engines whose
+        typing is checked when they are built, or emulated, have none."""
+        return []
+
     def layer_timing_reason(self) -> str | None:
         """None when :meth:`time_layers` measures this engine's own kernels on a GPU, per engine layer;
         else why it cannot (the ledger's time column says it). Backends that can override both."""
