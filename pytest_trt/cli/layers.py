@@ -37,6 +37,7 @@ from pathlib import Path
 
 from ..errors import PrecisionError, UsageError
 from ..inputs import parse_input_shape, resolve_profile
+from ..layers.report import engine_layers
 from ..ledger import chrome_trace, ledger_of, trtexec_profile
 from ..ledger.ort_cuda import ort_cuda_reason
 from ..ledger.render import TOP
@@ -88,7 +89,7 @@ def run(args) -> int:
     engine, event = session.engine(plan, _build_config(args, session, model, shapes_only=not ledger))
     if ledger:
         return _ledger(args, session, model, engine, event, plan, given)
-    report = engine.layers()
+    report = engine_layers(engine)
     checks, failed = [], []
     for rule in expectations:
         try:

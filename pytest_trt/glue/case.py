@@ -43,6 +43,7 @@ from ..errors import AccuracyError, ParserCheckError, PrecisionError, UsageError
 from ..history.outputs import save_check_outputs
 from ..inputs import check_feeds, load_feeds, make_feeds, resolve_profile, save_feeds
 from ..inputs.files import comment_text, write_replay_script
+from ..layers.report import engine_layers
 from ..ledger import ledger_of
 from ..locate.divergence import locate_divergence
 from ..plan.policy import PrecisionPolicy
@@ -297,7 +298,7 @@ class TrtCase:
         nodes = None
         if first:
             try:
-                report = engine.layers()
+                report = engine_layers(engine)
             except Exception as exc:  # the history's view; never the test's verdict
                 warnings.warn(f"pytest-trt: no layer report of {self.model.label} for the saved run: {exc}",
                               stacklevel=2)
@@ -541,7 +542,7 @@ class TrtCase:
 
     def layers(self):
         """The engine's LayerReport (what ran, per node)."""
-        return self.engine.layers()
+        return engine_layers(self.engine)
 
     def ledger(self, feeds: dict | None = None, *, timing: str | None = None, warmup: int = 10,
                iterations: int = 50, auto: bool | None = None):

@@ -57,7 +57,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..core.evidence import EMULATION_SOURCE, EVIDENCE, LAYER_SOURCE_LABELS, checked
+from ..core.evidence import (
+    EMULATED,
+    EMULATION_SOURCE,
+    EVIDENCE,
+    LAYER_SOURCE_LABELS,
+    OBSERVED,
+    checked,
+    engine_evidence,
+)
+from ..errors import BackendContractError
 from .inspector import (
     FLOAT_PRECISIONS,
     EngineLayer,
@@ -83,6 +92,7 @@ __all__ = [
     "MetadataEntry",
     "NodeObservation",
     "TensorInfo",
+    "engine_layers",
     "parse_layers",
     "parse_metadata",
     "metadata_nodes",
@@ -274,6 +284,17 @@ class LayerReport:
                          for o in rows if o.status != "fixed")
         return {e: counts.get(e, 0) for e in EVIDENCE}
 
+    def checked(self) -> LayerReport:
+        """This report, once every node's evidence is one of :data:`~pytest_trt.core.evidence.EVIDENCE`
+        (a fixed node may have none): else :class:`~pytest_trt.errors.BackendContractError` naming the
+        backend, the node and the value. Every reader of a backend's report goes through it
+        (:func:`engine_layers`, ``assert_precision``, the ledger), so nothing unknown is counted."""
+        for o in self.nodes.values():
+            if o.evidence is None and o.status == "fixed":
+                continue
+            checked(o.evidence, backend=self.backend, what=f"evidence of node {o.node!r}")
+        return self
+
     # -- output -----------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         return {
@@ -318,6 +339,25 @@ class LayerReport:
 
     def __str__(self) -> str:
         return self.table()
+
+
+def engine_layers(engine: Any) -> LayerReport:
+    """``engine.layers()``, checked against the backend contract (docs/DESIGN.md "Backends"):
+    the engine's ``layer_evidence`` is one of :data:`~pytest_trt.core.evidence.LAYER_EVIDENCE`,
+    every node's evidence one of :data:`~pytest_trt.core.evidence.EVIDENCE`, and an engine that
+    says its report is emulated claims no node as observed. Else
+    :class:`~pytest_trt.errors.BackendContractError` naming the backend and the value."""
+    stated = engine_evidence(engine)
+    report = engine.layers().checked()
+    if stated == EMULATED:
+        claimed = [o.node for o in report.nodes.values() if o.evidence == OBSERVED]
+        if claimed:
+            raise BackendContractError(
+                f"backend {engine.backend_name!r} states layer_evidence {EMULATED!r} but its layer report says "
+                f"{OBSERVED!r} for {len(claimed)} node(s) ({claimed[0]!r}, ...): an emulated report observes "
+                f"nothing; fix the backend (set layer_evidence = {OBSERVED!r} only where layers() reads the "
+                f"built engine)")
+    return report
 
 
 def _names_of(plan: Any) -> Any:

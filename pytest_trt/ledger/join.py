@@ -291,7 +291,7 @@ def build_ledger(plan: PrecisionPlan, report: LayerReport, profile: LayerProfile
     """
     if profile is None and not time_reason:
         raise ValueError("build_ledger: a ledger without a timing profile needs its time_reason")
-    join = _Join(plan, report, profile)
+    join = _Join(plan, report.checked(), profile)  # a backend's unknown evidence is an error, never a row
     if profile is not None and profile.unit == "ONNX node":
         join.node_units()
     else:

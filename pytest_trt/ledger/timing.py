@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ..core.choices import TIMING_CHOICES
 from ..errors import BackendUnavailable, UsageError
+from ..layers.report import engine_layers
 from .join import build_ledger
 from .ort_cuda import OrtTimingError, ort_cuda_reason, time_plan
 
@@ -110,4 +111,4 @@ def ledger_of(engine: Engine, feeds: dict, *, timing: str = "auto", warmup: int 
     >>> print(ledger.table(top=10))                       # doctest: +SKIP
     """
     profile, reason = measure(engine, feeds, timing=timing, warmup=warmup, iterations=iterations, source=source)
-    return build_ledger(engine.plan, engine.layers(), profile, time_reason=reason, backend=engine.backend_name)
+    return build_ledger(engine.plan, engine_layers(engine), profile, time_reason=reason, backend=engine.backend_name)

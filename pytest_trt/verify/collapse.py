@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import PrecisionError, UsageError
 from ..layers.inspector import myelin_region
-from ..layers.report import LayerReport
+from ..layers.report import LayerReport, engine_layers
 
 __all__ = ["DEFAULT_MAX_MYELIN_SHARE", "DEFAULT_NODES_PER_LAYER", "CollapseCheck", "NotObservableWarning",
            "assert_no_collapse", "myelin_region", "shorten"]
@@ -142,7 +142,8 @@ def assert_no_collapse(engine_or_report, *, min_layers: int | None = None,
 
     See :mod:`pytest_trt.verify.precision` for the defaults and the ``emulate`` decision.
     """
-    report = engine_or_report if isinstance(engine_or_report, LayerReport) else engine_or_report.layers()
+    report = (engine_or_report.checked() if isinstance(engine_or_report, LayerReport)
+              else engine_layers(engine_or_report))
     plan = getattr(engine_or_report, "plan", None)
     model = plan.model.label if plan is not None else "model"
     if max_myelin_share is None:

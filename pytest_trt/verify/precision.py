@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.dtypes import FP32, normalize_precision
 from ..core.evidence import EMULATED, EVIDENCE, INFERRED, engine_evidence
 from ..errors import PatternError, PrecisionError, UsageError
-from ..layers.report import LayerReport, evidence_text
+from ..layers.report import LayerReport, engine_layers, evidence_text
 from ..plan.rules import Rule, validate_pattern
 from .collapse import (
     DEFAULT_MAX_MYELIN_SHARE,
@@ -577,9 +577,11 @@ def assert_precision(engine_or_report, pattern: str, precision: str, *, allow_un
     engine, plan = _split(engine_or_report, plan)
     report = None
     if engine is None:
-        report = engine_or_report
-    elif method in ("inspect", "both"):
-        report = engine.layers()
+        report = engine_or_report.checked()
+    else:
+        engine_evidence(engine)  # the backend's statement is checked whatever the method
+        if method in ("inspect", "both"):
+            report = engine_layers(engine)
     if method != "inspect" and engine is None:
         raise UsageError(f"method={method!r} builds the LayerNorm with the engine's backend: pass the engine, "
                          f"not a LayerReport")

@@ -29,6 +29,7 @@ from pytest_trt.model.load import load_model
 from pytest_trt.plan.policy import PrecisionPolicy
 from pytest_trt.run.session import TrtSession
 from pytest_trt.run.settings import Settings
+from pytest_trt.verify.precision import assert_precision
 from pytest_trt.verify.probes import probe_precision
 
 TIMED_LABEL = "emu-timed wall clock per layer (synthetic), not TensorRT"
@@ -172,6 +173,59 @@ def test_an_unknown_node_evidence_is_never_counted(encoder):
     next(o for o in report.nodes.values() if o.evidence is not None).evidence = "observed-ish"
     with pytest.raises(BackendContractError, match="backend 'emu2' states evidence of node .* 'observed-ish'"):
         report.evidence_counts()
+
+
+class NodesSay(Unregistered):
+    """An emulating plugin whose layer report states ``node_evidence`` for every compute node."""
+
+    node_evidence = "seen"
+
+    def build(self, plan, config, cache, *, rebuild=False):
+        engine = super().build(plan, config, cache, rebuild=rebuild)
+        said, layers = self.node_evidence, engine.layers
+
+        def stated_layers():
+            report = layers()
+            for o in report.nodes.values():
+                if o.status != "fixed":
+                    o.evidence = said
+            return report
+
+        engine.layers = stated_layers
+        return engine
+
+
+@pytest.mark.parametrize("stated", ["Observed", "measured"])
+def test_assert_precision_refuses_an_unknown_layer_evidence(encoder, stated):
+    """Before, only the probe paths checked ``layer_evidence``: assert_precision passed."""
+    backend = Unregistered()
+    backend.evidence = stated
+    engine = backend.build(PrecisionPolicy("fp16").resolve(encoder), BuildConfig(), None)
+    with pytest.raises(BackendContractError, match=f"backend 'emu-private' states layer_evidence '{stated}', "
+                                                   f"which is none of observed, emulated"):
+        assert_precision(engine, "*/LayerNorm/*", "fp32")
+
+
+def test_assert_precision_and_the_ledger_refuse_an_unknown_node_evidence(encoder):
+    """Before, a node saying "seen" was counted as unverifiable and the JSON kept "seen"."""
+    engine = NodesSay().build(PrecisionPolicy("fp16").resolve(encoder), BuildConfig(), None)
+    what = "backend 'emu-private' states evidence of node .* 'seen', which is none of observed, inferred"
+    with pytest.raises(BackendContractError, match=what):
+        assert_precision(engine, "*/LayerNorm/*", "fp32")
+    with pytest.raises(BackendContractError, match=what):
+        assert_precision(engine.layers(), "*/LayerNorm/*", "fp32", plan=engine.plan)  # a report given as is
+    with pytest.raises(BackendContractError, match=what):
+        ledger_of(engine, FEEDS, timing="off")
+
+
+def test_an_emulated_report_that_claims_observed_nodes_is_refused(encoder):
+    """An engine stating ``emulated`` whose nodes say ``observed`` was counted "N observed (emulated)"."""
+    backend = NodesSay()
+    backend.node_evidence = "observed"
+    engine = backend.build(PrecisionPolicy("fp16").resolve(encoder), BuildConfig(), None)
+    with pytest.raises(BackendContractError, match="'emu-private' states layer_evidence 'emulated' but its layer "
+                                                   "report says 'observed'"):
+        assert_precision(engine, "*/LayerNorm/*", "fp32")
 
 
 # -- 4. `pytest-trt layers` shows the disclaimer, text and JSON -----------------------------------------
