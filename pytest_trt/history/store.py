@@ -44,7 +44,7 @@ from typing import Any
 
 from .._version import __version__
 from ..cache import CacheStats, safe_relative_path
-from ..cache.remote.layout import ENV_AUTH, ENV_KEY, ENV_TRUST
+from ..cache.remote.layout import ENV_AUTH, ENV_KEY, ENV_TRUST, EXTRA_HINT
 from ..cache.remote.signing import (
     RejectedEntry,
     key_id,
@@ -157,7 +157,12 @@ class RunStore:
         where = source or flag
         if self.url:
             check_url(location, where)
-            require_cryptography()
+            try:
+                require_cryptography()
+            except UsageError:  # its message blames the remote cache; name saved runs and this option
+                raise UsageError(f"{where}={display_url(location)}: saved runs at a URL (file:// too) are signed "
+                                 f"and verified with the `cryptography` package: {EXTRA_HINT}; or save to a "
+                                 f"directory ({flag}=DIR needs no extra)") from None
             if isinstance(private_key, str):
                 private_key = load_private_key(private_key)
             self.private_key = private_key

@@ -77,3 +77,29 @@ def test_a_url_without_fsspec_names_saved_runs_and_the_extra(monkeypatch):
     # a directory, given as a path or file://, never asks for fsspec
     assert transport.open_filesystem("/srv/runs", None)[1] == "/srv/runs"
     assert transport.open_filesystem("file:///srv/runs", None)[1] == "/srv/runs"
+
+
+NO_REMOTE = "import sys; sys.modules['fsspec'] = None; sys.modules['cryptography'] = None\n"
+
+
+def test_a_url_without_the_remote_extra_names_saved_runs_the_option_and_the_extra(project):
+    """``file://`` and ``https://`` runs are signed (cryptography): without the extra the message named
+    "the remote cache" and neither the option nor saved runs (review3 row 5)."""
+    (project.path / "noremote.py").write_text(NO_REMOTE)
+    url = (project.path / "urlruns").as_uri()
+    saved = subprocess.run([sys.executable, "-m", "pytest", "-p", "noremote", "-p", "no:cacheprovider", "-q",
+                            f"--trt-cache-dir={project.path / 'cache'}", "--trt-fp16", "-k", "opset17",
+                            "--trt-save=u1", f"--trt-storage={url}"],
+                           cwd=project.path, env=_env(), capture_output=True, text=True, timeout=300)
+    assert saved.returncode == 4, saved.stdout + saved.stderr
+    assert (f"--trt-storage={url}: saved runs at a URL (file:// too) are signed and verified with the "
+            f"`cryptography` package: install the remote extra: pip install 'pytest-trt[remote]'; or save to a "
+            f"directory (--trt-storage=DIR needs no extra)") in saved.stderr
+    assert "remote cache" not in saved.stderr and not (project.path / "urlruns").exists()
+    for where in (url, "https://127.0.0.1:9/runs"):
+        listed = subprocess.run([sys.executable, "-c", NO_REMOTE + "from pytest_trt.cli import main; "
+                                 f"sys.exit(main(['runs', 'list', '--storage={where}']))"], cwd=project.path,
+                                env=_env(), capture_output=True, text=True, timeout=120)
+        assert listed.returncode == 2, listed.stdout + listed.stderr
+        assert f"--storage={where}: saved runs at a URL (file:// too) are signed" in listed.stderr
+        assert "pytest-trt[remote]" in listed.stderr and "--storage=DIR" in listed.stderr
