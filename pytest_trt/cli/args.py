@@ -49,9 +49,10 @@ def add_engine_flags(p: Any) -> None:
                    help="auto = TensorRT when available with a GPU, else emulate (default: auto)")
     p.add_argument("--typing", choices=TYPING_CHOICES, default="auto", help="network typing (default: auto)")
     p.add_argument("--cache-dir", default=None,
-                   help="artifact cache (default: $PYTEST_TRT_CACHE_DIR, else <rootdir>/.trt-cache, the cache pytest "
-                   "uses here: rootdir is the nearest directory up from the current one with a pytest configuration "
-                   "file, else the current directory)")
+                   help="artifact cache (default: $PYTEST_TRT_CACHE_DIR, else <rootdir>/.trt-cache: rootdir is the "
+                   "nearest directory up from the current one with a pytest configuration file, else the current "
+                   "directory; the console script ignores the ini: where it sets trt_cache_dir, pass --cache-dir, as "
+                   "a note on stderr says)")
     p.add_argument("--rebuild", action="store_true", help="ignore cached engines and baselines")
     p.add_argument("--remote-cache", metavar="URL", default=None,
                    help="remote engine cache behind the local one: file:///dir, https://host/path (WebDAV), "

@@ -13,14 +13,13 @@ import os
 import re
 import time
 from datetime import datetime
-from pathlib import Path
 
 from ..cache import MARKER, ArtifactCache, CacheEntry, is_cache_dir
 from ..cache.prune import groups, plan_prune, uses_of
-from ..core.locations import CACHE_DIR_ENV, default_cache_dir
+from ..core.locations import CACHE_DIR_ENV
 from ..errors import UsageError
 from ..run.settings import parse_size
-from .common import emit_json
+from .common import cache_dir_from_args, emit_json
 
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -39,7 +38,7 @@ def parse_age(text: str) -> float:
 
 
 def _open(args, *, read_only: bool) -> ArtifactCache:
-    root = Path(args.cache_dir or default_cache_dir()).expanduser()
+    root = cache_dir_from_args(args)
     # where root came from, for the refusal: the flag the user typed, else the default it fell back to
     if args.cache_dir:
         origin, fix = " (--cache-dir)", ("check the path: --cache-dir takes the directory your test runs use as "

@@ -173,7 +173,9 @@ def add_cache(sub: Any) -> None:
                        ("prune", "remove entries by age (--max-age) and/or total size (--max-size)")):
         a = actions.add_parser(name, help=text, description=text)
         a.add_argument("--cache-dir", default=None, metavar="DIR",
-                       help="the cache (default: $PYTEST_TRT_CACHE_DIR, else <project root>/.trt-cache)")
+                       help="the cache (default: $PYTEST_TRT_CACHE_DIR, else <project root>/.trt-cache; the "
+                       "console script ignores the ini: where it sets trt_cache_dir, pass --cache-dir, as a note on "
+                       "stderr says)")
         a.add_argument("--json", action="store_true", help="machine-readable output on stdout")
         if name == "prune":
             a.add_argument("--max-age", metavar="AGE", default=None,
@@ -209,8 +211,9 @@ def _storage_flags(p: Any) -> None:
     """Where the runs are, and the keys that verify runs stored at a URL."""
     p.add_argument("--storage", metavar="URI", default=None,
                    help="the saved runs: a directory, or a URL the remote cache takes (file:///dir, https://host/path, "
-                   "s3://...; runs there are signed, verified with --remote-cache-trust) (default: <rootdir>/.trt-runs, "
-                   "the directory pytest --trt-save uses here)")
+                   "s3://...; runs there are signed, verified with --remote-cache-trust) (default: <rootdir>/.trt-runs; "
+                   "the console script ignores the ini: where it sets trt_storage, pass --storage, as a note on "
+                   "stderr says)")
     p.add_argument("--remote-cache-trust", action="append", default=[], metavar="KEY",
                    help="public key (.pub file or 'ed25519:...') whose signatures are accepted on a URL; repeatable "
                    "(default: $PYTEST_TRT_REMOTE_CACHE_TRUST)")
@@ -264,7 +267,8 @@ def add_runs(sub: Any) -> None:
                          help="the ONNX model the run tested (repeatable, one per model of the run)")
     recheck.add_argument("--cache-dir", default=None,
                          help="artifact cache for the FP32 baselines (default: $PYTEST_TRT_CACHE_DIR, else "
-                         "<rootdir>/.trt-cache)")
+                         "<rootdir>/.trt-cache; the console script ignores the ini: where it sets trt_cache_dir, pass "
+                         "--cache-dir, as a note on stderr says)")
     _storage_flags(recheck)
     recheck.set_defaults(run=_later(runs, "run_recheck"))
     prune = actions.add_parser("prune", help="delete old runs: by age, count or size",

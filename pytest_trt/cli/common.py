@@ -13,13 +13,41 @@ from ..backends.base import BuildConfig
 from ..backends.tensorrt.parser_check import check_parser
 from ..backends.tensorrt.parser_check import require as require_parser_check
 from ..compare.criterion import Criterion, Level
-from ..core.locations import CACHE_DIR_ENV, default_cache_dir
+from ..core.locations import CACHE_DIR_ENV, default_cache_dir, default_runs_dir, ignored_ini_note
 from ..errors import UsageError
 from ..inputs import check_feeds, load_feeds, make_feeds, parse_input_shape, parse_val_range
 from ..plan.policy import PrecisionPolicy
 from ..run.session import TrtSession
 from ..run.settings import Settings, remote_settings
 from .args import flat
+
+
+def note_ignored_ini(key: str, flag: str, used) -> None:
+    """One line on stderr when the project's ini sets ``key`` (which the console script ignores) and
+    ``flag`` was not given: the ini's value and the flag to pass. The directory is not changed."""
+    note = ignored_ini_note(key, flag, used)
+    if note:
+        print(note, file=sys.stderr)
+
+
+def cache_dir_from_args(args) -> Path:
+    """``--cache-dir``, else ``$PYTEST_TRT_CACHE_DIR``, else ``<rootdir>/.trt-cache`` (the plugin's rule
+    without the ini, :mod:`pytest_trt.core.locations`), with a note when the ini sets ``trt_cache_dir``."""
+    if args.cache_dir:
+        return Path(args.cache_dir).expanduser()
+    used = default_cache_dir()
+    if not os.environ.get(CACHE_DIR_ENV):  # pytest too takes the environment over the ini
+        note_ignored_ini("trt_cache_dir", "--cache-dir", used)
+    return used
+
+
+def storage_from_args(args) -> str:
+    """``--storage``, else ``<rootdir>/.trt-runs``, with a note when the ini sets ``trt_storage``."""
+    if args.storage:
+        return str(args.storage)
+    used = default_runs_dir()
+    note_ignored_ini("trt_storage", "--storage", used)
+    return str(used)
 
 
 def parser_check_from_args(args, plan, config=None, cache=None):
@@ -68,7 +96,7 @@ def session_from_args(args):
                "trt_remote_cache": "--remote-cache",
                "trt_remote_cache_mode": "--remote-cache-mode" if args.remote_cache_mode else "default"}
     remote = remote_settings(args.remote_cache, args.remote_cache_mode, tuple(args.remote_cache_trust), sources)
-    cache_dir = args.cache_dir or default_cache_dir()  # the plugin's rule (pytest_trt.core.locations)
+    cache_dir = cache_dir_from_args(args)  # the plugin's rule (pytest_trt.core.locations), without the ini
     settings = Settings(
         precision="fp16" if getattr(args, "fp16", False) else "bf16" if getattr(args, "bf16", False) else "fp32",
         backend=args.backend, typing=args.typing, cache_dir=Path(cache_dir).expanduser().resolve(),

@@ -12,13 +12,11 @@ from __future__ import annotations
 import re
 import sys
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from ..backends.base import disclaimer_of
 from ..cache.remote.signing import RejectedEntry
 from ..core.formatting import as_float, fmt_cos, fmt_err, fmt_ratio
-from ..core.locations import default_cache_dir, default_runs_dir
 from ..errors import UsageError
 from ..history.drift import compare_reports, failure_line
 from ..history.gate import parse_gate
@@ -27,13 +25,13 @@ from ..history.store import RunStore, StoreError, open_store
 from ..history.text import drift_lines
 from ..report.rows import criterion_text
 from ..run.settings import parse_size
-from .common import emit_json
+from .common import cache_dir_from_args, emit_json, storage_from_args
 
 __all__ = ["run_diff", "run_list", "run_prune", "run_recheck", "run_show"]
 
 
 def _store(args: Any) -> RunStore:
-    location = args.storage or str(default_runs_dir())
+    location = storage_from_args(args)
     return open_store(location, flag="--storage", trusted=tuple(args.remote_cache_trust),
                       trust_flag="--remote-cache-trust")
 
@@ -208,7 +206,7 @@ def run_recheck(args: Any) -> int:
         entry, run = _load(store, args.run_spec)
         from ..cache import ArtifactCache  # the FP32 baselines are cached like pytest's
 
-        cache = ArtifactCache(Path(args.cache_dir or default_cache_dir()).expanduser().resolve())
+        cache = ArtifactCache(cache_dir_from_args(args).resolve())
         try:
             result = recheck_run(store, entry, run, args.model, cache=cache)
         except StoreError as exc:

@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 
 __all__ = ["CACHE_DIR_ENV", "DEFAULT_CACHE_DIRNAME", "DEFAULT_RUNS_DIRNAME", "default_cache_dir", "default_runs_dir",
-           "project_root"]
+           "ignored_ini_note", "project_ini_value", "project_root"]
 
 #: The cache directory's name under the rootdir.
 DEFAULT_CACHE_DIRNAME = ".trt-cache"
@@ -95,3 +95,60 @@ def default_runs_dir(start: str | os.PathLike[str] | None = None, *, rootdir: st
     runs live when ``--trt-storage`` (console script: ``--storage``) names no place."""
     root = Path(rootdir) if rootdir is not None else project_root(start)
     return root / DEFAULT_RUNS_DIRNAME
+
+
+def _project_config(start: str | os.PathLike[str] | None = None) -> Path | None:
+    """The pytest configuration file that makes :func:`project_root` of ``start`` the rootdir, or None."""
+    here = Path(start if start is not None else Path.cwd()).absolute()
+    for base in (here, *here.parents):
+        for name in _CONFIG_FILES:
+            candidate = base / name
+            if candidate.is_file() and _has_pytest_config(candidate):
+                return candidate
+    return None
+
+
+def project_ini_value(key: str, start: str | os.PathLike[str] | None = None) -> tuple[Path, str] | None:
+    """``(config file, value)`` when the project's pytest configuration (the file :func:`project_root`
+    finds) sets ``key`` to a non-empty string, else None. The console script ignores the ini (its
+    flags > the environment > the default); this only lets it say so (:func:`ignored_ini_note`)."""
+    path = _project_config(start)
+    if path is None:
+        return None
+    value: object = None
+    try:
+        if path.suffix == ".toml":
+            try:
+                import tomllib
+            except ImportError:  # Python 3.10: no TOML parser in the standard library; nothing to say
+                return None
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            table = data.get("pytest") if path.name.endswith("pytest.toml") else data.get("tool", {}).get("pytest")
+            table = table or {}
+            value = (table.get("ini_options") or {}).get(key, table.get(key))
+        else:
+            parser = configparser.ConfigParser(interpolation=None)
+            parser.read(path, encoding="utf-8")
+            section = "tool:pytest" if path.name == "setup.cfg" else "pytest"
+            value = parser.get(section, key, fallback=None)
+    except (OSError, UnicodeDecodeError, ValueError, configparser.Error, AttributeError):
+        return None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return path, value.strip()
+
+
+def ignored_ini_note(key: str, flag: str, used: str | os.PathLike[str],
+                     start: str | os.PathLike[str] | None = None) -> str | None:
+    """A one-line note for the console script when the project's ini sets ``key`` and ``flag`` was not
+    given: the ini's value (resolved beside the ini file, as pytest resolves it) and the flag to pass,
+    or None. The directory is never changed: the console script does not read the ini."""
+    found = project_ini_value(key, start)
+    if found is None:
+        return None
+    path, value = found
+    where = value if "://" in value else str(Path(os.path.abspath(path.parent / Path(value).expanduser())))
+    if "://" not in value and Path(where) == Path(os.path.abspath(Path(used).expanduser())):
+        return None
+    return (f"pytest-trt: note: {path} sets {key} = {value}, which the console script ignores; it uses "
+            f"{used}. Pass {flag}={where} for the one pytest uses")

@@ -227,3 +227,39 @@ def test_exit_codes_of_the_console_script(saved):
     assert missing.returncode == 2 and "no saved run 'nope'" in missing.stderr
     bad = _console("runs", "diff", "1", "2", f"--storage={saved}", "--fail", "cosine:+1", cwd=saved.parent)
     assert bad.returncode == 2 and "--fail=cosine:+1: cosine fails only when it falls" in bad.stderr
+
+
+def test_the_console_script_names_the_ini_settings_it_ignores(saved, capsys, tmp_path, monkeypatch):
+    """The console script ignores the ini (README "Configuration"); where the project's ini sets
+    trt_storage / trt_cache_dir and the flag is not given, a note on stderr names the ini's value and the
+    flag to pass, and the directory is not changed. Before: silence, so `runs list` listed another folder
+    and `runs recheck` made a second cache (review3 row 6)."""
+    project = tmp_path / "proj"
+    (project / "tests").mkdir(parents=True)
+    (project / "pytest.ini").write_text("[pytest]\ntrt_storage = .runs-ini\ntrt_cache_dir = .cache-ini\n")
+    monkeypatch.chdir(project / "tests")  # the ini's values are relative to the ini's directory
+    monkeypatch.delenv("PYTEST_TRT_CACHE_DIR", raising=False)
+    code, out, err = cli(capsys, "runs", "list")
+    assert code == 0 and f"saved runs in {project / '.trt-runs'}" in out  # unchanged: the ini is not read
+    assert err.strip() == (f"pytest-trt: note: {project / 'pytest.ini'} sets trt_storage = .runs-ini, which the "
+                           f"console script ignores; it uses {project / '.trt-runs'}. Pass "
+                           f"--storage={project / '.runs-ini'} for the one pytest uses")
+    code, _, err = cli(capsys, "runs", "recheck", "fp16", f"--storage={saved}", "--model", str(ENCODER))
+    assert code == 0 and err.strip() == (
+        f"pytest-trt: note: {project / 'pytest.ini'} sets trt_cache_dir = .cache-ini, which the console script "
+        f"ignores; it uses {project / '.trt-cache'}. Pass --cache-dir={project / '.cache-ini'} for the one pytest uses")
+    assert (project / ".trt-cache").is_dir() and not (project / ".cache-ini").exists()
+    # the flag given (or $PYTEST_TRT_CACHE_DIR, above the ini under pytest too): no note
+    code, _, err = cli(capsys, "runs", "list", f"--storage={saved}")
+    assert code == 0 and err == ""
+    monkeypatch.setenv("PYTEST_TRT_CACHE_DIR", str(tmp_path / "envcache"))
+    code, _, err = cli(capsys, "cache", "list")
+    assert "trt_cache_dir" not in err
+
+
+def test_the_help_says_the_console_script_ignores_the_ini(capsys):
+    for args in (["runs", "list", "--help"], ["compare", "--help"], ["cache", "prune", "--help"], ["runs", "recheck", "--help"]):
+        with pytest.raises(SystemExit):
+            main(args)
+        text = " ".join(capsys.readouterr().out.split())
+        assert "the console script ignores the ini" in text and "uses here" not in text
