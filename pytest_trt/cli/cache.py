@@ -24,15 +24,16 @@ from .common import cache_dir_from_args, emit_json
 _AGE_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
-def parse_age(text: str) -> float:
-    """``"7d"`` -> seconds; UsageError naming ``--max-age`` otherwise. A unit is required: a bare
-    ``3`` is refused, not read as 3 seconds (which pruned the whole cache where days were meant)."""
+def parse_age(text: str, flag: str = "--max-age") -> float:
+    """``"7d"`` -> seconds; UsageError naming ``flag`` otherwise. A unit is required: a bare
+    ``3`` is refused, not read as 3 seconds (which pruned the whole cache where days were meant).
+    The one rule of ``cache prune --max-age`` and ``runs prune --older-than``."""
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", str(text).lower())
     if not m:
-        raise UsageError(f"invalid --max-age {text!r}: use a number with a unit s, m, h, d or w, e.g. 7d")
+        raise UsageError(f"invalid {flag} {text!r}: use a number with a unit s, m, h, d or w, e.g. 7d")
     if not m.group(2):
         n = m.group(1)
-        raise UsageError(f"--max-age {n}: give a unit, e.g. {n}d (days) or {n}h (hours); s, m and w "
+        raise UsageError(f"{flag} {n}: give a unit, e.g. {n}d (days) or {n}h (hours); s, m and w "
                          f"(seconds, minutes, weeks) also work")
     return float(m.group(1)) * _AGE_UNITS[m.group(2)]
 

@@ -276,7 +276,8 @@ def add_runs(sub: Any) -> None:
                                "oldest while the storage holds more than --max-size. Only run folders are touched; an "
                                "incomplete run younger than an hour (being written) is left. --damaged deletes the runs "
                                "`runs list` marks damaged (and, in a directory, rejected).")
-    prune.add_argument("--older-than", metavar="AGE", default=None, help="e.g. 30d, 12h, 2w (days, hours, weeks)")
+    prune.add_argument("--older-than", metavar="AGE", default=None,
+                       help="with a unit: 30m, 12h, 7d, 2w (s, m, h, d, w; a bare number is refused)")
     prune.add_argument("--keep", type=number(minimum=0, integer=True), default=None, metavar="N",
                        help="keep the newest N runs")
     prune.add_argument("--max-size", metavar="SIZE", default=None, help="e.g. 2G, 500M")

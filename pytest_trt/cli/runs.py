@@ -9,7 +9,6 @@ check recorded as failed that fails again, a caught negative control, agrees: ex
 
 from __future__ import annotations
 
-import re
 import sys
 from datetime import timedelta
 from typing import Any
@@ -25,6 +24,7 @@ from ..history.store import RunStore, StoreError, open_store
 from ..history.text import drift_lines
 from ..report.rows import criterion_text
 from ..run.settings import parse_size
+from .cache import parse_age
 from .common import cache_dir_from_args, emit_json, storage_from_args
 
 __all__ = ["run_diff", "run_list", "run_prune", "run_recheck", "run_show"]
@@ -159,17 +159,9 @@ def run_diff(args: Any) -> int:
         store.close()
 
 
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-_UNITS = {"s": 1, "": 86400, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
 def _age(text: str | None) -> timedelta | None:
-    if text is None:
-        return None
-    m = _AGE.match(text)
-    if not m:
-        raise UsageError(f"--older-than {text!r}: give a number with a unit: 30d, 12h, 2w (days without a unit)")
-    return timedelta(seconds=float(m.group(1)) * _UNITS[m.group(2)])
+    """``--older-than``: the rule of ``cache prune --max-age`` (a unit required, :func:`~.cache.parse_age`)."""
+    return None if text is None else timedelta(seconds=parse_age(text, "--older-than"))
 
 
 def run_prune(args: Any) -> int:

@@ -263,3 +263,16 @@ def test_the_help_says_the_console_script_ignores_the_ini(capsys):
             main(args)
         text = " ".join(capsys.readouterr().out.split())
         assert "the console script ignores the ini" in text and "uses here" not in text
+
+
+@pytest.mark.parametrize("age", ["3", "1.5", " 14 "])
+def test_runs_prune_refuses_an_age_without_a_unit_as_cache_prune_does(saved, capsys, age):
+    """One rule for `runs prune --older-than` and `cache prune --max-age`: a unit (s, m, h, d, w) is
+    required. Before, runs prune took a bare 3 as 3 days (review3 row 8)."""
+    n = age.strip()
+    code, _, err = cli(capsys, "runs", "prune", f"--storage={saved}", "--older-than", age)
+    assert code == 2 and f"--older-than {n}: give a unit, e.g. {n}d (days) or {n}h (hours); s, m and w " \
+                         f"(seconds, minutes, weeks) also work" in err
+    assert len(list((saved / PREFIX).iterdir())) == 2
+    code, out, _ = cli(capsys, "runs", "prune", f"--storage={saved}", "--older-than", "30m", "--dry-run")
+    assert code == 0 and out.startswith("would delete 0 run(s)")
