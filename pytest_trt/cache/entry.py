@@ -34,6 +34,7 @@ __all__ = [
     "CacheEntry",
     "CacheResult",
     "InvalidEntry",
+    "is_own_manifest",
     "read_manifest_quietly",
     "seal_entry",
     "validate_entry",
@@ -96,6 +97,12 @@ class CacheEntry:
     @property
     def label(self) -> str:
         return str((self.manifest or {}).get("label", ""))
+
+    @property
+    def own(self) -> bool:
+        """Whether the entry carries a manifest pytest-trt wrote (:func:`is_own_manifest`): only such
+        an entry is ever pruned; anything else under ``<kind>/<key>/`` is not known to be the cache's."""
+        return is_own_manifest(self.manifest, self.kind, self.key)
 
     @property
     def created(self) -> str | None:
@@ -336,6 +343,15 @@ def _check_contents(found: dict[str, Path], files: dict, memo: DigestMemo | None
                 f"checksum mismatch in {name!r} (sha256 {digest[:16]}..., {MANIFEST} says "
                 f"{files[name]['sha256'][:16]}...)"
             )
+
+
+def is_own_manifest(manifest: Any, kind: str, key: str) -> bool:
+    """Whether ``manifest`` (parsed JSON) is an entry manifest in pytest-trt's format (any
+    ``format_version``, 0.1.0's included) for the entry ``<kind>/<key>``: its format version, kind,
+    key and file list, as :func:`seal_entry` writes them. Not a validation of the files."""
+    return (isinstance(manifest, dict) and isinstance(manifest.get("format_version"), int)
+            and manifest.get("kind") == kind and manifest.get("key") == key
+            and isinstance(manifest.get("files"), dict))
 
 
 def read_manifest_quietly(path: Path) -> tuple[float, dict | None]:

@@ -18,7 +18,9 @@ from pathlib import Path
 
 from ..core.locations import CACHE_DIR_ENV
 from ..errors import CacheError
+from .entry import is_own_manifest, read_manifest_quietly
 from .files import why, write_new
+from .key import KEY_RE, KIND_RE, RESERVED_KINDS
 
 __all__ = [
     "ADOPTABLE",
@@ -227,8 +229,11 @@ def scratch_dir(root: Path) -> Path:
 
 
 def is_cache_dir(path: Path | str) -> bool:
-    """Whether ``path`` is a pytest-trt cache: it carries the marker file, or the layout of a cache
-    written by pytest-trt 0.1.0 (its ``CACHEDIR.TAG``, or its ``locks/`` beside ``events.jsonl``)."""
+    """Whether ``path`` is a pytest-trt cache: it carries the marker file, or evidence that pytest-trt
+    0.1.0 wrote it: its ``CACHEDIR.TAG`` with pytest-trt's own text (0.1.0 wrote it on every open), or
+    its ``locks/`` and ``events.jsonl`` beside an entry whose manifest is pytest-trt's
+    (:func:`~pytest_trt.cache.entry.is_own_manifest`). ``locks/`` and ``events.jsonl`` alone are
+    generic names a user's folder may hold: they are not enough."""
     root = Path(path)
     if is_regular(root / MARKER):
         return True
@@ -236,9 +241,32 @@ def is_cache_dir(path: Path | str) -> bool:
     if is_regular(tag):
         with contextlib.suppress(OSError):
             with open(tag, "rb") as f:
-                if b"created by pytest-trt" in f.read(4096):
+                if f.read(4096) == _CACHEDIR_TAG.encode():  # 0.1.0 wrote exactly this text
                     return True
-    return is_real_dir(root / "locks") and is_regular(root / "events.jsonl")
+    return is_real_dir(root / "locks") and is_regular(root / "events.jsonl") and _holds_own_entry(root)
+
+
+#: how many entry directories :func:`_holds_own_entry` reads at most (a bound on a user's big folder)
+_ENTRY_PROBES = 64
+
+
+def _holds_own_entry(root: Path) -> bool:
+    """Whether some ``<kind>/<64 hex key>/manifest.json`` under ``root`` is pytest-trt's entry manifest."""
+    probes = 0
+    with contextlib.suppress(OSError):
+        for kind in sorted(os.listdir(root)):
+            if kind in RESERVED_KINDS or not KIND_RE.match(kind) or not is_real_dir(root / kind):
+                continue
+            for key in sorted(os.listdir(root / kind)):
+                if not KEY_RE.match(key):
+                    continue
+                probes += 1
+                if probes > _ENTRY_PROBES:
+                    return False
+                _, manifest = read_manifest_quietly(root / kind / key)
+                if is_own_manifest(manifest, kind, key):
+                    return True
+    return False
 
 
 def is_regular(path: Path) -> bool:

@@ -77,9 +77,10 @@ def plan_prune(entries: Iterable[CacheEntry], *, max_bytes: int | None = None, o
                protect: Iterable[Path | str] = ()) -> list[Group]:
     """The groups to remove: every group last used before ``older_than`` (a ``time.time()`` value), then
     least recently used groups until the rest totals at most ``max_bytes``. A group holding a protected
-    entry path is kept."""
+    entry path is kept. Only entries with pytest-trt's own manifest (:attr:`CacheEntry.own`) are
+    considered: a directory that merely looks like an entry (``<kind>/<64 hex>/``) is never removed."""
     protected = {Path(p) for p in protect}
-    all_groups = groups(entries)
+    all_groups = groups(e for e in entries if e.own)
     total = sum(g.size_bytes for g in all_groups)
     chosen: list[Group] = []
     for g in all_groups:

@@ -477,7 +477,8 @@ class ArtifactCache:
         if limit is None and older_than is None:
             return []
         protected = {Path(p) for p in protect}
-        all_groups = groups(self.entries())
+        # only entries with pytest-trt's own manifest: a look-alike directory is not the cache's to delete
+        all_groups = groups(e for e in self.entries() if e.own)
         total = sum(g.size_bytes for g in all_groups)
         evicted: list[CacheEntry] = []
         for group in all_groups:

@@ -8,6 +8,7 @@ user's files. Every test here works in folders it created under ``tmp_path``.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -157,6 +158,68 @@ def test_a_cache_written_by_0_1_0_keeps_working(tmp_path):
     assert result.cache_hit and len(built) == 1
     assert not stale.exists() and stranger.read_bytes() == b"keep me"
     assert (root / MARKER).is_file()
+
+
+def test_a_0_1_0_cache_without_its_tag_is_known_by_its_entries_manifests(tmp_path):
+    root = tmp_path / "cache"
+    ArtifactCache(root).get_or_build("engine", {"p": 1}, lambda d: (d / "engine.plan").write_bytes(b"x"))
+    (root / MARKER).unlink()
+    (root / "CACHEDIR.TAG").unlink()
+    (root / "events.jsonl").touch()
+    assert is_cache_dir(root)  # locks/, events.jsonl and an entry with pytest-trt's manifest
+
+
+def _generic_folder(root: Path) -> dict[str, bytes]:
+    """A user's folder with generic names (``locks/``, ``events.jsonl``) and a ``<name>/<64 hex>/`` file."""
+    (root / "locks").mkdir(parents=True)
+    files = {"events.jsonl": b'{"user": 1}\n', "notes.txt": b"mine", f"baseline/{KEY}/mine.bin": b"precious"}
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    backdate(*[root / rel for rel in files], root / "baseline" / KEY)
+    return files
+
+
+def test_a_folder_with_locks_and_events_jsonl_is_not_taken_for_a_0_1_0_cache(tmp_path, capsys):
+    """Before, ``locks/`` beside ``events.jsonl`` made any folder a 0.1.0 cache: it was marked, and
+    `cache prune` deleted the user's ``baseline/<64 hex>/mine.bin`` (review3 row 9)."""
+    from pytest_trt.cli import main
+
+    ud = tmp_path / "ud"
+    _generic_folder(ud)
+    before = snapshot(ud)
+    assert not is_cache_dir(ud)
+    assert main(["cache", "prune", "--cache-dir", str(ud), "--max-age", "0s"]) == 2
+    assert "is not a pytest-trt cache" in capsys.readouterr().err
+    with pytest.raises(CacheError, match="is not a pytest-trt cache"):
+        ArtifactCache(ud)
+    assert snapshot(ud) == before and not (ud / MARKER).exists()
+    # a CACHEDIR.TAG that is not pytest-trt's own text is not evidence either
+    (ud / "CACHEDIR.TAG").write_text("Signature: 8a477f597d28d172789f06886806bc55\n# created by pytest-trt? no\n")
+    assert not is_cache_dir(ud)
+
+
+def test_prune_deletes_only_entries_with_pytest_trt_manifests(tmp_path, capsys):
+    """An entry-shaped directory without pytest-trt's manifest (a user's file put into the cache, a
+    manifest of another tool) is never pruned; before, every ``<kind>/<64 hex>/`` went."""
+    from pytest_trt.cli import main
+
+    root = tmp_path / "cache"
+    cache = ArtifactCache(root)
+    own = cache.get_or_build("engine", {"p": 1}, lambda d: (d / "engine.plan").write_bytes(b"x")).path
+    strangers = {f"baseline/{KEY}/mine.bin": b"precious",
+                 f"engine/{'b' * 64}/manifest.json": b'{"kind": "engine", "key": "not this one"}'}
+    for rel, data in strangers.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(data)
+    backdate(own / "manifest.json", root / "baseline" / KEY, root / "engine" / ("b" * 64),
+             *[root / rel for rel in strangers])
+    assert main(["cache", "prune", "--cache-dir", str(root), "--max-age", "1s", "--dry-run", "--json"]) == 0
+    assert [e["key"] for e in json.loads(capsys.readouterr().out)["removed"]] == [own.name]
+    assert main(["cache", "prune", "--cache-dir", str(root), "--max-age", "1s"]) == 0
+    assert not own.exists()
+    assert all((root / rel).read_bytes() == data for rel, data in strangers.items())
+    assert ArtifactCache(root).prune(0) == []  # the size limit spares them too
 
 
 def test_a_restored_timing_cache_is_adopted(tmp_path):
