@@ -17,6 +17,7 @@ Only the standard library is imported here: the plugin reads this when it loads.
 from __future__ import annotations
 
 import configparser
+import importlib
 import os
 import re
 from pathlib import Path
@@ -118,8 +119,8 @@ def project_ini_value(key: str, start: str | os.PathLike[str] | None = None) -> 
     value: object = None
     try:
         if path.suffix == ".toml":
-            try:
-                import tomllib
+            try:  # (by name: mypy checks for Python 3.10, which has no tomllib)
+                tomllib = importlib.import_module("tomllib")
             except ImportError:  # Python 3.10: no TOML parser in the standard library; nothing to say
                 return None
             data = tomllib.loads(path.read_text(encoding="utf-8"))
