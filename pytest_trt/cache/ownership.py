@@ -63,6 +63,7 @@ _CACHEDIR_TAG = (
     "# This file is a cache directory tag created by pytest-trt.\n"
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
+_TAG_OWN_LINES = "".join(_CACHEDIR_TAG.splitlines(keepends=True)[:2]).encode()
 _HINT_DIR = "Pass --trt-cache-dir=DIR (or set PYTEST_TRT_CACHE_DIR) to use a writable directory"
 
 
@@ -241,9 +242,14 @@ def is_cache_dir(path: Path | str) -> bool:
     if is_regular(tag):
         with contextlib.suppress(OSError):
             with open(tag, "rb") as f:
-                if f.read(4096) == _CACHEDIR_TAG.encode():  # 0.1.0 wrote exactly this text
+                # 0.1.0 wrote this text: its signature line and pytest-trt's own line (the link after is
+                # the spec's comment, left out by some copies)
+                if f.read(4096).startswith(_TAG_OWN_LINES):
                     return True
-    return is_real_dir(root / "locks") and is_regular(root / "events.jsonl") and _holds_own_entry(root)
+    if is_real_dir(root / "locks") and is_regular(root / "events.jsonl") and _holds_own_entry(root):
+        return True
+    # a claimer writes the marker before anything else: one that began after the first look has it by now
+    return is_regular(root / MARKER)
 
 
 #: how many entry directories :func:`_holds_own_entry` reads at most (a bound on a user's big folder)
