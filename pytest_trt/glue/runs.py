@@ -40,7 +40,7 @@ class History:
     staging: Path | None = None
     #: the drift against ``run`` (pytest_trt.history.drift.DriftReport), once judged
     drift: Any = None
-    #: damaged runs --trt-compare-run=latest passed over (their entries), for the header's warning
+    #: damaged runs --trt-compare-run=latest passed over (their entries), for the warnings (header, summary, JSON)
     skipped: tuple = ()
     #: the id this session's run is saved under (chosen before the reports are written)
     run_id: str | None = None
@@ -50,7 +50,22 @@ class History:
         """The JSON report's ``history``."""
         return {"storage": self.store.shown, "saved_as": self.run_id,
                 "compared_with": None if self.entry is None else self.entry.id,
-                "drift": None if self.drift is None else self.drift.to_json()}
+                "drift": None if self.drift is None else self.drift.to_json(),
+                "skipped_damaged": [{"id": e.id, "reason": e.reason} for e in self.skipped]}
+
+    def skipped_line(self) -> str | None:
+        """``newest run X skipped: damaged (why); compared with Y``, or None: the header's warning again,
+        for the terminal summary, which ``-q`` and CI logs keep."""
+        if not self.skipped:
+            return None
+        if len(self.skipped) == 1:
+            named, why = f"newest run {self.skipped[0].id}", self.skipped[0].reason
+        else:
+            named = "newest runs " + ", ".join(e.id for e in self.skipped)
+            why = "; ".join(f"{e.id}: {e.reason}" for e in self.skipped)
+        used = f"compared with {self.entry.id}" if self.entry is not None else "compared with none"
+        return (f"pytest-trt drift: WARNING: {named} skipped: damaged ({why}); {used} "
+                f"(`pytest-trt runs prune --damaged` deletes them)")
 
 
 def _flag(settings, dest: str, default: str) -> str:

@@ -35,7 +35,7 @@ from .html_figures import css_heatmap, css_histogram, esc, svg_curve
 from .html_history import drift_by_output, drift_cell, drift_section
 from .html_ledger import LEDGER_CSS, SORT_SCRIPT, ledger_section
 from .json_report import session_metadata
-from .outcomes import caught_in_test, checked_nothing, tone, verdict_text
+from .outcomes import CAUGHT_VERDICTS, caught_in_test, checked_nothing, tone, verdict_text
 from .plots import matplotlib_available
 from .rows import accuracy_rows, binding_text, engine_counts, ledger_rows, precision_rows, records_of
 from .rows import caught as caught_row
@@ -177,12 +177,18 @@ def _unchecked_badge(results: list[dict]) -> str:
 
 
 def _caught_in_test_badge(results: list[dict]) -> str:
-    """A red badge for trt tests that passed although a check failed inside them (caught by the test)."""
-    found = sum(1 for r in results if caught_in_test(r))
-    return _badge(found, "passed, a failed check was caught by the test", True) if found else ""
+    """A red badge per outcome for trt tests that did not fail although a check failed inside them (caught
+    by the test: passed, skipped or xpassed after it)."""
+    badges = ""
+    for outcome, verdict in CAUGHT_VERDICTS.items():
+        found = sum(1 for r in results if r.get("outcome") == outcome and caught_in_test(r))
+        badges += _badge(found, verdict, True) if found else ""
+    return badges
 
 
 #: the status pill of a test, by outcome / expected-failure verdict
+#: the pill of a trt test that did not fail although a check of it failed (caught by the test), by outcome
+_CAUGHT_PILL = {"passed": "ok, CAUGHT", "skipped": "SKIP, CAUGHT", "xpassed": "XPASS, CAUGHT"}
 _PILL = {"passed": "ok", "failed": "FAIL", "error": "ERROR", "skipped": "SKIP", "xpassed": "XPASS",
          "xfailed": "XFAIL"}
 _PILL_VERDICT = {"caught": "XFAIL caught", "not_tested": "XFAIL untested", "missed": "MISSED", "passed": "XPASS"}
@@ -202,8 +208,10 @@ def _abbr(text, width: int = NAME_CHARS) -> str:
 def _pill(res: dict) -> str:
     verdict = (res.get("expected_failure") or {}).get("verdict")
     outcome = str(res.get("outcome"))
-    label = _PILL_VERDICT.get(str(verdict)) or ("UNCHECKED" if checked_nothing(res) else
-                                                "ok, CAUGHT" if caught_in_test(res) else _PILL.get(outcome, outcome))
+    if caught_in_test(res):  # before the xfail verdict: an XPASS after a failed check is worded by what it caught
+        label = _CAUGHT_PILL.get(outcome, "CAUGHT")
+    else:
+        label = _PILL_VERDICT.get(str(verdict)) or ("UNCHECKED" if checked_nothing(res) else _PILL.get(outcome, outcome))
     return f'<span class="pill" title="{esc(verdict_text(res))}">{esc(label)}</span>'
 
 
@@ -221,7 +229,9 @@ _TESTS_NOTE = (
     'suggest, or engine built by a real TensorRT builder: it tested nothing. '
     '<span class="tag">ok, CAUGHT</span>: a test that passed although a check of it failed: the test caught the '
     'failure itself (<code>pytest.raises(AccuracyError)</code> as a negative control, or a '
-    '<code>try</code>/<code>except</code>); its failures count as caught.</p>')
+    '<code>try</code>/<code>except</code>); its failures count as caught. <span class="tag">SKIP, CAUGHT</span> / '
+    '<span class="tag">XPASS, CAUGHT</span>: the same, in a test that then skipped or xpassed: it did test, '
+    'and its check failed.</p>')
 _TESTS_COLUMNS = (("", 112), ("x tol", 96), ("max abs", 86), ("atol", 58), ("max rel", 86), ("rtol", 58),
                   ("mismatched", 96), ("output", 156), ("test / model [policy]", None), ("engine", 86))
 

@@ -11,6 +11,13 @@ tests/plugin/test_json_report_schema.py``).
 
 Changelog
 ---------
+* **11** (review3 rows 1 and 2): a trt test that recorded a failed check and then skipped
+  (``pytest.skip()`` after catching it) or xpassed (a non-strict ``xfail`` that swallowed it) gets the
+  caught treatment too: ``verdict`` ``"skipped after a failed check"`` / ``"xpassed after a failed
+  check"``, counted in ``summary.skipped_caught_in_test`` / ``summary.xpassed_caught_in_test``, its
+  failures in the ``*_caught`` figures (never ``*_failed`` on a green run).
+  ``history.skipped_damaged``: the damaged runs ``--trt-compare-run=latest`` passed over
+  (``[{"id", "reason"}]``, newest first; ``compared_with`` is the run used instead).
 * **10** (review2 rows 2 and 4): a trt test that passed although a check of its failed (the test caught the
   failure itself: ``pytest.raises(AccuracyError)`` as a negative control, or ``try``/``except``) has
   the ``verdict`` ``"passed, a failed check was caught by the test"``;
@@ -96,12 +103,12 @@ Changelog
     ``summary.baseline_fallback_nodes``).
 * **1**: the first report.
 
-Schema (``schema_version`` 10; the normative form is ``report.schema.json``)
+Schema (``schema_version`` 11; the normative form is ``report.schema.json``)
 --------------------------------------------------------------------------
 ::
 
     {
-      "schema_version": 10,
+      "schema_version": 11,
       "created": "2026-11-24T10:00:00+00:00",          # UTC, ISO 8601
       "exitstatus": 1,                                  # pytest's exit status
       "session": {
@@ -128,6 +135,8 @@ Schema (``schema_version`` 10; the normative form is ``report.schema.json``)
         "outcomes": {"passed": 2, "failed": 1, "xfailed": 1},   # pytest's outcomes of those tests
         "passed_unchecked": 0,                          # passed without checking anything (tests[].checked false)
         "passed_caught_in_test": 0,                     # passed, a failed check was caught by the test
+        "skipped_caught_in_test": 0,                    # skipped after a failed check (pytest.skip in the except)
+        "xpassed_caught_in_test": 0,                    # xpassed after a failed check (non-strict xfail)
         "outputs": 7, "outputs_failed": 1,              # failed: not counting caught failures
         "outputs_caught": 1,                            # failed in negative controls (xfail) or caught in a passing test
         "precision_checks": 2, "precision_checks_failed": 0, "precision_checks_caught": 0,
@@ -151,7 +160,7 @@ Schema (``schema_version`` 10; the normative form is ``report.schema.json``)
           "nodeid": "tests/test_encoder.py::test_fp16",
           "outcome": "passed" | "failed" | "error" | "skipped" | "xfailed" | "xpassed",   # pytest's outcome
           "verdict": "passed" | "passed, but nothing was checked" | "passed, a failed check was caught by the test"
-                     | ... | "expected failure, caught",
+                     | "skipped after a failed check" | "xpassed after a failed check" | ... | "expected failure, caught",
                                                         # the outcome as the reports word it
           "checked": true,                              # recorded a check, or an engine of a backend whose build
                                                         # is a check (TensorRT); false + passed: tested nothing
@@ -277,6 +286,7 @@ Schema (``schema_version`` 10; the normative form is ``report.schema.json``)
                    "nodes": {"<canonical node name>": "fp16" | "fp32" | "mixed" | null}}},   # while runs are saved
                                                         # or compared: each engine's precision per compute node
       "history": null | {"storage": ".../.trt-runs", "saved_as": "<run id>" | null, "compared_with": "<run id>" | null,
+                         "skipped_damaged": [{"id", "reason"}],   # damaged runs latest passed over
                          "drift": null | {"against", "gate": ["max_abs:+25%"], "passed", "regressed", "improved",
                                           "cause": "TensorRT 10.13.3 -> 11.4.0; model unchanged", "outputs": [
                                             {"nodeid", "output", "status": "regressed" | "improved" | "within" |
@@ -349,7 +359,7 @@ from ..core.records import (
     RealizedRecord,
 )
 from .files import write_atomically
-from .outcomes import caught_in_test, checked_nothing, checked_something, verdict_text
+from .outcomes import CAUGHT_VERDICTS, caught_in_test, checked_nothing, checked_something, verdict_text
 from .rows import (
     accuracy_rows,
     baseline_fallbacks,
@@ -364,7 +374,7 @@ from .rows import (
     tolerance_bound,
 )
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 
 def session_metadata(session) -> dict[str, Any]:
@@ -507,7 +517,8 @@ def build_report(session, results, exitstatus=None) -> dict[str, Any]:
         "summary": {
             "tests": len(results), "outcomes": outcomes,
             "passed_unchecked": sum(1 for res in results if checked_nothing(res)),
-            "passed_caught_in_test": sum(1 for res in results if caught_in_test(res)),
+            **{f"{outcome}_caught_in_test": sum(1 for res in results if res.get("outcome") == outcome
+                                                and caught_in_test(res)) for outcome in CAUGHT_VERDICTS},
             # caught: failed as a negative control expected (xfail with pytest-trt's verdict), or inside a
             # test that passed (it caught the failure itself), counted apart, so that *_failed is zero on a green run
             "outputs": len(rows), "outputs_failed": _failed(rows), "outputs_caught": _caught(rows),

@@ -26,7 +26,11 @@ A trt test that passed although one of its checks failed (:func:`caught_in_test`
 caught inside the test, by ``pytest.raises(AccuracyError)`` as a negative control or by a
 ``try``/``except`` that swallowed it) is worded ``passed, a failed check was caught by the test``
 (``warn`` tone): its failed outputs and precision checks are counted with the caught ones
-(``*_caught``), as an xfail negative control's are, never as failures of a green run.
+(``*_caught``), as an xfail negative control's are, never as failures of a green run. The same holds
+for a trt test that recorded a failed check and then *skipped* (``pytest.skip()`` in the ``except``)
+or *xpassed* (a non-strict ``xfail`` whose body swallowed the failure): ``skipped after a failed
+check`` / ``xpassed after a failed check``, never "tested nothing" (:data:`CAUGHT_VERDICTS`). Under
+``--trt-require-run`` a skipped trt test fails, so it is ``failed`` and none of these.
 """
 
 from __future__ import annotations
@@ -52,6 +56,10 @@ VERDICT_TEXT = {
 NOTHING_CHECKED = "passed, but nothing was checked"
 #: the verdict text of a test that passed although a check of it failed (caught inside the test)
 CAUGHT_IN_TEST = "passed, a failed check was caught by the test"
+#: a trt test that recorded a failed check and did not fail, by pytest's outcome: the test caught the failure
+#: itself (a strict xfail negative control that failed is ``xfailed`` and counted as a caught control instead)
+CAUGHT_VERDICTS = {"passed": CAUGHT_IN_TEST, "skipped": "skipped after a failed check",
+                   "xpassed": "xpassed after a failed check"}
 #: record kinds that are no check: a CUDA baseline's CPU fallback is a note about the reference; a
 #: realized map (saved runs) is what ran, with no verdict
 _NOT_A_CHECK = frozenset({"baseline_fallback", "realized"})
@@ -106,11 +114,19 @@ def failed_check(record) -> bool:
     return False
 
 
+def caught_outcome(outcome, expected_failure) -> bool:
+    """Whether a test with this outcome and ``expected_failure`` did not fail although a check of it may
+    have: ``passed`` (no xfail verdict), ``skipped``, or ``xpassed`` (a non-strict xfail that passed)."""
+    verdict = (expected_failure or {}).get("verdict")
+    return outcome in CAUGHT_VERDICTS and verdict in (None, "passed")
+
+
 def caught_in_test(entry: dict) -> bool:
-    """A trt test that passed (pytest's ``passed``, no xfail verdict) although it recorded a failed
-    check: the failure was caught inside the test (``pytest.raises(AccuracyError)``, or ``try``/``except``).
-    The reports word it :data:`CAUGHT_IN_TEST` and count its failures with the caught ones."""
-    if entry.get("outcome") != "passed" or (entry.get("expected_failure") or {}).get("verdict"):
+    """A trt test that did not fail (pytest's ``passed``, ``skipped`` or ``xpassed``) although it recorded
+    a failed check: the failure was caught inside the test (``pytest.raises(AccuracyError)``, or
+    ``try``/``except``, then perhaps ``pytest.skip()``). The reports word it by outcome
+    (:data:`CAUGHT_VERDICTS`) and count its failures with the caught ones."""
+    if not caught_outcome(entry.get("outcome"), entry.get("expected_failure")):
         return False
     return any(failed_check(r) for r in entry.get("records") or ())
 
@@ -206,13 +222,13 @@ def _expected_failure(xfail: dict[str, Any] | None, report, excinfo, facts: dict
 
 def verdict_text(entry: dict) -> str:
     """A test's outcome as the reports word it (e.g. ``expected failure, caught``)."""
+    if caught_in_test(entry):
+        return CAUGHT_VERDICTS[str(entry.get("outcome"))]
     xf = entry.get("expected_failure") or {}
     if xf.get("verdict"):
         return VERDICT_TEXT[xf["verdict"]]
     if checked_nothing(entry):
         return NOTHING_CHECKED
-    if caught_in_test(entry):
-        return CAUGHT_IN_TEST
     return str(entry.get("outcome") or "?")
 
 
@@ -241,6 +257,6 @@ def junit_outcome_properties(facts: dict) -> list[tuple[str, str]]:
     return props
 
 
-__all__ = ["CAUGHT_IN_TEST", "NOTHING_CHECKED", "VERDICT_TEXT", "built_only", "caught_in_test", "checked_nothing",
+__all__ = ["CAUGHT_IN_TEST", "CAUGHT_VERDICTS", "caught_outcome", "NOTHING_CHECKED", "VERDICT_TEXT", "built_only", "caught_in_test", "checked_nothing",
            "checked_something", "classify", "failed_check", "junit_outcome_properties", "precision_passed", "tone",
            "verdict_text"]

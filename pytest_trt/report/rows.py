@@ -30,7 +30,7 @@ from ..core.records import (
     Record,
     as_record,
 )
-from .outcomes import precision_passed
+from .outcomes import caught_outcome, precision_passed
 
 R = TypeVar("R", bound=Record)
 
@@ -236,10 +236,10 @@ def caught(row: dict) -> bool:
 
 
 def caught_by_test(row: dict) -> bool:
-    """A failing row of a test that passed without an xfail verdict: the test caught the failure
-    itself (``pytest.raises(AccuracyError)``, ``try``/``except``; :func:`~.outcomes.caught_in_test`)."""
-    return (not row["passed"] and row.get("outcome") == "passed"
-            and not (row.get("expected_failure") or {}).get("verdict"))
+    """A failing row of a test that did not fail (passed without an xfail verdict, skipped, or xpassed):
+    the test caught the failure itself (``pytest.raises(AccuracyError)``, ``try``/``except``, then perhaps
+    ``pytest.skip()``; :func:`~.outcomes.caught_in_test`)."""
+    return not row["passed"] and caught_outcome(row.get("outcome"), row.get("expected_failure"))
 
 
 def accuracy_rows(results: Iterable[dict]) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from ..core.formatting import fmt_cell_err, fmt_cell_tol, fmt_ratio
 from ..ledger.render import summary_lines as ledger_summary_lines
 from .condense import condense_records
 from .junit import junit_properties
-from .outcomes import built_only, caught_in_test, checked_nothing
+from .outcomes import CAUGHT_VERDICTS, built_only, caught_in_test, checked_nothing
 from .rows import (
     BAD_STATUSES,
     EVIDENCE,
@@ -252,17 +252,31 @@ def unchecked_lines(results, *, shown: int = 10) -> list[str]:
 
 
 def caught_in_test_lines(results, *, shown: int = 10) -> list[str]:
-    """trt tests that passed although a check of theirs failed (:func:`~pytest_trt.report.outcomes.caught_in_test`):
-    the test caught the failure itself. ``pytest.raises(AccuracyError)`` is a legitimate negative control,
-    a ``try``/``except`` that swallows it is not; both pass, so the ids are listed."""
+    """trt tests that did not fail although a check of theirs failed (:func:`~pytest_trt.report.outcomes.caught_in_test`):
+    the test caught the failure itself, and passed, skipped (``pytest.skip()`` in the ``except``) or
+    xpassed (a non-strict xfail). ``pytest.raises(AccuracyError)`` is a legitimate negative control,
+    a ``try``/``except`` that swallows it is not; none of them fails the run, so the ids are listed,
+    one line per outcome (a skipped one with its reason: it tested, and its check failed)."""
     caught = [r for r in results if caught_in_test(r)]
     if not caught:
         return []
-    ids = ", ".join(str(r.get("nodeid")) for r in caught[:shown])
-    more = f" and {len(caught) - shown} more (see --trt-report / --trt-html)" if len(caught) > shown else ""
-    return [f"trt tests: {len(caught)} trt test(s) passed, a failed check was caught by the test: {ids}{more}",
-            "  (their failures are counted as caught, not as failures; with pytest.raises(AccuracyError) that is a "
-            "negative control, otherwise check the test does not swallow a real failure)"]
+    lines = []
+    for outcome, verdict in CAUGHT_VERDICTS.items():
+        these = [r for r in caught if r.get("outcome") == outcome]
+        if not these:
+            continue
+        ids = ", ".join(str(r.get("nodeid")) + (f" ({str(r.get('message')).removeprefix('Skipped: ')})"
+                                                 if outcome == "skipped" and r.get("message") else "") for r in these[:shown])
+        more = f" and {len(these) - shown} more (see --trt-report / --trt-html)" if len(these) > shown else ""
+        lines.append(f"trt tests: {len(these)} trt test(s) {verdict}: {ids}{more}")
+    return lines + ["  (their failures are counted as caught, not as failures; with pytest.raises(AccuracyError) that is "
+                    "a negative control, otherwise check the test does not swallow a real failure)"]
+
+
+def _skipped_untested(skipped: list, results) -> list:
+    """``session.skipped`` without the tests that skipped after a failed check (listed as caught: they tested)."""
+    tested = {r.get("nodeid") for r in results if r.get("outcome") == "skipped" and caught_in_test(r)}
+    return [s for s in skipped if s[0] not in tested]
 
 
 def write_terminal_summary(tr, session, results) -> None:
@@ -287,7 +301,7 @@ def _write_results(tr, session, results) -> bool:
     if not results and not trt_tests:
         return False
     tr.section("pytest-trt", sep="=")
-    skipped = getattr(session, "skipped", [])
+    skipped = _skipped_untested(getattr(session, "skipped", []), results)
     tr.write_line(skipped_line(len(trt_tests), skipped), yellow=bool(skipped))
     for line in untested_controls_lines(results) + unchecked_lines(results) + caught_in_test_lines(results):
         tr.write_line(line, yellow=True)
@@ -318,6 +332,9 @@ def _write_history_lines(tr, session) -> None:
     history = getattr(session, "history", None)
     if history is None:
         return
+    skipped = history.skipped_line() if hasattr(history, "skipped_line") else None
+    if skipped:
+        tr.write_line(skipped, yellow=True)
     if history.drift is not None:
         from ..history.text import drift_lines  # load path: imported once in use
 
@@ -394,8 +411,10 @@ def _caught_text(rows: list[dict], more: str = "") -> str:
     ``rows`` counted apart (``caught``), those of xfail controls and those a passing test caught itself."""
     by_test = sum(1 for r in rows if caught_by_test(r))
     controls = sum(1 for r in rows if caught(r)) - by_test
+    where = ("a passing test" if all(r.get("outcome") == "passed" for r in rows if caught_by_test(r))
+             else "a test that did not fail (passed, skipped or xpassed)")
     parts = ([f"{controls}{more} by negative controls, as expected: xfail"] if controls else []) + (
-        [f"{by_test}{more if not controls else ''} caught inside a passing test"] if by_test else [])
+        [f"{by_test}{more if not controls else ''} caught inside {where}"] if by_test else [])
     return f" ({'; '.join(parts)})" if parts else ""
 
 

@@ -167,7 +167,10 @@ OPTIONS: tuple[Option, ...] = (
            "repeatable. An improvement is reported, never failed (default: no gate).", "list", (), metavar="EXPR"),
     Option("trt-require-run", "Every collected trt test must run: a skipped trt test (requires=, an unsupported "
            "GPU, a skip marker) fails with the skip's reason, and so does one that passed without checking "
-           "anything (no check and no engine). For CI jobs that exist to run them (default: off).",
+           "anything: no check, where a check is a comparison (trt.check()), a precision assertion, a parser "
+           "check, locate, suggest, or an engine built by a backend whose build is a check "
+           "(Backend.build_is_a_check: a real TensorRT builder, not emulate). A test that skipped after a failed "
+           "check fails too. For CI jobs that exist to run them (default: off).",
            "bool", False),
 )
 
@@ -256,32 +259,17 @@ def _is_empty(value) -> bool:
     return isinstance(value, str) and not value.strip()
 
 
-def _raw_ini(config, name: str):
-    """The ini file's text for ``name`` as written (None when absent): ``getini`` cannot tell an
-    empty line list from an absent one, and older pytest returns "" for an absent string."""
-    import warnings
-
-    with warnings.catch_warnings():  # (pytest 9 deprecates inicfg in favour of getini, which cannot tell)
-        warnings.simplefilter("ignore")
-        inicfg = getattr(config, "inicfg", None) or {}
-        raw = inicfg.get(name) if hasattr(inicfg, "get") else None
-    return getattr(raw, "value", raw)
-
-
 def _refuse_empty(opt: Option, where: str, how: str) -> None:
     raise UsageError(f"{where}: empty value; give {_wanted(opt)} ({how}) or leave it out (an unset variable in "
                      f"`--{opt.name}=$VAR` gives an empty value, which would have been ignored)")
 
 
-def _check_not_empty(config, opt: Option, cli) -> None:
-    """UsageError for an empty value of ``opt`` on the command line, else in the ini file."""
-    if cli is not None:
-        if _is_empty(cli):
-            _refuse_empty(opt, f"--{opt.name}=", f"--{opt.name}={_how(opt)}")
-        return
-    raw = _raw_ini(config, opt.ini)
-    if raw is not None and _is_empty(raw if isinstance(raw, (list, tuple)) else str(raw)):
-        _refuse_empty(opt, f"ini {opt.ini}", f"{opt.ini} = {_how(opt)}")
+def _check_not_empty(opt: Option, cli) -> None:
+    """UsageError for an empty value of ``opt`` given as a command-line flag (``--trt-save=``). An
+    empty ini value (``trt_keep_fp32 =`` in the file, or ``-o trt_keep_fp32=``) is not refused: as
+    in pytest's own ini semantics it means "not set" (a list cleared, a setting off for this run)."""
+    if cli is not None and _is_empty(cli):
+        _refuse_empty(opt, f"--{opt.name}=", f"--{opt.name}={_how(opt)}")
 
 
 def lookup_option(config, opt: Option, *, env: bool = True):
@@ -290,13 +278,15 @@ def lookup_option(config, opt: Option, *, env: bool = True):
     ``(value, source)`` (source spelled as the user wrote it: ``--trt-gpus``, ``$PYTEST_TRT_CACHE_DIR``,
     ``ini trt_gpus``, ``default``).
 
-    An empty value of an option that takes one (``--trt-save=``, ``trt_storage =`` in the ini) is a
-    :class:`UsageError` naming it: no option has an empty "off" spelling, and ignoring it made
-    ``--trt-save=$TAG`` with ``TAG`` unset a silent no-op. An environment variable that is set but
+    An empty value of a command-line flag that takes one (``--trt-save=``) is a :class:`UsageError`
+    naming it: ignoring it made ``--trt-save=$TAG`` with ``TAG`` unset a silent no-op. An empty ini
+    value (``trt_report =`` in the file, or ``-o trt_report=``) means "not set", as in pytest's own ini
+    semantics: the only way to clear an ini list or switch an ini setting off for one run; the
+    option then has its default (no report, no list). An environment variable that is set but
     empty counts as unset (a fork's CI without the secret it names)."""
     cli = config.getoption(opt.dest, default=None)
     if opt.kind != "bool":
-        _check_not_empty(config, opt, cli)
+        _check_not_empty(opt, cli)
     if cli is not None and cli != []:
         return _convert(opt, cli if opt.kind != "list" else tuple(cli), f"--{opt.name}"), f"--{opt.name}"
     if env and opt.env and os.environ.get(opt.env):

@@ -2,8 +2,9 @@
 
 ``--trt-save=$TAG`` with ``TAG`` unset gave ``--trt-save=``, which was ignored: nothing saved,
 nothing said, exit 0. Every value-taking option of :data:`pytest_trt.run.settings.OPTIONS` (the
-table ``lookup_option`` reads) is refused at start (pytest exit 4) on the command line and in the
-ini, naming the flag or the ini key and what to give; the console script's value flags exit 2.
+table ``lookup_option`` reads) is refused at start (pytest exit 4) on the command line, naming the
+flag and what to give; the console script's value flags exit 2. An empty *ini* value (in the file
+or ``-o KEY=``) means "not set", as in pytest's own ini semantics (review3 row 4).
 """
 
 from __future__ import annotations
@@ -34,13 +35,42 @@ def test_an_empty_value_on_the_command_line_is_a_usage_error(pytester, opt):
     assert "test_nothing" not in result.stdout.str()
 
 
+UNSET_PROBE = """
+from pytest_trt.run.settings import OPTIONS_BY_DEST, lookup_option
+
+def test_unset(pytestconfig):
+    value, source = lookup_option(pytestconfig, OPTIONS_BY_DEST[{dest!r}], env=False)
+    assert source == "default", (value, source)
+    assert value == OPTIONS_BY_DEST[{dest!r}].default
+"""
+
+
 @pytest.mark.parametrize("opt", VALUED, ids=lambda o: o.name)
-def test_an_empty_value_in_the_ini_is_a_usage_error(pytester, opt):
-    pytester.makeini(f"[pytest]\n{opt.ini} =\n")
-    pytester.makepyfile("def test_nothing(): pass")
-    result = pytester.runpytest("-p", "no:cacheprovider")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
-    result.stderr.fnmatch_lines([f"*ini {opt.ini}: empty value; give * ({opt.ini} = *) or leave it out*"])
+@pytest.mark.parametrize("where", ["file", "-o"])
+def test_an_empty_ini_value_means_not_set(pytester, opt, where):
+    # pytest's ini semantics: an empty ini value (in the file, or `-o KEY=`) is "not set", the only way
+    # to clear an ini list or switch an ini setting off for one run (review3 row 4: it was exit 4)
+    pytester.makeini(f"[pytest]\n{opt.ini} =\n" if where == "file" else "[pytest]\n")
+    pytester.makepyfile(UNSET_PROBE.format(dest=opt.dest))
+    extra = ["-o", f"{opt.ini}="] if where == "-o" else []
+    result = pytester.runpytest("-p", "no:cacheprovider", *extra)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
+
+
+def test_o_key_empty_clears_an_ini_list_and_switches_a_report_off(pytester):
+    pytester.makeini("[pytest]\ntrt_keep_fp32 = op:Softmax\ntrt_report = out/r.json\n")
+    pytester.makepyfile("""
+from pytest_trt.run.settings import OPTIONS_BY_DEST, lookup_option
+
+def test_cleared(pytestconfig):
+    assert lookup_option(pytestconfig, OPTIONS_BY_DEST["trt_keep_fp32"])[1] == "default"
+    assert lookup_option(pytestconfig, OPTIONS_BY_DEST["trt_report"]) == (None, "default")
+""")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-o", "trt_keep_fp32=", "-o", "trt_report=")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
+    assert not (pytester.path / "out").exists()
 
 
 def test_the_bare_compare_run_flag_still_means_latest(pytester):

@@ -148,10 +148,20 @@ def test_a_damaged_run_is_listed_as_damaged_skipped_by_latest_and_pruned(project
     assert main(["runs", "list", storage, "--json"]) == 0
     assert [r["status"] for r in json.loads(capsys.readouterr().out)["runs"]] == ["ok", "damaged"]
     # latest passes over it, with a warning naming it
-    result = run(project, "--trt-fp16", "--trt-compare-run", GATE, "-k", "opset17")
+    result = run(project, "--trt-fp16", "--trt-compare-run", GATE, "-k", "opset17", "--trt-report=r.json")
     assert result.ret == 0
     result.stdout.fnmatch_lines([f"*comparing with run {old_id} (#1, exit 0*",
                                  f"pytest-trt: WARNING: skipped damaged run(s) for latest: {new_id} (run.json has *"])
+    # review3 row 2: also in the summary, which -q (CI logs) keeps, and in the JSON report
+    quiet = run(project, "-q", "--trt-fp16", "--trt-compare-run", GATE, "-k", "opset17", "--trt-report=r.json")
+    assert quiet.ret == 0
+    assert "comparing with run" not in quiet.stdout.str()  # the header is hidden by -q
+    quiet.stdout.fnmatch_lines([f"pytest-trt drift: WARNING: newest run {new_id} skipped: damaged (run.json has *); "
+                                f"compared with {old_id} (`pytest-trt runs prune --damaged` deletes them)"])
+    history = json.loads((project.path / "r.json").read_text())["history"]
+    assert history["compared_with"] == old_id
+    assert [e["id"] for e in history["skipped_damaged"]] == [new_id]
+    assert history["skipped_damaged"][0]["reason"].startswith("run.json has ")
     capsys.readouterr()
     assert main(["runs", "show", "latest", storage]) == 0
     captured = capsys.readouterr()

@@ -91,7 +91,7 @@ def test_reports_name_nodes_by_module(pytester):
 
     report = json.loads((pytester.path / "out" / "report.json").read_text())
     assert_valid_report(report)
-    assert report["schema_version"] == SCHEMA_VERSION == 10
+    assert report["schema_version"] == SCHEMA_VERSION == 11
     entry = report["tests"][0]
     nodes = {n["node"]: n for n in entry["precision"][0]["nodes"]}
     assert nodes["node_pow_2"]["canonical"] == "/model/layers.0/post_attention_layernorm/node_pow_2"

@@ -221,6 +221,80 @@ def test_a_failed_check_caught_inside_a_passing_test_is_reported_as_caught_not_a
     assert junit.count('name="trt_verdict" value="passed, a failed check was caught by the test"') == 3
 
 
+# review3 row 1: the caught verdict covered only tests that passed. A test that caught a failed check and
+# then called pytest.skip() was "SKIPPED (tested nothing)", and a non-strict xfail that swallowed it
+# XPASSed; both left summary.outputs_failed > 0 on a green run (rc 0), the table row FAIL.
+CAUGHT_THEN_NOT_FAILED = HEADER + """
+from pytest_trt import AccuracyError
+
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL, atol=1e-12, rtol=1e-12)
+def test_skipped_after(trt):
+    try:
+        trt.check()
+    except AccuracyError:
+        pytest.skip("flaky on this box")
+
+@pytest.mark.xfail(reason="sometimes fails")
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL, atol=1e-12, rtol=1e-12)
+def test_xpassed_after(trt):
+    try:
+        trt.check()
+    except AccuracyError:
+        pass
+
+@pytest.mark.xfail(strict=True, raises=AccuracyError, reason="a negative control")
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL, atol=1e-12, rtol=1e-12)
+def test_control(trt):
+    trt.check()
+
+@pytest.mark.trt(model=ENCODER, dims=DIMS, val_range=NORMAL)
+def test_plain_skip(trt):
+    pytest.skip("no GPU here")
+"""
+
+
+def test_a_failed_check_caught_then_skipped_or_xpassed_is_caught_not_tested_nothing(pytester):
+    pytester.makepyfile(CAUGHT_THEN_NOT_FAILED)
+    result = _run(pytester, "--trt-fp16", "--trt-report=r.json", "--trt-html=r.html", "--junitxml=j.xml")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.assert_outcomes(skipped=2, xpassed=1, xfailed=1)
+    name = "test_a_failed_check_caught_then_skipped_or_xpassed_is_caught_not_tested_nothing.py"
+    result.stdout.fnmatch_lines([
+        "trt tests: 1 of 4 SKIPPED (tested nothing): 1 x no GPU here.*",
+        f"trt tests: 1 trt test(s) skipped after a failed check: {name}::test_skipped_after (flaky on this box)",
+        f"trt tests: 1 trt test(s) xpassed after a failed check: {name}::test_xpassed_after",
+        "  (their failures are counted as caught, not as failures*",
+    ])
+    assert "FAIL " not in result.stdout.str()
+    report = json.loads((pytester.path / "r.json").read_text())
+    verdicts = {t["nodeid"].split("::")[-1]: (t["outcome"], t["verdict"]) for t in report["tests"]}
+    assert verdicts == {"test_skipped_after": ("skipped", "skipped after a failed check"),
+                        "test_xpassed_after": ("xpassed", "xpassed after a failed check"),
+                        "test_control": ("xfailed", "expected failure, caught"),
+                        "test_plain_skip": ("skipped", "skipped")}
+    summary = report["summary"]
+    assert (summary["skipped_caught_in_test"], summary["xpassed_caught_in_test"]) == (1, 1)
+    assert summary["passed_caught_in_test"] == 0
+    assert summary["outputs_failed"] == 0  # a green run
+    assert summary["outputs_caught"] == 3 * len(report["tests"][0]["accuracy"][0]["outputs"])
+    html = (pytester.path / "r.html").read_text()
+    assert 'title="skipped after a failed check">SKIP, CAUGHT</span>' in html
+    assert 'title="xpassed after a failed check">XPASS, CAUGHT</span>' in html
+    junit = (pytester.path / "j.xml").read_text()
+    assert 'name="trt_verdict" value="skipped after a failed check"' in junit
+    assert 'name="trt_verdict" value="xpassed after a failed check"' in junit
+
+
+def test_under_require_run_a_test_skipped_after_a_failed_check_still_fails(pytester):
+    path = pytester.makepyfile(CAUGHT_THEN_NOT_FAILED)
+    result = _run(pytester, "--trt-fp16", "--trt-require-run", f"{path.name}::test_skipped_after", "--trt-report=r.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.assert_outcomes(failed=1)
+    [test] = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert (test["outcome"], test["verdict"]) == ("failed", "failed")
+    assert json.loads((pytester.path / "r.json").read_text())["summary"]["outputs_failed"] > 0
+
+
 # review2 row 4: on emulate a build writes an ONNX graph, so a test that only built or ran its engine
 # compared nothing. Before: verdict "passed", checked true, and not in the "passed without checking
 # anything" line; --trt-require-run let it pass. A backend that says its build is a check

@@ -327,7 +327,7 @@ def test_terminal_summary_is_silent_without_results():
 def test_json_report_schema(results, tmp_path):
     path = json_report.write_json_report(tmp_path / "sub" / "r.json", fake_session(), results, 1)
     data = json.loads(path.read_text())  # strict JSON: no NaN literals
-    assert data["schema_version"] == json_report.SCHEMA_VERSION == 10
+    assert data["schema_version"] == json_report.SCHEMA_VERSION == 11
     assert data["exitstatus"] == 1
     meta = data["session"]
     for key in ("pytest_trt", "libraries", "gpu", "gpus", "backend", "backend_reason", "seed", "precision"):
