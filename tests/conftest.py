@@ -20,6 +20,7 @@ pytest_plugins = ["pytester"]
 
 
 import os  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 from tiers import (  # noqa: E402
@@ -81,3 +82,29 @@ def pytest_runtest_makereport(item, call):
         f"says everything this tier needs is installed here (.ci/run and the GPU workflow install it). "
         f"Install what the reason names, or unset {NO_SKIP_ENV} outside CI."
     )
+
+
+# The plugin's tests act only on folders they created. A test that runs a pytest session or the console
+# script without --trt-cache-dir/--cache-dir or --trt-storage/--storage from the repository would fill
+# the checkout's default directories (a recheck test once made .trt-cache here): the session fails then.
+_REPO = Path(__file__).resolve().parents[1]
+_DEFAULT_DIRS = (".trt-cache", ".trt-runs")
+_REPO_DIRS_BEFORE = pytest.StashKey[set]()
+
+
+def pytest_sessionstart(session):
+    session.config.stash[_REPO_DIRS_BEFORE] = {n for n in _DEFAULT_DIRS if (_REPO / n).exists()}
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if hasattr(session.config, "workerinput"):  # xdist workers: the controller judges once, at the end
+        return
+    before = session.config.stash.get(_REPO_DIRS_BEFORE, set())
+    made = [n for n in _DEFAULT_DIRS if (_REPO / n).exists() and n not in before]
+    if made:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        line = (f"the plugin's tests created {', '.join(made)} in the repository ({_REPO}): a test ran a session or "
+                f"the console script with the default cache or run storage; give it a directory under tmp_path")
+        if reporter is not None:
+            reporter.write_line(f"ERROR: {line}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -62,6 +62,13 @@ def saved(_sessions, tmp_path) -> Path:
     return copy
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp_path(tmp_path, monkeypatch):
+    """The console script's defaults (the cache, the run storage) follow the current directory: a command
+    here without --cache-dir would fill the checkout's .trt-cache (tests/conftest.py fails the session)."""
+    monkeypatch.chdir(tmp_path)
+
+
 def cli(capsys, *args) -> tuple[int, str, str]:
     code = main(list(args))
     captured = capsys.readouterr()
