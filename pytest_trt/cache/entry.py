@@ -100,9 +100,22 @@ class CacheEntry:
 
     @property
     def own(self) -> bool:
-        """Whether the entry carries a manifest pytest-trt wrote (:func:`is_own_manifest`): only such
-        an entry is ever pruned; anything else under ``<kind>/<key>/`` is not known to be the cache's."""
+        """Whether the entry carries a manifest pytest-trt wrote (:func:`is_own_manifest`). Such an entry
+        is pruned anywhere; a :attr:`damaged` one only in a directory marked as the cache's own."""
         return is_own_manifest(self.manifest, self.kind, self.key)
+
+    @property
+    def damaged(self) -> bool:
+        """Whether the entry has a ``manifest.json`` (a regular file) that is not pytest-trt's manifest
+        for it: truncated, unreadable, or another entry's. In a directory marked as the cache's own
+        (:data:`~pytest_trt.cache.ownership.MARKER`) such an entry is the cache's, damaged, and pruned;
+        an entry-shaped directory without any ``manifest.json`` is not known to be the cache's."""
+        if self.own:
+            return False
+        try:
+            return stat.S_ISREG(os.lstat(self.path / MANIFEST).st_mode)
+        except OSError:
+            return False
 
     @property
     def created(self) -> str | None:

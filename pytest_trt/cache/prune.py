@@ -22,7 +22,7 @@ from typing import Any
 from .entry import CacheEntry
 from .key import KEY_RE, KIND_RE
 
-__all__ = ["Group", "groups", "plan_prune", "uses_of"]
+__all__ = ["Group", "groups", "plan_prune", "prunable", "uses_of"]
 
 
 def uses_of(manifest: Any) -> list[tuple[str, str]]:
@@ -33,6 +33,15 @@ def uses_of(manifest: Any) -> list[tuple[str, str]]:
         if isinstance(u, dict) and KIND_RE.match(str(u.get("kind", ""))) and KEY_RE.match(str(u.get("key", ""))):
             found.append((str(u["kind"]), str(u["key"])))
     return found
+
+
+def prunable(entries: Iterable[CacheEntry], *, marked: bool) -> list[CacheEntry]:
+    """The entries pruning may remove: those with pytest-trt's own manifest (:attr:`CacheEntry.own`),
+    and, where the directory carries the cache's marker (``marked``: pytest-trt created or adopted
+    it), the damaged ones (:attr:`CacheEntry.damaged`: a truncated or unreadable manifest). Where the
+    directory is not known to be the cache's, a damaged look-alike is never removed; nor is an
+    entry-shaped directory without a ``manifest.json`` (a user's file put there)."""
+    return [e for e in entries if e.own or (marked and e.damaged)]
 
 
 @dataclass
@@ -74,13 +83,14 @@ def groups(entries: Iterable[CacheEntry]) -> list[Group]:
 
 
 def plan_prune(entries: Iterable[CacheEntry], *, max_bytes: int | None = None, older_than: float | None = None,
-               protect: Iterable[Path | str] = ()) -> list[Group]:
+               protect: Iterable[Path | str] = (), marked: bool = False) -> list[Group]:
     """The groups to remove: every group last used before ``older_than`` (a ``time.time()`` value), then
     least recently used groups until the rest totals at most ``max_bytes``. A group holding a protected
-    entry path is kept. Only entries with pytest-trt's own manifest (:attr:`CacheEntry.own`) are
-    considered: a directory that merely looks like an entry (``<kind>/<64 hex>/``) is never removed."""
+    entry path is kept. Only :func:`prunable` entries are considered (``marked``: the directory carries
+    the cache's marker, so its damaged entries are the cache's): a directory that merely looks like an
+    entry (``<kind>/<64 hex>/``) is never removed."""
     protected = {Path(p) for p in protect}
-    all_groups = groups(e for e in entries if e.own)
+    all_groups = groups(prunable(entries, marked=marked))
     total = sum(g.size_bytes for g in all_groups)
     chosen: list[Group] = []
     for g in all_groups:

@@ -40,8 +40,8 @@ from .files import NO_SPACE, fsync_dir, remove_tree, space_hint, touch, tree_siz
 from .garbage import collect_scratch
 from .key import KEY_RE, KIND_RE, RESERVED_KINDS, check_kind, content_key
 from .locks import hold, try_hold
-from .ownership import MARKER, SCRATCH_DIR, is_cache_dir, open_root, scratch_dir, source_note
-from .prune import groups, uses_of
+from .ownership import MARKER, SCRATCH_DIR, is_cache_dir, is_regular, open_root, scratch_dir, source_note
+from .prune import groups, prunable, uses_of
 from .stats import CacheStats
 
 if TYPE_CHECKING:  # the remote tier imports this package, not the other way round
@@ -458,6 +458,12 @@ class ArtifactCache:
         out.sort(key=lambda e: (e.last_used, e.kind, e.key))
         return out
 
+    @property
+    def marked(self) -> bool:
+        """Whether the directory carries the cache's marker (:data:`MARKER`): pytest-trt created or adopted it,
+        so every ``<kind>/<key>/`` with a ``manifest.json`` is its entry, and a damaged one is pruned."""
+        return is_regular(self.root / MARKER)
+
     def size_bytes(self) -> int:
         """Bytes in all entries (what ``max_bytes`` limits; locks, scratch and events are not counted)."""
         return sum(e.size_bytes for e in self.entries())
@@ -477,8 +483,9 @@ class ArtifactCache:
         if limit is None and older_than is None:
             return []
         protected = {Path(p) for p in protect}
-        # only entries with pytest-trt's own manifest: a look-alike directory is not the cache's to delete
-        all_groups = groups(e for e in self.entries() if e.own)
+        # entries with pytest-trt's own manifest, and damaged ones where the directory is marked as the
+        # cache's: a look-alike directory elsewhere is not the cache's to delete
+        all_groups = groups(prunable(self.entries(), marked=self.marked))
         total = sum(g.size_bytes for g in all_groups)
         evicted: list[CacheEntry] = []
         for group in all_groups:

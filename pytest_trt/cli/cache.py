@@ -117,20 +117,32 @@ def run_prune(args) -> int:
                          f"e.g. 20G") from None
     cache = _open(args, read_only=args.dry_run)
     before = cache.entries()
+    broken = {e.path for e in before if e.damaged}  # (said before pruning: a removed entry has no manifest left)
     if args.dry_run:
-        removed = [m for g in plan_prune(before, max_bytes=max_bytes, older_than=older_than) for m in g.members]
+        removed = [m for g in plan_prune(before, max_bytes=max_bytes, older_than=older_than, marked=cache.marked)
+                   for m in g.members]
     else:
         removed = cache.prune(max_bytes, older_than=older_than)
+    damaged = sum(1 for e in removed if e.path in broken)
+    # damaged entries where the directory is not (yet) marked as the cache's: kept, and said why
+    kept = [e for e in before if e.path in broken and not cache.marked]
     freed = sum(e.size_bytes for e in removed)
     left = len(before) - len(removed)
     left_bytes = sum(e.size_bytes for e in before) - freed
     if args.json:
         emit_json({"cache": str(cache.root), "dry_run": bool(args.dry_run), "removed": [_record(e) for e in removed],
-                   "removed_bytes": freed, "remaining": left, "remaining_bytes": left_bytes})
+                   "removed_bytes": freed, "removed_damaged": damaged, "remaining": left, "remaining_bytes": left_bytes,
+                   "kept_damaged": [str(e.path) for e in kept]})
         return 0
     verb = "would remove" if args.dry_run else "removed"
-    print(f"pytest-trt cache {cache.root}: {verb} {len(removed)} entries ({_mb(freed)}); "
-          f"{left} entries ({_mb(left_bytes)}) remain")
+    print(f"pytest-trt cache {cache.root}: {verb} {len(removed)} entries ({_mb(freed)})"
+          + (f", {damaged} of them with a damaged manifest" if damaged else "")
+          + f"; {left} entries ({_mb(left_bytes)}) remain")
     for e in removed:
-        print(f"  {e.kind:<12} {_mb(e.size_bytes):>10}  used {_when(e.last_used)}  {e.label}")
+        print(f"  {e.kind:<12} {_mb(e.size_bytes):>10}  used {_when(e.last_used)}  "
+              + ("(damaged manifest)" if e.path in broken else e.label))
+    if kept:
+        print(f"  {len(kept)} entries with a damaged manifest kept: {cache.root} has no {MARKER} marker, so they are "
+              f"not known to be pytest-trt's (a writable prune marks a cache it recognises); delete them by hand: "
+              + ", ".join(str(e.path) for e in kept[:5]) + (" ..." if len(kept) > 5 else ""))
     return 0

@@ -200,8 +200,9 @@ def test_a_folder_with_locks_and_events_jsonl_is_not_taken_for_a_0_1_0_cache(tmp
 
 
 def test_prune_deletes_only_entries_with_pytest_trt_manifests(tmp_path, capsys):
-    """An entry-shaped directory without pytest-trt's manifest (a user's file put into the cache, a
-    manifest of another tool) is never pruned; before, every ``<kind>/<64 hex>/`` went."""
+    """An entry-shaped directory without a manifest (a user's file put into the cache) is never pruned;
+    before, every ``<kind>/<64 hex>/`` went. One whose ``manifest.json`` is not its pytest-trt manifest is,
+    in a marked cache, a damaged entry of the cache's: pruned (review4 row 1)."""
     from pytest_trt.cli import main
 
     root = tmp_path / "cache"
@@ -215,11 +216,67 @@ def test_prune_deletes_only_entries_with_pytest_trt_manifests(tmp_path, capsys):
     backdate(own / "manifest.json", root / "baseline" / KEY, root / "engine" / ("b" * 64),
              *[root / rel for rel in strangers])
     assert main(["cache", "prune", "--cache-dir", str(root), "--max-age", "1s", "--dry-run", "--json"]) == 0
-    assert [e["key"] for e in json.loads(capsys.readouterr().out)["removed"]] == [own.name]
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(e["key"] for e in out["removed"]) == sorted([own.name, "b" * 64]) and out["removed_damaged"] == 1
     assert main(["cache", "prune", "--cache-dir", str(root), "--max-age", "1s"]) == 0
-    assert not own.exists()
-    assert all((root / rel).read_bytes() == data for rel, data in strangers.items())
-    assert ArtifactCache(root).prune(0) == []  # the size limit spares them too
+    assert not own.exists() and not (root / "engine" / ("b" * 64)).exists()
+    assert (root / "baseline" / KEY / "mine.bin").read_bytes() == b"precious"
+    assert ArtifactCache(root).prune(0) == []  # the size limit spares it too
+
+
+def _damaged_cache(root: Path) -> tuple[Path, Path]:
+    """A marked cache with two entries; the older one's manifest truncated (``head -c 100``)."""
+    cache = ArtifactCache(root)
+    bad = cache.get_or_build("baseline", {"p": 1}, lambda d: (d / "out.npz").write_bytes(b"x" * 5000)).path
+    good = cache.get_or_build("engine", {"p": 2}, lambda d: (d / "engine.plan").write_bytes(b"y")).path
+    manifest = bad / "manifest.json"
+    manifest.write_bytes(manifest.read_bytes()[:100])
+    backdate(manifest, bad)
+    assert (root / MARKER).is_file()
+    return bad, good
+
+
+def test_a_damaged_entry_of_a_marked_cache_is_pruned_by_age(tmp_path, capsys):
+    """review4 row 1: since only valid manifests were pruned, a truncated one stayed for ever."""
+    from pytest_trt.cli import main
+
+    bad, good = _damaged_cache(tmp_path / "cache")
+    os.utime(good / "manifest.json")
+    assert main(["cache", "prune", "--cache-dir", str(tmp_path / "cache"), "--max-age", "60s"]) == 0
+    out = capsys.readouterr().out
+    assert "removed 1 entries" in out and "1 of them with a damaged manifest" in out and "(damaged manifest)" in out
+    assert not bad.exists() and good.exists()
+
+
+def test_a_damaged_entry_of_a_marked_cache_is_pruned_by_size(tmp_path, capsys):
+    from pytest_trt.cli import main
+
+    bad, good = _damaged_cache(tmp_path / "cache")
+    assert main(["cache", "prune", "--cache-dir", str(tmp_path / "cache"), "--max-size", "3000"]) == 0
+    assert not bad.exists() and good.exists()
+
+
+def test_a_damaged_entry_is_pruned_when_a_session_opens_the_cache_over_its_limit(pytester, tmp_path):
+    bad, good = _damaged_cache(tmp_path / "cache")
+    pytester.makepyfile(test_it="def test_nothing(trt):\n    pass\n")
+    result = pytester.runpytest_subprocess(f"--trt-cache-dir={tmp_path / 'cache'}", "--trt-cache-max-size=3000",
+                                           "-p", "no:randomly", "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    assert not bad.exists() and good.exists()
+
+
+def test_a_damaged_look_alike_in_an_unmarked_directory_is_kept_and_said(tmp_path, capsys):
+    """Where the directory is not known to be the cache's (no marker: a read-only dry run of a 0.1.0
+    cache), the strict rule stays: a damaged entry is not removed, and the output says where it is."""
+    from pytest_trt.cli import main
+
+    root = tmp_path / "cache"
+    bad, good = _damaged_cache(root)
+    (root / MARKER).unlink()
+    (root / "CACHEDIR.TAG").write_text(TAG_010)
+    assert main(["cache", "prune", "--cache-dir", str(root), "--max-age", "0s", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would remove 1 entries" in out and "1 entries with a damaged manifest kept" in out and str(bad) in out
 
 
 def test_a_restored_timing_cache_is_adopted(tmp_path):
