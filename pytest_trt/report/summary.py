@@ -201,11 +201,14 @@ def table_lines(rows: list[dict], width: int = 120) -> list[str]:
     return out
 
 
-def skipped_line(total: int, skipped: list, *, reasons: int = 5) -> str:
+def skipped_line(total: int, skipped: list, *, reasons: int = 5, after_check: int = 0) -> str:
     """How many trt tests were skipped and why: a skipped test tested nothing, and a run that
-    skipped them all is green; this line is the first thing the summary says."""
+    skipped them all is green; this line is the first thing the summary says. ``after_check``: the
+    tests that skipped after a failed check (they tested; listed below as caught), which pytest
+    counts as skipped too, so this line never says "none skipped" for them."""
+    also = f"{after_check} skipped after a failed check (listed below)" if after_check else ""
     if not skipped:
-        return f"trt tests: {total} ran, none skipped"
+        return f"trt tests: {total} ran, {also or 'none skipped'}"
     by_reason: dict[str, int] = {}
     for _, reason in skipped:
         by_reason[reason] = by_reason.get(reason, 0) + 1
@@ -214,7 +217,7 @@ def skipped_line(total: int, skipped: list, *, reasons: int = 5) -> str:
     if len(ordered) > reasons:
         why += f"; {len(ordered) - reasons} more reason(s) (-rs lists them)"
     return (f"trt tests: {len(skipped)} of {total} SKIPPED (tested nothing): {why}. "
-            f"--trt-require-run makes a skipped trt test a failure")
+            f"--trt-require-run makes a skipped trt test a failure" + (f"; {also}" if also else ""))
 
 
 def untested_controls_lines(results, *, shown: int = 10) -> list[str]:
@@ -302,7 +305,8 @@ def _write_results(tr, session, results) -> bool:
         return False
     tr.section("pytest-trt", sep="=")
     skipped = _skipped_untested(getattr(session, "skipped", []), results)
-    tr.write_line(skipped_line(len(trt_tests), skipped), yellow=bool(skipped))
+    after_check = sum(1 for r in results if r.get("outcome") == "skipped" and caught_in_test(r))
+    tr.write_line(skipped_line(len(trt_tests), skipped, after_check=after_check), yellow=bool(skipped or after_check))
     for line in untested_controls_lines(results) + unchecked_lines(results) + caught_in_test_lines(results):
         tr.write_line(line, yellow=True)
     tr.write_line(backend_line(session))

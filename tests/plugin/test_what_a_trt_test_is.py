@@ -260,7 +260,7 @@ def test_a_failed_check_caught_then_skipped_or_xpassed_is_caught_not_tested_noth
     result.assert_outcomes(skipped=2, xpassed=1, xfailed=1)
     name = "test_a_failed_check_caught_then_skipped_or_xpassed_is_caught_not_tested_nothing.py"
     result.stdout.fnmatch_lines([
-        "trt tests: 1 of 4 SKIPPED (tested nothing): 1 x no GPU here.*",
+        "trt tests: 1 of 4 SKIPPED (tested nothing): 1 x no GPU here.*; 1 skipped after a failed check (listed below)",
         f"trt tests: 1 trt test(s) skipped after a failed check: {name}::test_skipped_after (flaky on this box)",
         f"trt tests: 1 trt test(s) xpassed after a failed check: {name}::test_xpassed_after",
         "  (their failures are counted as caught, not as failures*",
@@ -283,6 +283,16 @@ def test_a_failed_check_caught_then_skipped_or_xpassed_is_caught_not_tested_noth
     junit = (pytester.path / "j.xml").read_text()
     assert 'name="trt_verdict" value="skipped after a failed check"' in junit
     assert 'name="trt_verdict" value="xpassed after a failed check"' in junit
+
+
+def test_the_head_line_counts_a_test_skipped_after_a_failed_check_as_skipped(pytester):
+    """review4 row 2: the head line said "2 ran, none skipped" while pytest said "1 skipped"."""
+    path = pytester.makepyfile(CAUGHT_THEN_NOT_FAILED)
+    result = _run(pytester, "--trt-fp16", f"{path.name}::test_skipped_after", f"{path.name}::test_xpassed_after")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    result.assert_outcomes(skipped=1, xpassed=1)
+    result.stdout.fnmatch_lines(["trt tests: 2 ran, 1 skipped after a failed check (listed below)"])
+    assert "none skipped" not in result.stdout.str()
 
 
 def test_under_require_run_a_test_skipped_after_a_failed_check_still_fails(pytester):
