@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import runstate
 from ..core.choices import BACKEND_CHOICES as BACKEND_CHOICES  # re-exported: the old home of the name
 from ..core.choices import TYPING_CHOICES
+from ..core.evidence import DEFAULT_LAYER_EVIDENCE
 from ..errors import BackendUnavailable, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -140,8 +141,9 @@ class Engine(ABC):
     #: how :meth:`layers` knows what ran: ``"observed"`` (read from the built engine, e.g.
     #: TensorRT's engine inspector) or ``"emulated"`` (derived from the plan's realization), one of
     #: :data:`pytest_trt.core.evidence.EVIDENCE`. An engine that does not say is taken as
-    #: ``"emulated"``: nothing is called observed unless it is.
-    layer_evidence: str = "emulated"
+    #: ``"emulated"`` (:data:`~pytest_trt.core.evidence.DEFAULT_LAYER_EVIDENCE`): nothing is called observed
+    #: unless it is. A backend whose layers() reads a real engine sets ``"observed"``.
+    layer_evidence: str = DEFAULT_LAYER_EVIDENCE
     #: what :attr:`backend` and :attr:`artifact_cache` return, set by the backend that built the engine
     _built_by: Backend | None = None
     _artifact_cache: ArtifactCache | None = None

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from ..errors import BackendContractError
 
-__all__ = ["EMULATED", "EMULATION_SOURCE", "EVIDENCE", "INFERRED", "LAYER_EVIDENCE", "LAYER_SOURCE_LABELS",
-           "OBSERVED", "UNVERIFIABLE", "checked", "engine_evidence"]
+__all__ = ["DEFAULT_LAYER_EVIDENCE", "EMULATED", "EMULATION_SOURCE", "EVIDENCE", "INFERRED", "LAYER_EVIDENCE",
+           "LAYER_SOURCE_LABELS", "OBSERVED", "UNVERIFIABLE", "checked", "engine_evidence", "states_layer_evidence"]
 
 OBSERVED = "observed"
 INFERRED = "inferred"
@@ -27,6 +27,18 @@ EMULATED = "emulated"
 EVIDENCE = (OBSERVED, INFERRED, UNVERIFIABLE, EMULATED)
 #: what an engine may say of its layer report as a whole (:attr:`Engine.layer_evidence`)
 LAYER_EVIDENCE = (OBSERVED, EMULATED)
+
+
+
+class _Default(str):
+    """``"emulated"`` as the base :class:`~pytest_trt.backends.base.Engine` says it for a backend that says nothing."""
+
+    __slots__ = ()
+
+
+#: the base Engine's ``layer_evidence`` (equal to ``"emulated"``): a distinct object, so that an error can
+#: tell a backend that stated ``"emulated"`` from one that stated nothing (:func:`states_layer_evidence`)
+DEFAULT_LAYER_EVIDENCE: str = _Default(EMULATED)
 
 #: the layer report's source of an emulating backend (:meth:`LayerReport.from_emulation`)
 EMULATION_SOURCE = "emulation"
@@ -53,3 +65,10 @@ def engine_evidence(engine) -> str:
     :attr:`~pytest_trt.backends.base.Engine.layer_evidence`, checked: one of :data:`LAYER_EVIDENCE`."""
     return checked(engine.layer_evidence, backend=engine.backend_name, what="layer_evidence",
                    allowed=LAYER_EVIDENCE)
+
+
+def states_layer_evidence(engine) -> bool:
+    """Whether ``engine``'s backend set :attr:`~pytest_trt.backends.base.Engine.layer_evidence` itself,
+    rather than leaving the base class's default (:data:`DEFAULT_LAYER_EVIDENCE`, as a backend written
+    against pytest-trt 0.1.0 does: the attribute is newer)."""
+    return getattr(engine, "layer_evidence", DEFAULT_LAYER_EVIDENCE) is not DEFAULT_LAYER_EVIDENCE

@@ -228,6 +228,23 @@ def test_an_emulated_report_that_claims_observed_nodes_is_refused(encoder):
         assert_precision(engine, "*/LayerNorm/*", "fp32")
 
 
+def test_a_backend_that_states_no_layer_evidence_is_told_the_default_not_that_it_stated_it(encoder):
+    """review4 row 3: a backend written against 0.1.0 (no ``layer_evidence``: the base default) whose
+    layers() reads a real engine was told it "states layer_evidence 'emulated'": it stated nothing."""
+    from pytest_trt.backends.base import Engine
+
+    backend = NodesSay()
+    backend.node_evidence = "observed"
+    engine = backend.build(PrecisionPolicy("fp16").resolve(encoder), BuildConfig(), None)
+    del engine.layer_evidence  # set by Unregistered.build; the class's too, as if the backend never set it:
+    engine.__class__ = type("PluginEngine010", (type(engine),), {"layer_evidence": Engine.layer_evidence})
+    with pytest.raises(BackendContractError) as err:
+        assert_precision(engine, "*/LayerNorm/*", "fp32")
+    assert "'emu-private' does not state layer_evidence; the default is 'emulated'" in str(err.value)
+    assert "set layer_evidence = 'observed' on its Engine if its layers are read from a real engine" in str(err.value)
+    assert "states layer_evidence" not in str(err.value)
+
+
 # -- 4. `pytest-trt layers` shows the disclaimer, text and JSON -----------------------------------------
 @pytest.mark.parametrize("ledger", [(), ("--ledger", "--timing", "off")], ids=["report", "ledger"])
 def test_layers_shows_the_backends_disclaimer(capsys, tmp_path, ledger):
