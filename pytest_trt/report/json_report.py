@@ -29,8 +29,9 @@ Changelog
   checked", in ``passed_unchecked``.
 * **9** (review2 row 12e): ``summary.engine_session_reuses``: uses that were cache hits on engines
   built in this session.
-* **8** (review1): a trt test that passed without checking anything (no check, precision
-  assertion, parser check, locate, suggest or ledger, and no engine built or loaded) says so:
+* **8** (review1): a trt test that passed without checking anything says so (a check is a comparison
+  (``trt.check()``), a precision assertion, a parser check, locate, suggest, or an engine built by a
+  backend whose build is a check, ``Backend.build_is_a_check``: a real TensorRT builder):
   ``tests[].checked`` (false for it), its ``verdict`` is ``"passed, but nothing was checked"``,
   and ``summary.passed_unchecked`` counts such tests. ``tests`` lists only trt tests in the new
   sense (a plugin fixture in the test's closure; a test marked ``trt`` itself without one is a

@@ -21,6 +21,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from ..core.choices import BACKEND_CHOICES, PARSER_CHECK_CHOICES, TIMING_CHOICES, TYPING_CHOICES
 from ..core.locations import CACHE_DIR_ENV, DEFAULT_CACHE_DIRNAME, DEFAULT_RUNS_DIRNAME, default_cache_dir  # noqa: F401  (DEFAULT_CACHE_DIRNAME: re-exported)
 from ..errors import PatternError, UsageError
@@ -293,7 +295,7 @@ def lookup_option(config, opt: Option, *, env: bool = True):
         raw = os.environ[opt.env]
         value = tuple(raw.replace(",", " ").split()) if opt.kind == "list" else raw
         return _convert(opt, value, f"${opt.env}"), f"${opt.env}"
-    ini = config.getini(opt.ini)
+    ini = _ini_bool(config, opt) if opt.kind == "bool" else config.getini(opt.ini)
     if opt.kind == "bool":
         if ini:
             return True, f"ini {opt.ini}"
@@ -305,6 +307,19 @@ def lookup_option(config, opt: Option, *, env: bool = True):
     if ini not in (None, "", []) and not (opt.kind == "choice" and ini == opt.default):
         return _convert(opt, ini, f"ini {opt.ini}"), f"ini {opt.ini}"
     return opt.default, "default"
+
+
+def _ini_bool(config, opt: Option) -> bool | None:
+    """An on/off option's ini value; None for an empty one (``trt_require_run =``, ``-o trt_require_run=``:
+    "not set", as for every other ini value). Any other value pytest cannot read as a truth value is a
+    :class:`UsageError` naming the ini key (pytest's own says only ``invalid truth value 'x'``)."""
+    try:
+        return config.getini(opt.ini)
+    except (ValueError, TypeError, pytest.UsageError) as exc:
+        if "invalid truth value ''" in str(exc):  # pytest's message for an empty value, in every version
+            return None
+        raise UsageError(f"ini {opt.ini}: {exc}: give true or false (e.g. -o {opt.ini}=true), or an empty value "
+                         f"for the default (--{opt.name} on the command line turns it on)") from None
 
 
 def given_options(config) -> list[str]:

@@ -105,3 +105,25 @@ def test_the_console_script_refuses_empty_values(argv, flag, capsys, tmp_path, m
     assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {flag}: empty value; give " in err, err
+
+
+BOOLS = [o for o in OPTIONS if o.kind == "bool"]
+
+
+@pytest.mark.parametrize("opt", BOOLS, ids=lambda o: o.name)
+@pytest.mark.parametrize("where", ["file", "-o"])
+def test_an_empty_ini_value_of_an_on_off_option_means_not_set(pytester, opt, where):
+    """review4 row 4: `-o trt_require_run=` exited 4 with "invalid truth value ''", naming no option."""
+    pytester.makeini(f"[pytest]\n{opt.ini} =\n" if where == "file" else "[pytest]\n")
+    pytester.makepyfile(UNSET_PROBE.format(dest=opt.dest))
+    extra = ["-o", f"{opt.ini}="] if where == "-o" else []
+    result = pytester.runpytest("-p", "no:cacheprovider", *extra)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=1)
+
+
+def test_a_bad_ini_value_of_an_on_off_option_names_it(pytester):
+    pytester.makepyfile("def test_nothing(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider", "-o", "trt_require_run=maybe")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(["*ini trt_require_run: *'maybe'*: give true or false (e.g. -o trt_require_run=true)*"])
