@@ -134,8 +134,16 @@ def run_prune(args) -> int:
                    "removed_bytes": freed, "removed_damaged": damaged, "remaining": left, "remaining_bytes": left_bytes,
                    "kept_damaged": [str(e.path) for e in kept]})
         return 0
-    verb = "would remove" if args.dry_run else "removed"
-    print(f"pytest-trt cache {cache.root}: {verb} {len(removed)} entries ({_mb(freed)})"
+    _print_pruned(cache, removed, broken, kept, left, left_bytes, dry_run=args.dry_run)
+    return 0
+
+
+def _print_pruned(cache: ArtifactCache, removed: list[CacheEntry], broken: set, kept: list[CacheEntry], left: int,
+                  left_bytes: int, *, dry_run: bool) -> None:
+    """``cache prune``'s text output: what went (damaged entries said so), what remains, damaged entries kept."""
+    damaged = sum(1 for e in removed if e.path in broken)
+    verb = "would remove" if dry_run else "removed"
+    print(f"pytest-trt cache {cache.root}: {verb} {len(removed)} entries ({_mb(sum(e.size_bytes for e in removed))})"
           + (f", {damaged} of them with a damaged manifest" if damaged else "")
           + f"; {left} entries ({_mb(left_bytes)}) remain")
     for e in removed:
@@ -145,4 +153,3 @@ def run_prune(args) -> int:
         print(f"  {len(kept)} entries with a damaged manifest kept: {cache.root} has no {MARKER} marker, so they are "
               f"not known to be pytest-trt's (a writable prune marks a cache it recognises); delete them by hand: "
               + ", ".join(str(e.path) for e in kept[:5]) + (" ..." if len(kept) > 5 else ""))
-    return 0

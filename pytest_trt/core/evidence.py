@@ -17,7 +17,8 @@ from __future__ import annotations
 from ..errors import BackendContractError
 
 __all__ = ["DEFAULT_LAYER_EVIDENCE", "EMULATED", "EMULATION_SOURCE", "EVIDENCE", "INFERRED", "LAYER_EVIDENCE",
-           "LAYER_SOURCE_LABELS", "OBSERVED", "UNVERIFIABLE", "checked", "engine_evidence", "states_layer_evidence"]
+           "LAYER_SOURCE_LABELS", "OBSERVED", "UNVERIFIABLE", "checked", "engine_evidence", "observed_in_emulated",
+           "states_layer_evidence"]
 
 OBSERVED = "observed"
 INFERRED = "inferred"
@@ -72,3 +73,18 @@ def states_layer_evidence(engine) -> bool:
     rather than leaving the base class's default (:data:`DEFAULT_LAYER_EVIDENCE`, as a backend written
     against pytest-trt 0.1.0 does: the attribute is newer)."""
     return getattr(engine, "layer_evidence", DEFAULT_LAYER_EVIDENCE) is not DEFAULT_LAYER_EVIDENCE
+
+
+def observed_in_emulated(engine, claimed: list) -> str:
+    """The contract error for an engine whose layer evidence is ``emulated`` but whose report says
+    ``observed`` for the nodes ``claimed``: worded for the default (:func:`states_layer_evidence` false:
+    the backend said nothing) or for a backend that stated ``emulated``."""
+    nodes = f"its layer report says {OBSERVED!r} for {len(claimed)} node(s) ({claimed[0]!r}, ...)"
+    if not states_layer_evidence(engine):
+        return (f"backend {engine.backend_name!r} does not state layer_evidence; the default is {EMULATED!r} (an "
+                f"emulated report observes nothing), but {nodes}: set layer_evidence = {OBSERVED!r} on its Engine "
+                f"if its layers are read from a real engine (Engine.layer_evidence is newer than pytest-trt 0.1.0; "
+                f"see the CHANGELOG)")
+    return (f"backend {engine.backend_name!r} states layer_evidence {EMULATED!r} but {nodes}: an emulated report "
+            f"observes nothing; fix the backend (set layer_evidence = {OBSERVED!r} only where layers() reads the "
+            f"built engine)")

@@ -65,7 +65,7 @@ from ..core.evidence import (
     OBSERVED,
     checked,
     engine_evidence,
-    states_layer_evidence,
+    observed_in_emulated,
 )
 from ..errors import BackendContractError
 from .inspector import (
@@ -353,17 +353,7 @@ def engine_layers(engine: Any) -> LayerReport:
     if stated == EMULATED:
         claimed = [o.node for o in report.nodes.values() if o.evidence == OBSERVED]
         if claimed:
-            nodes = f"its layer report says {OBSERVED!r} for {len(claimed)} node(s) ({claimed[0]!r}, ...)"
-            if not states_layer_evidence(engine):  # the base class's default: the backend stated nothing
-                raise BackendContractError(
-                    f"backend {engine.backend_name!r} does not state layer_evidence; the default is {EMULATED!r} "
-                    f"(an emulated report observes nothing), but {nodes}: set layer_evidence = {OBSERVED!r} on its "
-                    f"Engine if its layers are read from a real engine (Engine.layer_evidence is newer than "
-                    f"pytest-trt 0.1.0; see the CHANGELOG)")
-            raise BackendContractError(
-                f"backend {engine.backend_name!r} states layer_evidence {EMULATED!r} but {nodes}: an emulated "
-                f"report observes nothing; fix the backend (set layer_evidence = {OBSERVED!r} only where layers() "
-                f"reads the built engine)")
+            raise BackendContractError(observed_in_emulated(engine, claimed))
     return report
 
 

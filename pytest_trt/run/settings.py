@@ -295,11 +295,11 @@ def lookup_option(config, opt: Option, *, env: bool = True):
         raw = os.environ[opt.env]
         value = tuple(raw.replace(",", " ").split()) if opt.kind == "list" else raw
         return _convert(opt, value, f"${opt.env}"), f"${opt.env}"
-    ini = _ini_bool(config, opt) if opt.kind == "bool" else config.getini(opt.ini)
     if opt.kind == "bool":
-        if ini:
+        if _ini_bool(config, opt):
             return True, f"ini {opt.ini}"
         return bool(opt.default), "default"
+    ini = config.getini(opt.ini)
     if opt.kind == "list":
         if ini:
             return tuple(ini), f"ini {opt.ini}"
