@@ -11,9 +11,8 @@ configures its plugins.
 
 from __future__ import annotations
 
-import importlib
-
 from ._version import __version__
+from .core.lazy import lazy_attributes
 
 _LAZY = {
     "PrecisionPolicy": "pytest_trt.plan.policy",
@@ -56,13 +55,7 @@ _LAZY = {
 __all__ = ["__version__", *_LAZY]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pytest_trt' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def __dir__():

@@ -12,57 +12,10 @@ from __future__ import annotations
 
 import warnings
 
-from .cache.remote import (
-    ENV_AUTH,
-    ENV_KEY,
-    ENV_MODE,
-    ENV_TRUST,
-    ENV_URL,
-    EXTRA_HINT,
-    FORMAT,
-    MANIFEST,
-    MAX_MANIFEST_BYTES,
-    MODES,
-    PREFIX,
-    PUBLIC_KEY_PREFIX,
-    SIGNING_CONTEXT,
-    CacheStats,
-    RemoteTier,
-    generate_keypair,
-    key_id,
-    load_private_key,
-    load_public_key,
-    public_key_text,
-    published_name,
-    sign_manifest,
-    verify_manifest,
-)
+from .cache import remote as _remote
+from .cache.remote import *  # noqa: F403  (the shim re-exports exactly the new module's public names)
 
-__all__ = [
-    "ENV_AUTH",
-    "ENV_KEY",
-    "ENV_MODE",
-    "ENV_TRUST",
-    "ENV_URL",
-    "EXTRA_HINT",
-    "FORMAT",
-    "MANIFEST",
-    "MAX_MANIFEST_BYTES",
-    "MODES",
-    "PREFIX",
-    "PUBLIC_KEY_PREFIX",
-    "SIGNING_CONTEXT",
-    "CacheStats",
-    "RemoteTier",
-    "generate_keypair",
-    "key_id",
-    "load_private_key",
-    "load_public_key",
-    "public_key_text",
-    "published_name",
-    "sign_manifest",
-    "verify_manifest",
-]
+__all__ = list(_remote.__all__)
 
 warnings.warn(
     "pytest_trt.remote_cache is deprecated and goes in the next minor version: import from pytest_trt.cache.remote",

@@ -125,15 +125,20 @@ def fmt_db(x: float | None) -> str:
 # --------------------------------------------------------------------------------------
 # Report tables (terminal summary, HTML)
 # --------------------------------------------------------------------------------------
-def fmt_cell_err(x: float | None) -> str:
-    """An error in a report table: ``1.23e-02``, ``nan``, ``inf``, ``-`` when empty."""
+def _figure(x: float | None, spec: str) -> str:
+    """``x`` in ``spec``; ``-`` for None, ``nan``, and ``inf`` for either infinity (an error's size)."""
     if x is None:
         return "-"
     if math.isnan(x):
         return "nan"
     if math.isinf(x):
         return "inf"
-    return f"{x:.2e}"
+    return format(x, spec)
+
+
+def fmt_cell_err(x: float | None) -> str:
+    """An error in a report table: ``1.23e-02``, ``nan``, ``inf``, ``-`` when empty."""
+    return _figure(x, ".2e")
 
 
 def fmt_cell_tol(x: float | None) -> str:
@@ -143,11 +148,7 @@ def fmt_cell_tol(x: float | None) -> str:
 
 def fmt_ratio(x: float | None) -> str:
     """An ``x tol`` figure (3 significant digits, ``inf``, ``-`` when unknown)."""
-    if x is None:
-        return "-"
-    if math.isinf(x):
-        return "inf"
-    return f"{x:.3g}"
+    return _figure(x, ".3g")
 
 
 # --------------------------------------------------------------------------------------
@@ -155,13 +156,7 @@ def fmt_ratio(x: float | None) -> str:
 # --------------------------------------------------------------------------------------
 def fmt_error(x: float | None) -> str:
     """An error figure as the layerwise and search messages write it: ``1.2e-03``, ``inf``, ``nan``, ``-`` for None."""
-    if x is None:
-        return "-"
-    if math.isinf(x):
-        return "inf"
-    if math.isnan(x):
-        return "nan"
-    return f"{x:.1e}"
+    return _figure(x, ".1e")
 
 
 # --------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..errors import MissingDependency
 
-__all__ = ["LazyModule", "lazy_import", "is_importable"]
+__all__ = ["LazyModule", "lazy_attributes", "lazy_import", "is_importable"]
 
 _IMPORT_LOCK = threading.RLock()
 
@@ -93,3 +93,23 @@ def is_importable(name: str) -> bool:
         return importlib.util.find_spec(name) is not None
     except (ImportError, ValueError):
         return False
+
+
+def lazy_attributes(package: str, table: dict[str, str]):
+    """A package's PEP 562 ``__getattr__`` for the public names of ``table`` (name -> the module that
+    defines it: ``pytest_trt.x.y``, or a submodule name of ``package``). A name is imported on first
+    use and bound in the package, so a package's ``__init__`` imports none of its submodules::
+
+        __getattr__ = lazy_attributes(__name__, {"Model": "load", "UsageError": "pytest_trt.errors"})
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = table.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module if module.startswith("pytest_trt") else f"{package}.{module}"),
+                        name)
+        setattr(sys.modules[package], name, value)
+        return value
+
+    return __getattr__

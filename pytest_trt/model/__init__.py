@@ -14,8 +14,9 @@ library only), which the plugin's pattern parsing imports, does not import onnx.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ..core.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # pragma: no cover
     from .load import Model, load_model
@@ -26,13 +27,7 @@ _LAZY = {"Model": "load", "load_model": "load", "NodeName": "names", "NodeNames"
 __all__ = ["Model", "NodeName", "NodeNames", "load_model"]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

@@ -118,45 +118,26 @@ def decomposed_layernorm_block(hidden: int = 64, opset: int = 14, *, seq: int = 
     The dense weight is identity plus 0.02 noise, so the LayerNorm sees the input's
     magnitude: inputs of ~400 make ``(x - mean)**2`` overflow FP16 (> 65504).
     """
-    rng = np.random.default_rng(seed)
-    param = layer.strip("/")
-    ln = f"{layer}/attention/output/LayerNorm"
-    ln_param = f"{param}.attention.output.LayerNorm"
-    nodes: list = []
-    inits: list = []
-    x = _dense(nodes, inits, f"{layer}/attention/output/dense", f"{param}.attention.output.dense", "hidden_states",
-               (np.eye(hidden) + 0.02 * rng.standard_normal((hidden, hidden))).astype(np.float32),
-               (0.01 * rng.standard_normal(hidden)).astype(np.float32))
-    inits += [
-        _init(f"{ln_param}.weight", (1.0 + 0.1 * rng.standard_normal(hidden)).astype(np.float32)),
-        _init(f"{ln_param}.bias", (0.1 * rng.standard_normal(hidden)).astype(np.float32)),
-    ]
-    nodes += _reduce_mean(f"{ln}/ReduceMean", x, opset)
-    mean = nodes[-1].output[0]
-    sub = _node("Sub", f"{ln}/Sub", [x, mean])
-    two = _const(f"{ln}/Constant", 2.0)
-    pow_ = _node("Pow", f"{ln}/Pow", [_out(sub), _out(two)])
-    nodes += [sub, two, pow_]
-    nodes += _reduce_mean(f"{ln}/ReduceMean_1", _out(pow_), opset)
-    var = nodes[-1].output[0]
-    epsilon = _const(f"{ln}/Constant_1", eps)
-    add = _node("Add", f"{ln}/Add", [var, _out(epsilon)])
-    sqrt = _node("Sqrt", f"{ln}/Sqrt", [_out(add)])
-    div = _node("Div", f"{ln}/Div", [_out(sub), _out(sqrt)])
-    mul = _node("Mul", f"{ln}/Mul", [_out(div), f"{ln_param}.weight"])
-    add1 = _node("Add", f"{ln}/Add_1", [_out(mul), f"{ln_param}.bias"])
-    nodes += [epsilon, add, sqrt, div, mul, add1]
-    inits.append(_init(f"{param}.intermediate.dense.weight",
-                       (rng.standard_normal((hidden, 2 * hidden)) / math.sqrt(hidden)).astype(np.float32)))
-    nodes.append(helper.make_node("MatMul", [_out(add1), f"{param}.intermediate.dense.weight"], ["output"],
-                                  name=f"{layer}/intermediate/dense/MatMul"))
-    graph = helper.make_graph(
-        nodes, "decomposed_layernorm_block",
-        [helper.make_tensor_value_info("hidden_states", FLOAT, [batch, seq, hidden])],
-        [helper.make_tensor_value_info("output", FLOAT, [batch, seq, 2 * hidden])],
-        inits,
-    )
-    return _model(graph, opset)
+    def decomposed(nodes: list, x: str, ln: str, ln_param: str) -> str:
+        nodes += _reduce_mean(f"{ln}/ReduceMean", x, opset)
+        mean = nodes[-1].output[0]
+        sub = _node("Sub", f"{ln}/Sub", [x, mean])
+        two = _const(f"{ln}/Constant", 2.0)
+        pow_ = _node("Pow", f"{ln}/Pow", [_out(sub), _out(two)])
+        nodes += [sub, two, pow_]
+        nodes += _reduce_mean(f"{ln}/ReduceMean_1", _out(pow_), opset)
+        var = nodes[-1].output[0]
+        epsilon = _const(f"{ln}/Constant_1", eps)
+        add = _node("Add", f"{ln}/Add", [var, _out(epsilon)])
+        sqrt = _node("Sqrt", f"{ln}/Sqrt", [_out(add)])
+        div = _node("Div", f"{ln}/Div", [_out(sub), _out(sqrt)])
+        mul = _node("Mul", f"{ln}/Mul", [_out(div), f"{ln_param}.weight"])
+        add1 = _node("Add", f"{ln}/Add_1", [_out(mul), f"{ln_param}.bias"])
+        nodes += [epsilon, add, sqrt, div, mul, add1]
+        return _out(add1)
+
+    return _layernorm_block("decomposed_layernorm_block", decomposed, hidden=hidden, opset=opset, seq=seq,
+                            batch=batch, layer=layer, seed=seed)
 
 
 def layernorm17_block(hidden: int = 64, opset: int = 17, *, seq: int = 8, batch: int = 1,
@@ -168,6 +149,21 @@ def layernorm17_block(hidden: int = 64, opset: int = 17, *, seq: int = 8, batch:
     """
     if opset < 17:
         raise UsageError(f"LayerNormalization needs opset >= 17, got {opset}")
+    def fused(nodes: list, x: str, ln: str, ln_param: str) -> str:
+        norm = _node("LayerNormalization", f"{ln}/LayerNormalization", [x, f"{ln_param}.weight", f"{ln_param}.bias"],
+                     axis=-1, epsilon=eps)
+        nodes.append(norm)
+        return _out(norm)
+
+    return _layernorm_block("layernorm17_block", fused, hidden=hidden, opset=opset, seq=seq, batch=batch,
+                            layer=layer, seed=seed)
+
+
+def _layernorm_block(graph_name: str, normalize, *, hidden: int, opset: int, seq: int, batch: int, layer: str,
+                     seed: int) -> onnx.ModelProto:
+    """The BERT attention-output block around a LayerNorm that ``normalize(nodes, x, ln, ln_param)``
+    appends to ``nodes`` (returning its output): dense -> LayerNorm -> intermediate MatMul. The
+    weights are drawn in one order, so both LayerNorm forms get the same weights for a seed."""
     rng = np.random.default_rng(seed)
     param = layer.strip("/")
     ln = f"{layer}/attention/output/LayerNorm"
@@ -181,14 +177,13 @@ def layernorm17_block(hidden: int = 64, opset: int = 17, *, seq: int = 8, batch:
         _init(f"{ln_param}.weight", (1.0 + 0.1 * rng.standard_normal(hidden)).astype(np.float32)),
         _init(f"{ln_param}.bias", (0.1 * rng.standard_normal(hidden)).astype(np.float32)),
     ]
-    norm = _node("LayerNormalization", f"{ln}/LayerNormalization", [x, f"{ln_param}.weight", f"{ln_param}.bias"],
-                 axis=-1, epsilon=eps)
+    normalized = normalize(nodes, x, ln, ln_param)
     inits.append(_init(f"{param}.intermediate.dense.weight",
                        (rng.standard_normal((hidden, 2 * hidden)) / math.sqrt(hidden)).astype(np.float32)))
-    nodes += [norm, helper.make_node("MatMul", [_out(norm), f"{param}.intermediate.dense.weight"], ["output"],
-                                     name=f"{layer}/intermediate/dense/MatMul")]
+    nodes.append(helper.make_node("MatMul", [normalized, f"{param}.intermediate.dense.weight"], ["output"],
+                                  name=f"{layer}/intermediate/dense/MatMul"))
     graph = helper.make_graph(
-        nodes, "layernorm17_block",
+        nodes, graph_name,
         [helper.make_tensor_value_info("hidden_states", FLOAT, [batch, seq, hidden])],
         [helper.make_tensor_value_info("output", FLOAT, [batch, seq, 2 * hidden])],
         inits,

@@ -40,8 +40,9 @@ Typing rules (the realizations rely on them; see ``docs/DESIGN.md``):
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ..core.lazy import lazy_attributes
 
 if TYPE_CHECKING:  # the type checker sees the real names; at run time they load on first use
     from .checks import check_as_written
@@ -111,13 +112,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def __dir__():

@@ -11,7 +11,7 @@ Submodules are imported lazily: importing this package imports neither onnx nor 
 
 from __future__ import annotations
 
-import importlib
+from ..core.lazy import lazy_attributes
 
 _LAZY = {
     "realize_strong": "pytest_trt.realize.strong",
@@ -26,13 +26,7 @@ _LAZY = {
 __all__ = list(_LAZY)
 
 
-def __getattr__(name: str):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pytest_trt.realize' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 def __dir__():

@@ -23,6 +23,25 @@ def backend_or_skip(name: str):
     return backend
 
 
+def cuda_ort_or_skip():
+    """onnxruntime with its CUDA provider (tier ``cuda``: no TensorRT needed), or skip with the reason;
+    under ``PYTEST_TRT_CI_NO_SKIP=1 PYTEST_TRT_CI_GPU=1`` that skip fails (tests/conftest.py)."""
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        pytest.skip("onnxruntime not installed: pip install onnxruntime-gpu")
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        pytest.skip(f"ONNX Runtime has no CUDAExecutionProvider here (onnxruntime {ort.__version__}, providers: "
+                    f"{', '.join(ort.get_available_providers())}): needs onnxruntime-gpu and a CUDA GPU")
+    return ort
+
+
+@pytest.fixture(scope="module")
+def ort():
+    """:func:`cuda_ort_or_skip` for the ``cuda`` tier's tests."""
+    return cuda_ort_or_skip()
+
+
 @pytest.fixture
 def tensorrt_backend():
     return backend_or_skip("tensorrt")

@@ -20,20 +20,8 @@ CORPUS = ROOT / "tests" / "data" / "calibration"
 pytestmark = pytest.mark.cuda
 
 
-def _cuda_or_skip():
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        pytest.skip("onnxruntime not installed: pip install onnxruntime-gpu")
-    if "CUDAExecutionProvider" not in ort.get_available_providers():
-        pytest.skip(f"ONNX Runtime has no CUDAExecutionProvider here (onnxruntime {ort.__version__}, providers: "
-                    f"{', '.join(ort.get_available_providers())}): needs onnxruntime-gpu and a CUDA GPU")
-    return ort
 
 
-@pytest.fixture(scope="module")
-def ort():
-    return _cuda_or_skip()
 
 
 def _models():

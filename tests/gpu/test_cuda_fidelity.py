@@ -27,11 +27,9 @@ CASES = gpu_fidelity.suite_cases() + gpu_fidelity.calibration.load_cases()
 
 
 @pytest.fixture(scope="module")
-def cuda():
-    sys.path.insert(0, str(Path(__file__).parent))
-    from test_cuda_baseline import _cuda_or_skip
-
-    return _cuda_or_skip()
+def cuda(ort):
+    """ONNX Runtime with its CUDA provider, or the skip of tests/gpu/conftest.py's ``ort``."""
+    return ort
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

@@ -23,16 +23,6 @@ EXPORTS = ROOT / "tests" / "data" / "exports"
 pytestmark = pytest.mark.cuda
 
 
-@pytest.fixture(scope="module")
-def ort():
-    try:
-        import onnxruntime as ort
-    except ImportError:
-        pytest.skip("onnxruntime not installed: pip install onnxruntime-gpu")
-    if "CUDAExecutionProvider" not in ort.get_available_providers():
-        pytest.skip(f"ONNX Runtime has no CUDAExecutionProvider here (onnxruntime {ort.__version__}, providers: "
-                    f"{', '.join(ort.get_available_providers())}): needs onnxruntime-gpu and a CUDA GPU")
-    return ort
 
 
 def _case(path: Path, precision: str, keep):

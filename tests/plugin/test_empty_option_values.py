@@ -45,11 +45,15 @@ def test_unset(pytestconfig):
 """
 
 
-@pytest.mark.parametrize("opt", VALUED, ids=lambda o: o.name)
+BOOLS = [o for o in OPTIONS if o.kind == "bool"]
+
+
+@pytest.mark.parametrize("opt", VALUED + BOOLS, ids=lambda o: o.name)
 @pytest.mark.parametrize("where", ["file", "-o"])
 def test_an_empty_ini_value_means_not_set(pytester, opt, where):
     # pytest's ini semantics: an empty ini value (in the file, or `-o KEY=`) is "not set", the only way
-    # to clear an ini list or switch an ini setting off for one run (review3 row 4: it was exit 4)
+    # to clear an ini list or switch an ini setting off for one run (review3 row 4: it was exit 4; for an
+    # on/off option, review4 row 4: `-o trt_require_run=` exited 4 with "invalid truth value ''")
     pytester.makeini(f"[pytest]\n{opt.ini} =\n" if where == "file" else "[pytest]\n")
     pytester.makepyfile(UNSET_PROBE.format(dest=opt.dest))
     extra = ["-o", f"{opt.ini}="] if where == "-o" else []
@@ -105,21 +109,6 @@ def test_the_console_script_refuses_empty_values(argv, flag, capsys, tmp_path, m
     assert stopped.value.code == 2
     err = capsys.readouterr().err
     assert f"argument {flag}: empty value; give " in err, err
-
-
-BOOLS = [o for o in OPTIONS if o.kind == "bool"]
-
-
-@pytest.mark.parametrize("opt", BOOLS, ids=lambda o: o.name)
-@pytest.mark.parametrize("where", ["file", "-o"])
-def test_an_empty_ini_value_of_an_on_off_option_means_not_set(pytester, opt, where):
-    """review4 row 4: `-o trt_require_run=` exited 4 with "invalid truth value ''", naming no option."""
-    pytester.makeini(f"[pytest]\n{opt.ini} =\n" if where == "file" else "[pytest]\n")
-    pytester.makepyfile(UNSET_PROBE.format(dest=opt.dest))
-    extra = ["-o", f"{opt.ini}="] if where == "-o" else []
-    result = pytester.runpytest("-p", "no:cacheprovider", *extra)
-    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
-    result.assert_outcomes(passed=1)
 
 
 def test_a_bad_ini_value_of_an_on_off_option_names_it(pytester):
